@@ -1,0 +1,177 @@
+"""The runner's input contract: fully resolved kernels and problem instances.
+
+The server turns a harness spec into these (every expression evaluated to numbers); the
+runner only allocates, fills, launches, compares and times. All of it converts to and from
+plain JSON-compatible dicts with ``to_dict``/``from_dict`` so the same objects can later cross
+the HTTP boundary.
+
+Units: lengths in elements, shared memory in bytes, times in microseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Union
+
+Role = Literal["in", "out", "inout"]
+
+# Element types the runner can allocate, named as numpy names them.
+DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16",
+          "int32", "uint32", "int64", "uint64")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A pointer argument: a device buffer of ``length`` elements of ``dtype``.
+
+    Inputs are filled with uniform random values in ``[low, high)`` (integers: ``low`` to
+    ``high - 1``). ``role`` says whether the kernel reads it (``in``), writes it (``out``) or
+    both (``inout``).
+    """
+
+    name: str
+    dtype: str
+    length: int
+    role: Role
+    low: float = -1.0
+    high: float = 1.0
+    kind: Literal["buffer"] = "buffer"
+
+    @property
+    def itemsize(self) -> int:
+        return {"float16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+                "float32": 4, "int32": 4, "uint32": 4}.get(self.dtype, 8)
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * self.itemsize
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A by-value argument of ``dtype`` with a fixed ``value``."""
+
+    name: str
+    dtype: str
+    value: Union[int, float]
+    kind: Literal["scalar"] = "scalar"
+
+
+Argument = Union[Buffer, Scalar]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch configuration: grid and block in (x, y, z), dynamic shared memory in bytes."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One problem instance: the kernel's arguments in parameter order.
+
+    ``label`` names the size set (``"nominal"`` for the timed sizes, ``"ragged"`` for the
+    sizes chosen not to be multiples of the block size). ``bytes_moved`` is the fewest bytes
+    the computation must move through device memory (each input read once, each output
+    written once); ``flops`` the floating-point operations it must do, if known.
+    """
+
+    label: str
+    args: tuple[Argument, ...]
+    bytes_moved: int = 0
+    flops: int = 0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A kernel to run: its full translation unit, the kernel's name and one launch per case.
+
+    ``name`` is the kernel's C++ name (``saxpy``, ``ops::saxpy``, ``scale<float>``); the
+    runner finds its mangled symbol in the compiled cubin. ``launches[i]`` goes with
+    ``Problem.cases[i]``.
+    """
+
+    label: str
+    source: str
+    name: str
+    launches: tuple[Launch, ...]
+    options: tuple[str, ...] = ()  # extra nvcc options, e.g. ("-use_fast_math",)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Outputs match when ``|cand - ref| <= atol + rtol * |ref|`` elementwise.
+
+    ``atol`` is scaled by the output's scale (max |ref| over the buffer) when ``scaled``.
+    """
+
+    rtol: float
+    atol: float
+    scaled: bool = True
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Everything needed to check and time variants of one kernel.
+
+    ``cases[0]`` is the timed (nominal) case. ``seeds`` are the random seeds used for
+    verification; each seed draws fresh inputs for every case.
+    """
+
+    kernel: str
+    cases: tuple[Case, ...]
+    seeds: tuple[int, ...] = (1, 2, 3)
+    tolerance: Tolerance | None = None  # None: derived from each output's element type
+    atomics: bool = False  # outputs may differ between runs within tolerance
+
+    @property
+    def timed_case(self) -> Case:
+        return self.cases[0]
+
+
+def _tuple3(v) -> tuple[int, int, int]:
+    v = tuple(int(x) for x in v)
+    return (v + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def argument_from_dict(d: dict) -> Argument:
+    if d.get("kind") == "scalar":
+        return Scalar(name=d["name"], dtype=d["dtype"], value=d["value"])
+    return Buffer(name=d["name"], dtype=d["dtype"], length=int(d["length"]), role=d["role"],
+                  low=float(d.get("low", -1.0)), high=float(d.get("high", 1.0)))
+
+
+def launch_from_dict(d: dict) -> Launch:
+    return Launch(grid=_tuple3(d["grid"]), block=_tuple3(d["block"]),
+                  shared_bytes=int(d.get("shared_bytes", 0)))
+
+
+def case_from_dict(d: dict) -> Case:
+    return Case(label=d["label"], args=tuple(argument_from_dict(a) for a in d["args"]),
+                bytes_moved=int(d.get("bytes_moved", 0)), flops=int(d.get("flops", 0)))
+
+
+def variant_from_dict(d: dict) -> Variant:
+    return Variant(label=d["label"], source=d["source"], name=d["name"],
+                   launches=tuple(launch_from_dict(x) for x in d["launches"]),
+                   options=tuple(d.get("options", ())))
+
+
+def problem_from_dict(d: dict) -> Problem:
+    tol = d.get("tolerance")
+    return Problem(kernel=d["kernel"], cases=tuple(case_from_dict(c) for c in d["cases"]),
+                   seeds=tuple(d.get("seeds", (1, 2, 3))),
+                   tolerance=Tolerance(**tol) if tol else None,
+                   atomics=bool(d.get("atomics", False)))
+
+
+def to_dict(obj) -> dict:
+    """Any of the data classes above as a JSON-compatible dict."""
+    return asdict(obj)

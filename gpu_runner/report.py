@@ -1,0 +1,117 @@
+"""The runner's output contract: device facts, verdicts and timings.
+
+Times are in microseconds, bandwidths in GB/s (10^9 bytes per second), rates in GFLOP/s.
+All classes convert to JSON-compatible dicts with ``dataclasses.asdict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+VerdictStatus = Literal[
+    "passed",
+    "compile_error",   # nvcc rejected the source, or the kernel symbol was not found
+    "launch_error",    # the launch failed or the kernel faulted (illegal address, ...)
+    "mismatch",        # an output differs from the baseline's beyond tolerance
+    "unwritten",       # an output still holds the poison value where the baseline wrote
+    "input_modified",  # an input buffer differs after the run
+    "out_of_bounds",   # a guard region around a buffer was overwritten
+    "nondeterministic",  # two runs on the same inputs disagree
+    "stale_after_timing",  # outputs after the timing loop differ from the baseline's
+    "timeout",         # the kernel did not finish in time
+]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    l2_bytes: int
+    max_threads_per_block: int
+    max_shared_bytes_per_block: int
+    sm_clock_mhz: int
+    memory_clock_mhz: int
+    driver_version: str  # e.g. "580.159.04" where NVML is available, else the CUDA driver API version
+    cuda_driver_api: int  # e.g. 13000
+    copy_bandwidth_gbps: float  # measured device-to-device copy, bytes read + written per second
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The first element (lowest index) that differs, with the values seen."""
+
+    case: str
+    seed: int
+    buffer: str
+    index: int
+    expected: float
+    actual: float
+    mismatched: int  # how many elements differ in this buffer
+    total: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    variant: str
+    status: VerdictStatus
+    reason: str  # one sentence a user can act on, naming case, seed, buffer and index
+    mismatch: Optional[Mismatch] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    variant: str
+    ok: bool
+    registers: int = 0
+    static_shared_bytes: int = 0
+    local_bytes: int = 0  # per-thread local memory (stack and spills)
+    max_threads_per_block: int = 0
+    log: str = ""  # compiler output when it failed (or warnings)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Event-timed kernel durations of one variant on the timed case."""
+
+    variant: str
+    median_us: float
+    q1_us: float
+    q3_us: float
+    min_us: float
+    samples: int
+    achieved_gbps: float  # Case.bytes_moved / median
+    percent_of_copy: float  # achieved_gbps / DeviceInfo.copy_bandwidth_gbps * 100
+    gflops: float = 0.0  # Case.flops / median, 0 when flops unknown
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """baseline median / candidate median with a 95% bootstrap confidence interval."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    compile: CompileReport
+    verdict: Verdict
+    timing: Optional[Timing] = None
+    speedup: Optional[Speedup] = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    device: DeviceInfo
+    baseline_compile: CompileReport
+    baseline: Optional[Timing]
+    candidates: tuple[CandidateResult, ...] = field(default=())
+    error: str = ""  # set when the baseline itself could not be compiled or run

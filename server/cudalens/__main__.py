@@ -1,0 +1,3 @@
+from cudalens.cli import main
+
+main()
