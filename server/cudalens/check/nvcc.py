@@ -1,0 +1,138 @@
+"""Find and run nvcc for a compile check (no GPU needed: nvcc only compiles).
+
+The command compiles one file to a cubin for one architecture with ptxas's resource
+report (``-Xptxas -v``) and keeps the generated PTX (``--keep``) in a private directory so
+ptxas errors can be traced back to source lines. It is always run as an argument list,
+never through a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cudalens.errors import CudalensError
+
+
+class CheckError(CudalensError):
+    """A compile check could not be run (as opposed to: the code did not compile)."""
+
+
+class NvccNotFound(CheckError):
+    """No nvcc executable where one was asked for."""
+
+
+class NvccTimeout(CheckError):
+    """nvcc ran longer than the allowed time and was stopped."""
+
+
+# Options that would change what nvcc produces or where: the check decides those itself.
+_FORBIDDEN = ("-o", "--output-file", "-c", "--compile", "-cubin", "--cubin", "-ptx", "--ptx",
+              "-fatbin", "--fatbin", "-E", "--preprocess", "-M", "-MM", "-MD", "-MMD",
+              "-run", "--run", "-lib", "--lib", "-link", "--link", "-dlink", "--device-link",
+              "--keep", "-keep", "--keep-dir", "-keep-dir", "-x", "--x", "-odir",
+              "--output-directory", "-optix-ir", "--optix-ir", "-lto", "-dryrun", "--dryrun")
+_ARCH_OPTIONS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code",
+                 "--gpu-code")
+
+
+def find_nvcc(nvcc: str = "nvcc") -> str:
+    """Absolute path of the nvcc to run.
+
+    ``nvcc`` is a path (contains a separator: used as is) or a program name looked up on
+    PATH; for the default name ``nvcc`` also ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin`` and
+    ``/usr/local/cuda/bin`` are tried. Raises NvccNotFound saying what was looked for and
+    what is needed.
+    """
+    looked: list[str] = []
+    if os.sep in nvcc or (os.altsep and os.altsep in nvcc):
+        if os.path.isfile(nvcc) and os.access(nvcc, os.X_OK):
+            return os.path.abspath(nvcc)
+        looked.append(nvcc)
+    else:
+        found = shutil.which(nvcc)
+        if found:
+            return found
+        looked.append(f"{nvcc!r} on PATH")
+        if nvcc == "nvcc":
+            for var in ("CUDA_HOME", "CUDA_PATH"):
+                root = os.environ.get(var)
+                if root:
+                    candidate = os.path.join(root, "bin", "nvcc")
+                    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                        return candidate
+                    looked.append(f"${var}/bin/nvcc ({candidate})")
+            default = "/usr/local/cuda/bin/nvcc"
+            if os.path.isfile(default) and os.access(default, os.X_OK):
+                return default
+            looked.append(default)
+    raise NvccNotFound(
+        f"nvcc not found (looked for {', '.join(looked)}): the compile check needs the CUDA "
+        "toolkit's nvcc; install the CUDA toolkit and put nvcc on PATH or set CUDA_HOME so "
+        "that $CUDA_HOME/bin/nvcc exists")
+
+
+def check_options(options: Sequence[str]) -> None:
+    """Raise ValueError for an option the check must control itself (``-o``, ``-c``, ...)."""
+    for opt in options:
+        name = opt.split("=", 1)[0]
+        if name in _FORBIDDEN:
+            raise ValueError(f"option {opt!r} cannot be used with the compile check: it sets the "
+                             "output kind or location, which the check chooses (a cubin in a "
+                             "temporary directory)")
+
+
+def sets_arch(options: Sequence[str]) -> bool:
+    """Whether ``options`` already choose the target architecture."""
+    return any(opt.split("=", 1)[0] in _ARCH_OPTIONS for opt in options)
+
+
+def build_command(nvcc: str, source: str, output: str, keep_dir: str, *, arch: str,
+                  options: Sequence[str] = (), include_dirs: Sequence[str] = (),
+                  lineinfo: bool = True) -> list[str]:
+    """The nvcc argument list: ``nvcc -cubin -x cu -arch=ARCH -Xptxas -v [-lineinfo]
+    --keep --keep-dir DIR [-I DIR...] OPTIONS -o OUTPUT SOURCE``.
+
+    ``-arch`` is left out when ``options`` choose the architecture themselves.
+    """
+    cmd = [nvcc, "-cubin", "-x", "cu"]
+    if not sets_arch(options):
+        cmd.append(f"-arch={arch}")
+    cmd += ["-Xptxas", "-v"]
+    if lineinfo:
+        cmd.append("-lineinfo")
+    cmd += ["--keep", "--keep-dir", keep_dir]
+    for d in include_dirs:
+        cmd += ["-I", d]
+    cmd += list(options)
+    cmd += ["-o", output, source]
+    return cmd
+
+
+@dataclass(frozen=True)
+class NvccRun:
+    returncode: int
+    output: str  # stdout and stderr interleaved as printed
+    duration: float  # wall-clock seconds
+
+
+def run_nvcc(command: list[str], *, timeout: float, cwd: str | None = None) -> NvccRun:
+    """Run ``command`` (no shell); raise NvccTimeout after ``timeout`` seconds and
+    NvccNotFound when the executable cannot be started.
+    """
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=timeout, cwd=cwd, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise NvccTimeout(f"nvcc did not finish within {timeout:g} s compiling "
+                          f"{command[-1]} (command: {' '.join(command)})") from exc
+    except OSError as exc:
+        raise NvccNotFound(f"cannot run nvcc at {command[0]}: {exc}; the compile check needs "
+                           "the CUDA toolkit's nvcc on PATH or in $CUDA_HOME/bin") from exc
+    return NvccRun(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                   time.perf_counter() - start)
