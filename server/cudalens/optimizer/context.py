@@ -1,0 +1,80 @@
+"""The pass context: one kernel of one file, its harness spec, and the file's launch sites."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from cudalens.source.model import Kernel, LaunchSite, SourceFile
+from cudalens.spec.model import KernelSpec, LaunchDecl
+
+
+class PassNotApplicable(ValueError):
+    """``apply`` was called on a context where the pass's precondition fails.
+
+    The message is the pass's reason, prefixed with the pass name and kernel.
+    """
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """Everything a pass looks at.
+
+    ``text`` is the whole file, ``source`` its parsed model, ``kernel`` the kernel being
+    optimized (found in ``source``), ``spec`` its harness spec whose ``launch`` is the launch
+    configuration of the current text, ``launch_sites`` every ``<<<...>>>`` launch in the file
+    (of any kernel), ``applied`` the names of the passes that produced ``text``.
+    """
+
+    path: str
+    text: str
+    source: SourceFile
+    kernel: Kernel
+    spec: KernelSpec
+    launch_sites: tuple[LaunchSite, ...]
+    applied: tuple[str, ...] = ()
+
+    @property
+    def launch(self) -> LaunchDecl:
+        return self.spec.launch
+
+    def kernel_launch_sites(self) -> tuple[LaunchSite, ...]:
+        """The launch sites of this kernel among ``launch_sites`` (matched as
+        ``cudalens.source.launches.launches_kernel`` does)."""
+        from cudalens.source.launches import launches_of
+
+        return launches_of(self.kernel, self.launch_sites)
+
+    def rewritten(self, text: str, launch: LaunchDecl, pass_name: str) -> "PassContext":
+        """The context after a pass: ``text`` re-parsed, the kernel found again by name.
+
+        Raises:
+            LookupError: the rewritten text no longer holds the kernel (a pass bug).
+        """
+        from cudalens.source.parser import parse_source
+
+        source = parse_source(text, self.path) if text != self.text else self.source
+        try:
+            kernel = source.kernel(self.kernel.qualified_name)
+        except KeyError:
+            raise LookupError(f"{self.path}: after pass {pass_name}, kernel "
+                              f"{self.kernel.qualified_name} is no longer found") from None
+        return PassContext(path=self.path, text=text, source=source, kernel=kernel,
+                           spec=dataclasses.replace(self.spec, launch=launch),
+                           launch_sites=source.launch_sites,
+                           applied=self.applied + (pass_name,))
+
+
+def make_context(text: str, path: str, kernel_name: str, spec: KernelSpec) -> PassContext:
+    """Parses ``text`` and builds the context for the kernel named ``kernel_name``.
+
+    Raises:
+        KeyError: the file has no ``__global__`` kernel of that name (message lists the ones
+            found).
+    """
+    from cudalens.source.parser import parse_source
+
+    source = parse_source(text, path)
+    kernel = source.kernel(kernel_name)
+    return PassContext(path=path, text=text, source=source, kernel=kernel, spec=spec,
+                       launch_sites=source.launch_sites)

@@ -1,0 +1,568 @@
+"""Recognizing the one-thread-per-element kernel that grid-stride and vector rewrites need.
+
+The pattern, in either form (operands of ``*``, ``+``, ``<`` in any order, parentheses and
+casts allowed, any integer index type, ``const`` or not)::
+
+    int i = blockIdx.x * blockDim.x + threadIdx.x;      int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {                                        if (i >= n) return;
+        ...body...                                      ...body...
+    }
+
+where ``n`` is an integer expression of scalar parameters, the body touches every pointer
+parameter only as ``p[i]``, never changes ``i`` or ``n``, and has no thread-index builtins,
+barriers, warp intrinsics, atomics, shared memory, ``return`` or ``goto``. Each element
+``i`` is then independent of the others, so any assignment of elements to threads computes
+the same thing. Functions defined in the file that the body calls are checked for the same
+builtins; functions and macros from headers are not seen (a known limit).
+
+``check_vectorizable`` adds what vector loads and stores need on top of that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer.aliasing import aliased_arguments
+from cudalens.optimizer.context import PassContext
+from cudalens.optimizer.pointer_uses import pointer_uses
+from cudalens.optimizer.syntax import (Parsed, find_definition, first_error, named_children,
+                                       parse, unparen, walk)
+from cudalens.spec import dtypes
+from cudalens.spec.model import BufferDecl, ScalarDecl
+
+_BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize")
+_BARRIERS = re.compile(r"^(__syncthreads\w*|__syncwarp|__threadfence\w*|__barrier\w*)$")
+_WARP = re.compile(r"^(__shfl\w*|__ballot\w*|__any\w*|__all\w*|__activemask|__match\w*|"
+                   r"__reduce\w*)$")
+_ATOMIC = re.compile(r"^atomic\w*$")
+_COOPERATIVE = ("this_thread_block", "this_grid", "tiled_partition", "coalesced_threads")
+_THREAD_TIED = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|__syncthreads\w*|__syncwarp|"
+                          r"__shfl\w*|__ballot\w*|atomic\w*)\b")
+_INT_LITERAL = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*$")
+_BOUND_OPERATORS = ("+", "-", "*", "/", "%", "<<", ">>")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+class NotElementwise(Exception):
+    """The kernel does not match the pattern; the message says why, with the line."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """One ``p[i]`` in the guarded body: bytes ``start:end`` of the file."""
+
+    name: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A pointer parameter accessed as ``p[i]``.
+
+    ``c_type`` is its element type as written (qualifiers removed: ``float``, ``T``),
+    ``element_bytes`` the element size from the spec type, ``read`` whether any lane reads
+    the element (so it must be loaded), ``written`` whether any lane writes it,
+    ``partial_write`` where it is written other than by a top-level ``p[i] = ...;``
+    statement (so maybe not for every element), or None.
+    """
+
+    name: str
+    c_type: str
+    spec_type: str
+    element_bytes: int
+    read: bool
+    written: bool
+    partial_write: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """A matched elementwise kernel.
+
+    ``index``/``index_type``: the index variable and its C type (``int``, ``size_t``);
+    ``bound``: the guard's bound as C text (``n``) and ``bound_spec`` as a spec expression
+    of the sizes (the scalar's value expression substituted); ``body_start``/``body_end``:
+    the bytes of the guarded statements' text (between the braces, or after the early
+    return); ``accesses``: every ``p[i]`` in it; ``operands``: the accessed pointers in
+    parameter order; ``index_used``: ``i`` appears outside ``p[i]``; ``template_types``: the
+    element types that name a template parameter (``("T",)``), empty when all are concrete.
+    """
+
+    index: str
+    index_type: str
+    bound: str
+    bound_spec: str
+    body_start: int
+    body_end: int
+    accesses: tuple[Access, ...]
+    operands: tuple[Operand, ...]
+    index_used: bool
+    template_types: tuple[str, ...] = ()
+
+    @property
+    def widest_bytes(self) -> int:
+        return max(o.element_bytes for o in self.operands)
+
+
+def _fail(msg: str) -> NotElementwise:
+    return NotElementwise(msg)
+
+
+def _field_name(node: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, str]]:
+    """``blockIdx.x`` -> ("blockIdx", "x") for field expressions on a builtin."""
+    node = _strip_casts(node, parsed)
+    if node.type != "field_expression":
+        return None
+    base = node.child_by_field_name("argument")
+    fld = node.child_by_field_name("field")
+    if base is None or fld is None or base.type != "identifier":
+        return None
+    return parsed.text_of(base), parsed.text_of(fld)
+
+
+def _strip_casts(node: tree_sitter.Node, parsed: Parsed) -> tree_sitter.Node:
+    """Removes parentheses, C casts and ``static_cast<T>(...)`` around an expression."""
+    while True:
+        node = unparen(node)
+        if node.type == "cast_expression":
+            node = node.child_by_field_name("value")
+            continue
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fn is not None and fn.type == "template_function" and \
+                    parsed.text_of(fn).startswith("static_cast") and args is not None and \
+                    len(named_children(args)) == 1:
+                node = named_children(args)[0]
+                continue
+        return node
+
+
+def _binary(node: tree_sitter.Node, parsed: Parsed, op: str) \
+        -> Optional[tuple[tree_sitter.Node, tree_sitter.Node]]:
+    node = _strip_casts(node, parsed)
+    if node.type != "binary_expression":
+        return None
+    operator = node.child_by_field_name("operator")
+    if operator is None or operator.type != op:
+        return None
+    return node.child_by_field_name("left"), node.child_by_field_name("right")
+
+
+def _is_global_index(expr: tree_sitter.Node, parsed: Parsed) -> bool:
+    """``blockIdx.x * blockDim.x + threadIdx.x``, operands in any order, casts allowed."""
+    plus = _binary(expr, parsed, "+")
+    if plus is None:
+        return False
+    for prod, tid in (plus, plus[::-1]):
+        if _field_name(tid, parsed) != ("threadIdx", "x"):
+            continue
+        mul = _binary(prod, parsed, "*")
+        if mul is None:
+            continue
+        names = {_field_name(mul[0], parsed), _field_name(mul[1], parsed)}
+        if names == {("blockIdx", "x"), ("blockDim", "x")}:
+            return True
+    return False
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def _index_declaration(stmt: tree_sitter.Node, parsed: Parsed) -> tuple[str, str, tree_sitter.Node]:
+    """(name, C type, initializer) of ``int i = <global index>;``."""
+    expected = "expected the body to start with 'int i = blockIdx.x * blockDim.x + threadIdx.x;'"
+    where = f"line {parsed.line_of(stmt)}"
+    if stmt.type != "declaration":
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+    declarators = [c for c in stmt.children_by_field_name("declarator")]
+    if len(declarators) != 1 or declarators[0].type != "init_declarator":
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+    init = declarators[0]
+    name_node = init.child_by_field_name("declarator")
+    value = init.child_by_field_name("value")
+    if name_node is None or name_node.type != "identifier" or value is None:
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+    if not _is_global_index(value, parsed):
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+    type_node = stmt.child_by_field_name("type")
+    ctype = parsed.text_of(type_node) if type_node is not None else ""
+    if ctype == "auto":
+        if unparen(value).type != "binary_expression" or \
+                any(n.type in ("cast_expression", "call_expression") for n in walk(value)):
+            raise _fail(f"'auto {parsed.text_of(name_node)}' at {where}: cannot tell the index "
+                        f"type; write it out")
+        ctype = "unsigned int"  # the type of blockIdx.x * blockDim.x + threadIdx.x
+    if dtypes.spec_type_for_c(ctype) is None or dtypes.is_float(dtypes.spec_type_for_c(ctype)):
+        raise _fail(f"the index {parsed.text_of(name_node)} at {where} has type '{ctype}', "
+                    f"expected an integer type")
+    return parsed.text_of(name_node), " ".join(ctype.split()), value
+
+
+def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tree_sitter.Node]:
+    """(form, bound node): form ``"if"`` for ``if (i < n) S``, ``"return"`` for
+    ``if (i >= n) return;``."""
+    where = f"line {parsed.line_of(stmt)}"
+    expected = f"expected the bounds guard 'if ({index} < n)' or 'if ({index} >= n) return;'"
+    if stmt.type != "if_statement":
+        raise _fail(f"{expected} after the index, found '{_first_line(parsed.text_of(stmt))}' "
+                    f"at {where}")
+    cond = unparen(stmt.child_by_field_name("condition"))
+    if cond.type != "binary_expression":
+        raise _fail(f"{expected}, found 'if {parsed.text_of(stmt.child_by_field_name('condition'))}'"
+                    f" at {where}")
+    op = cond.child_by_field_name("operator").type
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    is_index = lambda n: unparen(n).type == "identifier" and parsed.text_of(unparen(n)) == index
+    if is_index(left) and op in ("<", ">="):
+        form, bound = ("if" if op == "<" else "return"), right
+    elif is_index(right) and op in (">", "<="):
+        form, bound = ("if" if op == ">" else "return"), left
+    else:
+        raise _fail(f"{expected}, found 'if ({parsed.text_of(cond)})' at {where}")
+    alternative = stmt.child_by_field_name("alternative")
+    if alternative is not None:
+        raise _fail(f"the bounds guard at {where} has an else branch")
+    consequence = stmt.child_by_field_name("consequence")
+    if form == "return":
+        inner = consequence
+        if inner.type == "compound_statement":
+            kids = named_children(inner)
+            inner = kids[0] if len(kids) == 1 else inner
+        if inner.type != "return_statement" or named_children(inner):
+            raise _fail(f"{expected}, found 'if ({parsed.text_of(cond)}) "
+                        f"{_first_line(parsed.text_of(consequence))}' at {where}")
+    return form, bound
+
+
+def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str:
+    """The guard bound as a spec expression: scalar parameters replaced by their values."""
+    node = unparen(node)
+    text = parsed.text_of(node)
+    if node.type == "identifier":
+        try:
+            decl = ctx.spec.param(text)
+        except KeyError:
+            decl = None
+        if not isinstance(decl, ScalarDecl):
+            raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not a "
+                        f"scalar parameter of the kernel")
+        spec_type = dtypes.spec_type_for_c(decl.type) or decl.type
+        if spec_type not in dtypes.SPEC_TYPES or dtypes.is_float(spec_type):
+            raise _fail(f"the guard's bound '{text}' has type {decl.type}, expected an integer")
+        expr = decl.expr.strip()
+        return expr if _IDENT.fullmatch(expr) or expr.isdigit() else f"({expr})"
+    if node.type == "number_literal" and _INT_LITERAL.match(text):
+        return str(int(text.rstrip("uUlL"), 0))
+    if node.type == "binary_expression":
+        op = node.child_by_field_name("operator").type
+        if op in _BOUND_OPERATORS:
+            left = _bound_spec(node.child_by_field_name("left"), parsed, ctx)
+            right = _bound_spec(node.child_by_field_name("right"), parsed, ctx)
+            return f"({left} {op} {right})"
+    raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not an integer "
+                f"expression of scalar parameters")
+
+
+def _assigned_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:
+    """Identifiers assigned, incremented or address-taken in ``body`` -> first line."""
+    found: dict[str, int] = {}
+    for n in walk(body):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "update_expression":
+            target = n.child_by_field_name("argument")
+        elif n.type == "pointer_expression" and n.child_by_field_name("operator").type == "&":
+            target = n.child_by_field_name("argument")
+        if target is not None:
+            target = unparen(target)
+            if target.type == "identifier":
+                found.setdefault(parsed.text_of(target), parsed.line_of(n))
+    return found
+
+
+def _file_macros(parsed: Parsed) -> dict[str, str]:
+    """Macro name -> replacement text, for ``#define``s anywhere in the file."""
+    macros: dict[str, str] = {}
+    for n in walk(parsed.tree.root_node):
+        if n.type in ("preproc_def", "preproc_function_def"):
+            name = n.child_by_field_name("name")
+            value = n.child_by_field_name("value")
+            if name is not None:
+                macros[parsed.text_of(name)] = parsed.text_of(value) if value is not None else ""
+    return macros
+
+
+def _file_functions(parsed: Parsed) -> dict[str, str]:
+    """Function name -> body text, for the functions defined in the file."""
+    found: dict[str, str] = {}
+    for n in walk(parsed.tree.root_node):
+        if n.type != "function_definition":
+            continue
+        decl = n.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        name = decl.child_by_field_name("declarator") if decl is not None else None
+        body = n.child_by_field_name("body")
+        if name is not None and body is not None:
+            found[parsed.text_of(name).rsplit("::", 1)[-1]] = parsed.text_of(body)
+    return found
+
+
+def _check_statements(stmts: list[tree_sitter.Node], parsed: Parsed, pointers: set[str]) -> None:
+    """Rejects anything in the guarded statements that ties elements or threads together."""
+    macros = _file_macros(parsed)
+    functions = _file_functions(parsed)
+    watched = pointers | set(_BUILTINS)
+    for stmt in stmts:
+        for n in walk(stmt):
+            line = parsed.line_of(n)
+            if n.type == "identifier":
+                word = parsed.text_of(n)
+                if word in _BUILTINS:
+                    raise _fail(f"the body uses {word} at line {line}: it depends on which "
+                                f"thread runs it, which the rewrite changes")
+                if word in macros:
+                    hidden = sorted(set(_IDENT.findall(macros[word])) & watched)
+                    if hidden:
+                        raise _fail(f"macro {word} (used at line {line}) refers to "
+                                    f"{', '.join(hidden)}; its accesses are hidden from the pass")
+                if word in functions:
+                    tied = _THREAD_TIED.search(functions[word])
+                    if tied:
+                        raise _fail(f"the body calls {word} (line {line}), which uses "
+                                    f"{tied.group(0)}: it depends on which thread runs it")
+                if _ATOMIC.match(word):
+                    raise _fail(f"the body calls {word} at line {line}: a reduction or atomic "
+                                f"update, not an elementwise map")
+                if _BARRIERS.match(word) or _WARP.match(word) or word in _COOPERATIVE:
+                    raise _fail(f"the body calls {word} at line {line}: threads cooperate, "
+                                f"so elements cannot be moved between threads")
+            elif n.type == "__shared__":
+                raise _fail(f"the body declares __shared__ memory at line {line}")
+            elif n.type in ("return_statement", "goto_statement", "co_return_statement"):
+                raise _fail(f"the body has '{_first_line(parsed.text_of(n))}' at line {line}; "
+                            f"a grid-stride loop cannot leave early per element")
+            elif n.type in ("break_statement", "continue_statement"):
+                if not any(a.type in ("for_statement", "while_statement", "do_statement",
+                                      "switch_statement", "for_range_loop")
+                           for a in _ancestors_until(n, stmts)):
+                    raise _fail(f"the body has '{parsed.text_of(n)}' outside a loop at line {line}")
+
+
+def _ancestors_until(node: tree_sitter.Node, roots: list[tree_sitter.Node]):
+    ids = {(r.start_byte, r.end_byte, r.type) for r in roots}
+    cur = node.parent
+    while cur is not None:
+        yield cur
+        if (cur.start_byte, cur.end_byte, cur.type) in ids:
+            return
+        cur = cur.parent
+
+
+def _element_bytes(spec_type: str) -> int:
+    return {"float16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "float32": 4,
+            "int32": 4, "uint32": 4}.get(dtypes.numpy_dtype(spec_type), 8)
+
+
+def match(ctx: PassContext) -> Elementwise:
+    """Matches ``ctx``'s kernel against the elementwise pattern.
+
+    Raises:
+        NotElementwise: the kernel, its spec or its launch sites do not fit; the message is
+            the reason in a CUDA developer's words, with the line where it applies.
+    """
+    k = ctx.kernel
+    parsed = parse(ctx.text)
+    definition = find_definition(parsed, k)
+    if definition is None:
+        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
+                    f"(parse errors around it)")
+    body = definition.child_by_field_name("body")
+    bad = first_error(body)
+    if bad is not None:
+        raise _fail(f"tree-sitter cannot read the body of {k.name} at line {parsed.line_of(bad)} "
+                    f"(often a macro); the pass needs the whole body")
+    text = parsed.text_of(body)
+    for dim in ("y", "z"):
+        if re.search(rf"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*{dim}\b", text):
+            raise _fail(f"{'2D' if dim == 'y' else '3D'} kernel: it indexes with .{dim} "
+                        f"(the pass rewrites 1D elementwise kernels)")
+    if ctx.spec.atomics:
+        raise _fail("the spec marks the kernel as using atomics (a reduction)")
+    stmts = [c for c in named_children(body)]
+    if not stmts:
+        raise _fail(f"the body of {k.name} is empty")
+    if stmts[0].type in ("for_statement", "while_statement") and "gridDim" in parsed.text_of(stmts[0]):
+        raise _fail(f"already a grid-stride loop (line {parsed.line_of(stmts[0])})")
+    index, index_type, _ = _index_declaration(stmts[0], parsed)
+    if len(stmts) < 2:
+        raise _fail(f"expected the bounds guard 'if ({index} < n)' after line "
+                    f"{parsed.line_of(stmts[0])}, found nothing")
+    form, bound_node = _guard(stmts[1], parsed, index)
+    if form == "if":
+        if len(stmts) > 2:
+            raise _fail(f"statements follow the bounds guard at line {parsed.line_of(stmts[2])}; "
+                        f"expected the guard to end the kernel")
+        consequence = stmts[1].child_by_field_name("consequence")
+        if consequence.type == "compound_statement":
+            guarded = named_children(consequence)
+            start, end = consequence.children[0].end_byte, consequence.children[-1].start_byte
+        else:
+            guarded = [consequence]
+            start, end = consequence.start_byte, consequence.end_byte
+    else:
+        guarded = stmts[2:]
+        start, end = stmts[1].end_byte, body.children[-1].start_byte
+    if not guarded:
+        raise _fail("the guarded body is empty")
+    pointer_params = [p for p in k.parameters if p.is_pointer]
+    pointers = {p.name for p in pointer_params}
+    _check_statements(guarded, parsed, pointers)
+    assigned = {}
+    for stmt in guarded:
+        assigned.update({n: l for n, l in _assigned_names(stmt, parsed).items()
+                         if n not in assigned})
+    if index in assigned:
+        raise _fail(f"the body changes {index} at line {assigned[index]}")
+    bound = parsed.text_of(unparen(bound_node))
+    for name in {parsed.text_of(n) for n in walk(bound_node) if n.type == "identifier"}:
+        if name in assigned:
+            raise _fail(f"the body changes {name}, part of the bound, at line {assigned[name]}")
+    bound_spec = _bound_spec(bound_node, parsed, ctx)
+
+    accesses: list[Access] = []
+    reads: set[str] = set()
+    writes: dict[str, list[tree_sitter.Node]] = {}
+    guarded_keys = {(g.start_byte, g.end_byte) for g in guarded}
+    for stmt in guarded:
+        for use in pointer_uses(stmt, parsed, pointers):
+            shown = f"'{use.text}' at line {use.line}"
+            if use.kind == "escape":
+                raise _fail(f"{use.name} is used as a pointer value ({shown}); the pass needs "
+                            f"every access to be {use.name}[{index}]")
+            idx = unparen(use.index) if use.index is not None else None
+            if use.form != "subscript" or idx is None or idx.type != "identifier" or \
+                    parsed.text_of(idx) != index:
+                if use.kind in ("write", "update"):
+                    raise _fail(f"reduction or scatter: writes {shown}, not {use.name}[{index}]")
+                raise _fail(f"reads {shown}, not {use.name}[{index}] (neighbours or gathers: "
+                            f"not an elementwise kernel)")
+            accesses.append(Access(use.name, use.access.start_byte, use.access.end_byte))
+            if use.kind in ("read", "update"):
+                reads.add(use.name)
+            if use.kind in ("write", "update"):
+                writes.setdefault(use.name, []).append(use.access)
+    if not accesses:
+        raise _fail(f"the body accesses no pointer parameter as p[{index}]")
+    partial: dict[str, str] = {}
+    for name, nodes in writes.items():
+        for access in nodes:
+            assign = access.parent
+            stmt = assign.parent if assign is not None else None
+            if assign is None or assign.type != "assignment_expression" or stmt is None or \
+                    stmt.type != "expression_statement" or \
+                    (stmt.start_byte, stmt.end_byte) not in guarded_keys:
+                partial.setdefault(name, f"'{parsed.text_of(access)}' at line "
+                                         f"{parsed.line_of(access)}")
+
+    operands: list[Operand] = []
+    used = {a.name for a in accesses}
+    for p in pointer_params:
+        if p.name not in used:
+            continue
+        decl = None
+        try:
+            decl = ctx.spec.param(p.name)
+        except KeyError:
+            pass
+        if not isinstance(decl, BufferDecl):
+            raise _fail(f"the spec has no in/out/inout line for pointer parameter {p.name}")
+        if "volatile" in p.text.split():
+            raise _fail(f"{p.name} is volatile ('{p.text}')")
+        if dtypes.vector_type_for_c(p.type) is not None:
+            raise _fail(f"{p.name} already has a vector element type ({p.type})")
+        nbytes = _element_bytes(decl.type)
+        c_spec = dtypes.spec_type_for_c(p.type)
+        if c_spec is not None and _element_bytes(c_spec) != nbytes:
+            raise _fail(f"the spec says {p.name} holds {decl.type} but the kernel declares "
+                        f"{p.type}")
+        operands.append(Operand(p.name, p.type, decl.type, nbytes, p.name in reads,
+                                p.name in writes, partial.get(p.name)))
+    generic = tuple(sorted({o.c_type for o in operands
+                            if set(_IDENT.findall(o.c_type)) & set(k.template_parameters)}))
+
+    launch = ctx.launch
+    if any(b.strip() != "1" for b in launch.block[1:]):
+        raise _fail(f"the spec's block ({', '.join(launch.block)}) is not 1D")
+    if any(g.strip() != "1" for g in launch.grid[1:]):
+        raise _fail(f"the spec's grid ({', '.join(launch.grid)}) is not 1D")
+    index_used = False
+    access_spans = [(a.start, a.end) for a in accesses]
+    macros = _file_macros(parsed)
+    for stmt in guarded:
+        for n in walk(stmt):
+            if n.type != "identifier":
+                continue
+            word = parsed.text_of(n)
+            if word == index and \
+                    not any(s <= n.start_byte and n.end_byte <= e for s, e in access_spans):
+                index_used = True
+            elif word in macros and index in _IDENT.findall(macros[word]):
+                index_used = True  # the macro spells the index in its expansion
+    return Elementwise(index=index, index_type=index_type, bound=bound, bound_spec=bound_spec,
+                       body_start=start, body_end=end, accesses=tuple(accesses),
+                       operands=tuple(operands), index_used=index_used,
+                       template_types=generic)
+
+
+def check_vectorizable(ctx: PassContext, em: Elementwise) -> None:
+    """The extra conditions for vector loads and stores of a matched kernel.
+
+    Raises:
+        NotElementwise: an element is not 4 or 8 bytes, templated element types may differ in
+            size, a write-only output is written only for some elements (a vector store would
+            also write the others), or a launch site aliases two pointers (loading all inputs
+            before storing any output would change what the kernel reads).
+    """
+    for o in em.operands:
+        if o.element_bytes not in (4, 8):
+            raise _fail(f"{o.name} holds {o.element_bytes}-byte elements ({o.spec_type}); the "
+                        f"pass vectorizes 4- and 8-byte elements")
+    if em.template_types and len({o.c_type for o in em.operands}) > 1:
+        types = sorted({o.c_type for o in em.operands})
+        raise _fail(f"element types {' and '.join(types)} may differ in size between template "
+                    f"instantiations")
+    for o in em.operands:
+        if o.written and not o.read and o.partial_write:
+            raise _fail(f"{o.name} is written under a condition or inside another statement "
+                        f"({o.partial_write}): a vector store would also write the elements "
+                        f"the original leaves untouched")
+    alias = aliased_arguments(ctx)
+    if alias:
+        raise _fail(alias)
+
+
+def match_vectorizable(ctx: PassContext) -> Elementwise:
+    """``match`` followed by ``check_vectorizable``; raises ``NotElementwise``."""
+    em = match(ctx)
+    check_vectorizable(ctx, em)
+    return em
+
+
+def check(ctx: PassContext, *, vector: bool) -> Optional[str]:
+    """None when ``ctx``'s kernel matches the pattern (and, with ``vector``, can take vector
+    loads and stores), else the reason it does not."""
+    try:
+        match_vectorizable(ctx) if vector else match(ctx)
+    except NotElementwise as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,229 @@
+"""Pass ``launch_config``: search the block size; the source is unchanged.
+
+The block size sets how many warps an SM can hold (occupancy), how many blocks share its
+registers and shared memory, and how full the last wave is (CUDA C++ Best Practices Guide,
+"Execution Configuration Optimizations": multiples of 32 threads, 128 to 256 a good start,
+and measure). Only the launch configuration changes, and the spec's grid is re-evaluated
+with the new ``block.x``/``block.y``, so the pass applies only where that is all a block
+change means:
+
+- the spec's grid depends on the block (``ceil_div(n, block.x)``), so the same elements
+  stay covered;
+- no buffer length, scalar value or shared-memory size depends on the block;
+- the kernel has no fixed-size ``__shared__`` array, no non-type template parameter and no
+  file macro equal to the block size in its body (each usually means the block size is
+  baked into the code), and no ``__launch_bounds__`` smaller than the new block.
+
+Parameters: ``block``: a 1D block from ``BLOCKS_1D`` when the spec's block is 1D, a 2D block
+from ``BLOCKS_2D`` when it is 2D. 3D blocks are not searched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer.candidate import PassResult
+from cudalens.optimizer.context import PassContext, PassNotApplicable
+from cudalens.optimizer.syntax import Parsed, find_definition, parse, walk
+from cudalens.spec import expr as spec_expr
+from cudalens.spec.model import BufferDecl, ScalarDecl
+
+name = "launch_config"
+
+BLOCKS_1D: tuple[tuple[int, ...], ...] = ((256,), (512,), (128,), (1024,), (64,))
+BLOCKS_2D: tuple[tuple[int, ...], ...] = ((32, 8), (16, 16), (32, 4), (32, 16), (32, 32),
+                                          (64, 4))
+MAX_THREADS = 1024  # threads per block on every GPU since compute capability 2.0
+
+
+def _uses_block(text: str) -> bool:
+    return spec_expr.BLOCK in spec_expr.names_in(text)
+
+
+def _dims(block: tuple[str, ...]) -> int:
+    """1, 2 or 3: the highest dimension whose expression is not the literal 1."""
+    dims = 1
+    for i, b in enumerate(block):
+        if b.strip() != "1":
+            dims = i + 1
+    return dims
+
+
+def baseline_block(ctx: PassContext) -> Optional[tuple[int, ...]]:
+    """The spec's block evaluated with the nominal sizes, padded to 3 dims; None when it
+    cannot be evaluated."""
+    env: dict[str, object] = {}
+    try:
+        for size in ctx.spec.sizes:
+            env[size.name] = spec_expr.evaluate(size.expr, env)
+        dims = [spec_expr.evaluate(b, env) for b in ctx.launch.block]
+    except (spec_expr.ExprError, KeyError):
+        return None
+    return tuple(int(d) for d in (dims + [1, 1, 1])[:3])
+
+
+def _template_value_parameters(definition: tree_sitter.Node, parsed: Parsed) -> list[str]:
+    holder = definition.parent
+    if holder is None or holder.type != "template_declaration":
+        return []
+    plist = holder.child_by_field_name("parameters")
+    return [parsed.text_of(p) for p in plist.named_children
+            if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+
+
+def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[str]:
+    """The first ``__shared__`` array declaration with a fixed size, as 'text (line N)'."""
+    for n in walk(body):
+        if n.type != "__shared__":
+            continue
+        decl = n.parent
+        while decl is not None and decl.type not in ("declaration", "ERROR", "compound_statement"):
+            decl = decl.parent
+        if decl is None or decl.type != "declaration":
+            return f"an unreadable __shared__ declaration (line {parsed.line_of(n)})"
+        extern = any(c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
+                     for c in decl.children)
+        arrays = [d for d in walk(decl) if d.type == "array_declarator"]
+        if arrays and not extern:
+            return f"'{parsed.text_of(decl)}' (line {parsed.line_of(decl)})"
+    return None
+
+
+def _int_macros(parsed: Parsed) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for n in walk(parsed.tree.root_node):
+        if n.type == "preproc_def":
+            nm, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+            if nm is None or value is None:
+                continue
+            try:
+                found[parsed.text_of(nm)] = int(parsed.text_of(value).strip().strip("()")
+                                                .rstrip("uUlL"), 0)
+            except ValueError:
+                pass
+    return found
+
+
+def _max_threads(ctx: PassContext, parsed: Parsed) -> tuple[Optional[int], Optional[str]]:
+    """(max threads allowed by __launch_bounds__ or None, reason it cannot be read)."""
+    if not ctx.kernel.launch_bounds:
+        return None, None
+    text = ctx.kernel.launch_bounds[0].strip()
+    macros = _int_macros(parsed)
+    try:
+        return int(text.rstrip("uUlL"), 0), None
+    except ValueError:
+        if text in macros:
+            return macros[text], None
+    return None, (f"__launch_bounds__({text}) is not a number the pass can read, so it cannot "
+                  f"tell which block sizes the kernel allows")
+
+
+def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]:
+    """(reason the pass does not apply, blocks to try)."""
+    spec, launch, k = ctx.spec, ctx.launch, ctx.kernel
+    try:
+        if not any(_uses_block(g) for g in launch.grid):
+            return (f"the spec's grid ({', '.join(launch.grid)}) does not depend on block.x, so "
+                    f"a new block would change how many elements are covered"), ()
+        for p in spec.params:
+            if isinstance(p, BufferDecl) and _uses_block(p.length):
+                return f"the length of buffer {p.name} ({p.length}) depends on the block", ()
+            if isinstance(p, ScalarDecl) and _uses_block(p.expr):
+                return f"the value of scalar {p.name} ({p.expr}) depends on the block", ()
+        if _uses_block(launch.shared):
+            return (f"the dynamic shared memory size ({launch.shared}) depends on the block"), ()
+        for s in spec.sizes:
+            if _uses_block(s.expr):
+                return f"size {s.name} ({s.expr}) depends on the block", ()
+    except spec_expr.ExprError as exc:
+        return f"cannot read the spec's launch expressions: {exc}", ()
+    dims = _dims(launch.block)
+    if dims == 3:
+        return f"the spec's block ({', '.join(launch.block)}) is 3D; only 1D and 2D are searched", ()
+    parsed = parse(ctx.text)
+    definition = find_definition(parsed, k)
+    if definition is None:
+        return (f"the definition of {k.name} is not one piece in the file's syntax tree "
+                f"(parse errors around it)"), ()
+    value_params = _template_value_parameters(definition, parsed)
+    if value_params:
+        return (f"non-type template parameter '{value_params[0]}' may fix the block size at "
+                f"compile time"), ()
+    body = definition.child_by_field_name("body")
+    shared = _fixed_shared_array(body, parsed)
+    if shared:
+        return (f"the kernel declares the fixed-size shared array {shared}, which usually "
+                f"assumes the block size"), ()
+    base = baseline_block(ctx)
+    if base is not None:
+        macros = _int_macros(parsed)
+        dims_now = {d for d in base[:dims] if d > 1}
+        for n in walk(body):
+            if n.type == "identifier" and macros.get(parsed.text_of(n)) in dims_now:
+                word = parsed.text_of(n)
+                return (f"the body uses {word} (= {macros[word]}, the spec's block size) at "
+                        f"line {parsed.line_of(n)}; the kernel may assume that block size"), ()
+    limit, reason = _max_threads(ctx, parsed)
+    if reason:
+        return reason, ()
+    candidates = BLOCKS_1D if dims == 1 else BLOCKS_2D
+    blocks = tuple(b for b in candidates
+                   if (limit is None or _threads(b) <= limit) and _threads(b) <= MAX_THREADS
+                   and (base is None or tuple(b) + (1,) * (3 - len(b)) != base))
+    if not blocks:
+        bounds = f" within __launch_bounds__({limit})" if limit is not None else ""
+        return f"no block size other than the spec's fits{bounds}", ()
+    return None, blocks
+
+
+def _threads(block: tuple[int, ...]) -> int:
+    t = 1
+    for d in block:
+        t *= d
+    return t
+
+
+def check(ctx: PassContext) -> Optional[str]:
+    """None when a block-size search applies to ``ctx``, else the reason it does not."""
+    return _plan(ctx)[0]
+
+
+def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
+    """One application per block size that fits, the most common sizes first; empty when the
+    pass does not apply."""
+    return tuple({"block": b} for b in _plan(ctx)[1])
+
+
+def _block_text(block: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in block)
+
+
+def apply(ctx: PassContext, block: tuple[int, ...] = (256,)) -> PassResult:
+    """The same source with ``block``; the spec's grid expressions are kept, so they are
+    re-evaluated with the new block.
+
+    Raises:
+        PassNotApplicable: the precondition fails, or ``block`` is not one of the allowed
+            blocks for this kernel (the message lists them).
+    """
+    reason, blocks = _plan(ctx)
+    if reason is not None:
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    block = tuple(int(b) for b in block)
+    if block not in blocks:
+        allowed = ", ".join(_block_text(b) for b in blocks)
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: block {_block_text(block)} is not "
+                                f"one of the blocks to try here ({allowed})")
+    old = ctx.launch.block
+    new_block = tuple(str(d) for d in block) + tuple(old[len(block):])
+    launch = dataclasses.replace(ctx.launch, block=new_block)
+    warps = _threads(block) // 32
+    shape = f"{_block_text(block)} block" if len(block) > 1 else f"block of {block[0]} threads"
+    explanation = (f"{shape} ({warps} warps) instead of {' x '.join(old)}: changes how many "
+                   f"warps each SM holds (occupancy) and how full the last wave is")
+    return PassResult(source=ctx.text, launch=launch, tags=(f"block={_block_text(block)}",),
+                      explanation=explanation)

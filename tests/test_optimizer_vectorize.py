@@ -1,0 +1,307 @@
+"""Passes ``vectorize_gridstride`` and ``gridstride`` (``cudalens.optimizer``).
+
+* positive cases: the fixture kernels in ``data/optimizer/elementwise.cu`` (textbook saxpy,
+  early return with ``const int`` and a macro, ``size_t``/double, a template with T=float,
+  int elements with a prototype); the rewrites keep the signature, compile with nvcc, use
+  vector instructions (PTX), and compute the same values as the original when every thread
+  is simulated on the CPU, for ragged sizes and for aligned and misaligned pointers;
+* negative cases: ``data/optimizer/rejects.cu`` and small snippets, asserting the reason.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cudalens.optimizer.context import PassNotApplicable
+from cudalens.optimizer.passes import gridstride, vectorize_gridstride
+from cudalens.source.parser import parse_source
+from cudalens.spec import expr as spec_expr
+
+import host_sim
+from nvcc_util import compile_source, needs_nvcc
+from optimizer_fixtures import context, context_with_spec
+
+POSITIVE = ("saxpy", "squares", "daxpy_clamp", "scale", "iadd")
+
+
+def _signature(source: str, kernel: str):
+    k = parse_source(source, "x.cu").kernel(kernel)
+    return [(p.name, p.type, p.is_pointer, p.is_const, p.is_restrict) for p in k.parameters]
+
+
+@pytest.mark.parametrize("kernel", POSITIVE)
+def test_elementwise_kernels_are_accepted(kernel):
+    ctx = context("elementwise.cu", kernel)
+    assert vectorize_gridstride.check(ctx) is None
+    assert gridstride.check(ctx) is None
+
+
+@pytest.mark.parametrize("kernel", POSITIVE)
+@pytest.mark.parametrize("pass_", [vectorize_gridstride, gridstride], ids=lambda p: p.name)
+def test_signature_and_block_are_kept(kernel, pass_):
+    ctx = context("elementwise.cu", kernel)
+    result = pass_.apply(ctx, blocks_per_sm=8)
+    assert _signature(result.source, kernel) == _signature(ctx.text, kernel)
+    assert result.launch.block == ctx.launch.block
+    assert result.launch.shared == ctx.launch.shared
+    # every other kernel of the file is untouched, byte for byte
+    others = [k for k in ctx.source.kernels if k.name != kernel]
+    new = parse_source(result.source, "x.cu")
+    for k in others:
+        after = new.kernel(k.name)
+        assert result.source.encode()[after.start_byte:after.end_byte] == \
+            ctx.text.encode()[k.start_byte:k.end_byte]
+
+
+def test_saxpy_vector_code_structure():
+    ctx = context("elementwise.cu", "saxpy")
+    src = vectorize_gridstride.apply(ctx, blocks_per_sm=8).source
+    assert src.count("struct alignas(sizeof(T) * N) cudalens_vec {") == 1
+    assert src.index("cudalens_vec {") < src.index("__global__ void saxpy")
+    body = src[src.index("__global__ void saxpy"):src.index("__global__ void squares")]
+    lines = [l.strip() for l in body.splitlines()]
+    for expected in [
+        "const long long count = (long long)(n);",
+        "const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+        "const long long stride = (long long)gridDim.x * blockDim.x;",
+        "constexpr int kWidth = 4;  // elements per vector",
+        "if (reinterpret_cast<unsigned long long>(x) % alignof(cudalens_vec<float, kWidth>) == 0 &&",
+        "reinterpret_cast<unsigned long long>(y) % alignof(cudalens_vec<float, kWidth>) == 0) {",
+        "const long long n_vectors = count / kWidth;",
+        "for (long long vec = first; vec < n_vectors; vec += stride) {",
+        "const cudalens_vec<float, kWidth> x_v = reinterpret_cast<const cudalens_vec<float, kWidth>*>(x)[vec];",
+        "cudalens_vec<float, kWidth> y_v = reinterpret_cast<const cudalens_vec<float, kWidth>*>(y)[vec];",
+        "y_v.v[lane] = a * x_v.v[lane] + y_v.v[lane];",
+        "reinterpret_cast<cudalens_vec<float, kWidth>*>(y)[vec] = y_v;",
+        "scalar_begin = n_vectors * kWidth;",
+        "for (long long e = scalar_begin + first; e < count; e += stride) {",
+        "const int i = (int)(e);",
+        "y[i] = a * x[i] + y[i];",
+    ]:
+        assert expected in lines, expected
+    # the lane loop does not declare i: the body uses it only as y[i] and x[i]
+    lane = body[body.index("for (int lane"):body.index("reinterpret_cast<cudalens_vec<float, kWidth>*>(y)")]
+    assert "const int i" not in lane
+    # the vector store comes after the lane loop, the tail after the vector loop
+    assert body.index("y_v.v[lane] = ") < body.index("(y)[vec] = y_v") < body.index("scalar_begin + first")
+
+
+def test_saxpy_launch_grid_choices():
+    ctx = context("elementwise.cu", "saxpy")
+    capped = vectorize_gridstride.apply(ctx, blocks_per_sm=16).launch
+    assert capped.grid == ("min(ceil_div(n, block.x * 4), sm_count * 16)",)
+    full = vectorize_gridstride.apply(ctx, blocks_per_sm=None).launch
+    assert full.grid == ("ceil_div(n, block.x * 4)",)
+    scalar = gridstride.apply(ctx, blocks_per_sm=4).launch
+    assert scalar.grid == ("min(ceil_div(n, block.x), sm_count * 4)",)
+    assert spec_expr.evaluate(capped.grid[0], {"n": 1 << 20, "block": (256, 1, 1),
+                                               "sm_count": 132}) == 1024
+    with pytest.raises(ValueError, match="blocks_per_sm must be one of"):
+        vectorize_gridstride.apply(ctx, blocks_per_sm=3)
+
+
+def test_bound_uses_the_scalar_value_expression():
+    # squares guards with its scalar parameter n, whose value is the size 'count'
+    ctx = context("elementwise.cu", "squares")
+    assert vectorize_gridstride.apply(ctx, blocks_per_sm=None).launch.grid == \
+        ("ceil_div(count, block.x * 4)",)
+
+
+def test_widths_and_index_declarations():
+    daxpy = vectorize_gridstride.apply(context("elementwise.cu", "daxpy_clamp"))
+    assert "constexpr int kWidth = 2;  // elements per vector" in daxpy.source
+    assert "const size_t i = (size_t)(e);" in daxpy.source
+    assert daxpy.tags == ("vec2+gridstride", "grid=8*SMs")
+    scale = vectorize_gridstride.apply(context("elementwise.cu", "scale"))
+    assert "constexpr int kWidth = 16 / sizeof(T);  // elements per vector" in scale.source
+    assert "cudalens_vec<T, kWidth> y_v;  // every lane is written below" in scale.source
+    squares = vectorize_gridstride.apply(context("elementwise.cu", "squares"))
+    # i is used as a value, so each lane declares it; the macro is kept
+    assert "const int i = (int)(vec * kWidth + lane);" in squares.source
+    assert "out_v.v[lane] = SQR(in_v.v[lane]) + (float)i;" in squares.source
+
+
+def test_preamble_is_not_repeated():
+    ctx = context("elementwise.cu", "saxpy")
+    once = vectorize_gridstride.apply(ctx)
+    ctx2 = ctx.rewritten(once.source, once.launch, "vectorize_gridstride")
+    ctx3 = context("elementwise.cu", "iadd", text=ctx2.text)
+    twice = vectorize_gridstride.apply(ctx3)
+    assert twice.source.count("cudalens_vec {") == 1
+
+
+@needs_nvcc
+@pytest.mark.parametrize("kernel", POSITIVE)
+@pytest.mark.parametrize("pass_", [vectorize_gridstride, gridstride], ids=lambda p: p.name)
+def test_rewrites_compile_without_warnings(kernel, pass_):
+    result = pass_.apply(context("elementwise.cu", kernel))
+    compiled = compile_source(result.source)
+    assert compiled.ok, compiled.stderr
+    assert "warning" not in compiled.stderr, compiled.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("kernel,load,store", [
+    ("saxpy", r"ld\.global(\.nc)?\.v4\.f32", r"st\.global\.v4\.f32"),
+    ("daxpy_clamp", r"ld\.global(\.nc)?\.v2\.f64", r"st\.global\.v2\.f64"),
+    ("iadd", r"ld\.global(\.nc)?\.v4\.u32", r"st\.global\.v4\.u32"),
+])
+def test_vector_instructions_in_ptx(kernel, load, store):
+    ctx = context("elementwise.cu", kernel)
+    before = compile_source(ctx.text, ptx=True)
+    after = compile_source(vectorize_gridstride.apply(ctx).source, ptx=True)
+    assert before.ok and after.ok, after.stderr
+    assert not re.search(load, before.ptx)
+    assert re.search(load, after.ptx), "no vector load in the rewritten kernel's PTX"
+    assert re.search(store, after.ptx), "no vector store in the rewritten kernel's PTX"
+
+
+def _grid(launch, size: str, n: int) -> tuple[int, int]:
+    block = int(spec_expr.evaluate(launch.block[0], {}))
+    env = {size: n, "block": (block, 1, 1), "sm_count": 2}
+    return int(spec_expr.evaluate(launch.grid[0], env)), block
+
+
+@host_sim.needs_gxx
+@pytest.mark.parametrize("kernel", POSITIVE)
+@pytest.mark.parametrize("pass_,blocks_per_sm", [(vectorize_gridstride, 8),
+                                                 (vectorize_gridstride, None),
+                                                 (gridstride, 4)],
+                         ids=["vec-8", "vec-full", "scalar-4"])
+def test_same_values_as_the_original_on_cpu(kernel, pass_, blocks_per_sm):
+    ctx = context("elementwise.cu", kernel)
+    size = ctx.spec.sizes[0].name
+    result = pass_.apply(ctx, blocks_per_sm=blocks_per_sm)
+    original = host_sim.build(host_sim.driver(ctx.text, kernel, ctx.spec, size))
+    rewritten = host_sim.build(host_sim.driver(result.source, kernel, ctx.spec, size))
+    pointers = sum(p.is_pointer for p in ctx.kernel.parameters)
+    # misalignment masks: all aligned, all misaligned, each pointer alone misaligned
+    masks = [0, (1 << pointers) - 1] + [1 << j for j in range(pointers)]
+    # sizes: tiny, one short of / one past a vector, ragged, and larger than one grid pass
+    for n in (1, 3, 4, 5, 1003, 20001):
+        for mask in masks:
+            base = host_sim.run(original, n, mask, *_grid(ctx.launch, size, n))
+            new = host_sim.run(rewritten, n, mask, *_grid(result.launch, size, n))
+            assert new == base, f"{kernel} n={n} misaligned={mask:b}: outputs differ"
+
+
+@pytest.mark.parametrize("kernel,reason", [
+    ("sum_atomic", "the spec marks the kernel as using atomics (a reduction)"),
+    ("diff1", "reads 'x[i > 0 ? i - 1 : 0]' at line 19, not x[i] (neighbours or gathers: "
+              "not an elementwise kernel)"),
+    ("transpose", "2D kernel: it indexes with .y (the pass rewrites 1D elementwise kernels)"),
+    ("escapes", "x is used as a pointer value ('load(x, i)' at line 50); the pass needs every "
+                "access to be x[i]"),
+    ("macro_hidden", "macro AXPY (used at line 56) refers to x, y; its accesses are hidden "
+                     "from the pass"),
+    ("strided", "already a grid-stride loop (line 61)"),
+    ("tiled_copy", "expected the body to start with 'int i = blockIdx.x * blockDim.x + "
+                   "threadIdx.x;', found '__shared__ float tile[TILE * TILE];' at line 67"),
+    ("block_templ", "expected the body to start with 'int i = blockIdx.x * blockDim.x + "
+                    "threadIdx.x;', found 'int i = blockIdx.x * BLOCK + threadIdx.x;' at line 83"),
+])
+def test_rejected_kernels_say_why(kernel, reason):
+    ctx = context("rejects.cu", kernel)
+    assert vectorize_gridstride.check(ctx) == reason
+    assert gridstride.check(ctx) == reason
+    with pytest.raises(PassNotApplicable, match=re.escape(f"vectorize_gridstride on {kernel}: ")):
+        vectorize_gridstride.apply(ctx)
+
+
+def test_conditional_output_blocks_vectors_only():
+    ctx = context("rejects.cu", "relu_masked")
+    assert vectorize_gridstride.check(ctx) == (
+        "y is written under a condition or inside another statement ('y[i]' at line 27): a "
+        "vector store would also write the elements the original leaves untouched")
+    assert gridstride.check(ctx) is None  # a scalar loop writes exactly what the original does
+
+
+def test_aliased_launch_blocks_vectors_only():
+    ctx = context("rejects.cu", "aliased")
+    assert vectorize_gridstride.check(ctx) == \
+        "the launch at line 95 passes 'd' as both x and y: the pointers alias"
+    assert gridstride.check(ctx) is None
+
+
+SPEC = """
+kernel k
+size n = 4096
+scalar n: int = n
+in x: {xt}[n]
+out y: {yt}[n]
+block = {block}
+grid = {grid}
+"""
+
+
+def _snippet(body: str, *, xt="float", yt="float", block="256", grid="ceil_div(n, block.x)",
+             params="const float* x, float* y, int n"):
+    text = f"__global__ void k({params}) {{\n{body}\n}}\n"
+    return context_with_spec(text, "k", SPEC.format(xt=xt, yt=yt, block=block, grid=grid))
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) { y[i] = x[i]; return; }",
+     "the body has 'return;' at line 3; a grid-stride loop cannot leave early per element"),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) { i += 1; y[i] = x[i]; }",
+     "the body changes i at line 3"),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i] * threadIdx.x;",
+     "the body uses threadIdx at line 3: it depends on which thread runs it, which the rewrite "
+     "changes"),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) { y[i] = x[i]; __syncthreads(); }",
+     "the body calls __syncthreads at line 3: threads cooperate, so elements cannot be moved "
+     "between threads"),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[0] = x[i];",
+     "reduction or scatter: writes 'y[0]' at line 3, not y[i]"),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i <= n) y[i] = x[i];",
+     "expected the bounds guard 'if (i < n)' or 'if (i >= n) return;', found 'if (i <= n)' at line 3"),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];\n    y[0] = 0;",
+     "statements follow the bounds guard at line 4; expected the guard to end the kernel"),
+    ("    float i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[(int)i] = 0;",
+     "the index i at line 2 has type 'float', expected an integer type"),
+])
+def test_snippets_rejected_with_reason(body, reason):
+    assert vectorize_gridstride.check(_snippet(body)) == reason
+
+
+def test_called_device_function_using_thread_index_is_rejected():
+    text = ("__device__ float lane_bias(float v) { return v + threadIdx.x % 32; }\n"
+            "__global__ void k(const float* x, float* y, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) y[i] = lane_bias(x[i]);\n}\n")
+    ctx = context_with_spec(text, "k", SPEC.format(xt="float", yt="float", block="256",
+                                                   grid="ceil_div(n, block.x)"))
+    assert gridstride.check(ctx) == ("the body calls lane_bias (line 4), which uses threadIdx: "
+                                     "it depends on which thread runs it")
+
+
+def test_two_byte_elements_are_not_vectorized():
+    ctx = _snippet("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];",
+                   xt="int16", yt="int16", params="const short* x, short* y, int n")
+    assert vectorize_gridstride.check(ctx) == \
+        "x holds 2-byte elements (int16); the pass vectorizes 4- and 8-byte elements"
+    assert gridstride.check(ctx) is None
+
+
+def test_spec_type_must_match_the_declared_type():
+    ctx = _snippet("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];",
+                   xt="double")
+    assert vectorize_gridstride.check(ctx) == \
+        "the spec says x holds double but the kernel declares float"
+
+
+def test_2d_block_spec_is_rejected():
+    ctx = _snippet("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];",
+                   block="16, 16")
+    assert vectorize_gridstride.check(ctx) == "the spec's block (16, 16) is not 1D"
+
+
+def test_mixed_element_sizes_use_the_widest():
+    body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = (double)x[i];"
+    ctx = _snippet(body, yt="double", params="const float* x, double* y, int n")
+    result = vectorize_gridstride.apply(ctx)
+    assert "constexpr int kWidth = 2;  // elements per vector" in result.source
+    assert "alignof(cudalens_vec<float, kWidth>)" in result.source
+    assert result.tags[0] == "vec2+gridstride"
