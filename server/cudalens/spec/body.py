@@ -1,0 +1,481 @@
+"""What a kernel body does with its parameters, as far as spec inference needs to know.
+
+From the tree-sitter-cuda tree of the body this finds, flow-insensitively:
+
+- every access to a pointer parameter (directly or through a local pointer such as
+  ``const float* row = x + r * cols``) with its kind (read, write, read-and-write, atomic,
+  escape) and its element index as a :class:`Poly` when the index is affine-ish
+  (``+ - *``, ``<<`` by a constant, casts) in locals, parameters and thread built-ins;
+- exclusive upper bounds of local variables from bounds checks: ``if (i < n)``,
+  ``if (i >= n) return;``, ``for (...; j < cols; ...)``, ``while``, ``(i < n) ? ... : ...``;
+- for each variable, the grid axis its initial value comes from (``blockIdx.x * blockDim.x +
+  threadIdx.x`` is per-thread on x, ``blockIdx.x`` alone per-block on x).
+
+Locals with exactly one definition and no later assignment are substituted by that definition,
+so ``int idx = row * cols + col; y[idx] = ...`` indexes ``row * cols + col``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+from cudalens.source.model import Kernel
+from cudalens.source.syntax import meaningful_children as named_children
+from cudalens.spec import dtypes
+from cudalens.spec.cuda_tree import (Node, Parsed, declared_name, int_literal, operator, strip,
+                                     walk)
+from cudalens.spec.poly import Poly
+
+# Read-only loads that take a pointer (CUDA C++ Programming Guide, "Read-Only Data Cache Load
+# Function" and "Load Functions Using Cache Hints").
+READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+
+# Atomic functions that read the old value and write a new one (CUDA C++ Programming Guide,
+# "Atomic Functions"); atomicExch only writes.
+ATOMIC_RMW = frozenset({"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicInc",
+                        "atomicDec", "atomicAnd", "atomicOr", "atomicXor", "atomicCAS"})
+ATOMIC_WRITE = frozenset({"atomicExch"})
+BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+_MAX_DEPTH = 12
+_EXITS = ("return_statement", "break_statement", "continue_statement")
+_UPPER_GUARD = {"<": 0, "<=": 1}  # v < B, v <= B (B + 1)
+_UPPER_EXIT = {">=": 0, ">": 1}  # if (v >= B) return; / if (v > B) return; (B + 1)
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass
+class Access:
+    """One use of pointer parameter ``param`` (the root of any local alias).
+
+    ``kind``: ``read``, ``write``, ``update`` (read and written: ``+=``, ``++``, atomic
+    read-modify-write), or ``escape`` (the pointer goes where the analysis cannot follow).
+    ``index`` is the element index, None when unknown; ``data_indices`` the pointer
+    parameters read inside the index (``src[idx[i]]`` has ``idx``); ``atomic`` the atomic
+    function's name when there is one; ``text`` the source text, ``line`` 1-based.
+    """
+
+    param: str
+    kind: str
+    index: Optional[Poly]
+    text: str
+    line: int
+    data_indices: tuple[str, ...] = ()
+    direct_index: str = ""  # the index is exactly ``p[...]`` of this pointer parameter p
+    atomic: str = ""
+
+
+@dataclass
+class BodyFacts:
+    accesses: list[Access] = field(default_factory=list)
+    bounds: dict[str, list[Poly]] = field(default_factory=dict)  # var -> exclusive upper bounds
+    axes: dict[str, tuple[str, str]] = field(default_factory=dict)  # var -> (axis, thread|block)
+    builtins: set[str] = field(default_factory=set)  # e.g. {"threadIdx.x", "threadIdx.y"}
+
+
+class BodyAnalysis:
+    """Runs the analysis; use :func:`analyze_body`."""
+
+    def __init__(self, parsed: Parsed, body: Node, kernel: Kernel) -> None:
+        self.parsed = parsed
+        self.body = body
+        self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
+        self.int_params = {p.name for p in kernel.parameters
+                           if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+        self.defs: dict[str, list[Optional[Node]]] = defaultdict(list)
+        self.assigned: dict[str, int] = defaultdict(int)
+        self.pointer_locals: set[str] = set()
+        self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
+        self.raw_bounds: list[tuple[str, Node, int]] = []  # (var, bound node, +1?)
+        self.bounded: dict[str, None] = {}  # bounded variables, in order of their checks
+        self.facts = BodyFacts()
+
+    # -- pass 1: declarations, assignments, bounds ----------------------------------------
+
+    def collect(self) -> None:
+        for n in walk(self.body):
+            t = n.type
+            if t == "declaration":
+                self._declaration(n)
+            elif t == "assignment_expression":
+                left = strip(n.child_by_field_name("left"))
+                if left.type == "identifier":
+                    self.assigned[self.text(left)] += 1
+            elif t == "update_expression":
+                arg = strip(n.child_by_field_name("argument"))
+                if arg.type == "identifier":
+                    self.assigned[self.text(arg)] += 1
+            elif t == "field_expression":
+                text = self.text(n).replace(" ", "")
+                if text.split(".")[0] in BUILTINS:
+                    self.facts.builtins.add(text)
+            elif t == "if_statement":
+                cond = n.child_by_field_name("condition")
+                exit_ = _is_exit(n.child_by_field_name("consequence"))
+                self._bounds(cond, exit_)
+            elif t in ("for_statement", "while_statement", "do_statement",
+                       "conditional_expression"):
+                cond = n.child_by_field_name("condition")
+                if cond is not None:
+                    self._bounds(cond, False)
+
+    def _declaration(self, decl: Node) -> None:
+        if any(c.type == "type_qualifier" and self.text(c) == "__shared__"
+               for c in decl.children):
+            return
+        for d in decl.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            name = declared_name(target, self.parsed) if target is not None else None
+            if not name:
+                continue
+            if value is not None and value.type in ("initializer_list", "argument_list"):
+                inner = named_children(value)
+                value = inner[0] if len(inner) == 1 else None
+            self.defs[name].append(value)
+            if target is not None and target.type == "pointer_declarator":
+                self.pointer_locals.add(name)
+                if value is not None:
+                    self.alias_decl[value.id] = name
+
+    def _bounds(self, cond: Node, exit_: bool) -> None:
+        cond = strip(cond)
+        joiner = "||" if exit_ else "&&"
+        if cond.type == "binary_expression" and operator(cond) == joiner:
+            self._bounds(cond.child_by_field_name("left"), exit_)
+            self._bounds(cond.child_by_field_name("right"), exit_)
+            return
+        if cond.type != "binary_expression":
+            return
+        op = operator(cond)
+        left, right = strip(cond.child_by_field_name("left")), \
+            strip(cond.child_by_field_name("right"))
+        wanted = _UPPER_EXIT if exit_ else _UPPER_GUARD
+        for var, bound, o in ((left, right, op), (right, left, _FLIP.get(op, ""))):
+            if o in wanted and var.type == "identifier":
+                name = self.text(var)
+                if name not in self.int_params and name not in self.pointers:
+                    self.raw_bounds.append((name, bound, wanted[o]))
+
+    # -- expressions -> polynomials --------------------------------------------------------
+
+    def substitutable(self, name: str) -> bool:
+        d = self.defs.get(name, [])
+        return len(d) == 1 and d[0] is not None and self.assigned.get(name, 0) == 0
+
+    def poly(self, node: Optional[Node], depth: int = 0) -> Optional[Poly]:
+        """``node`` as a polynomial, or None when it is not one (division, calls, loads...)."""
+        if node is None or depth > _MAX_DEPTH:
+            return None
+        node = strip(node)
+        t = node.type
+        if t == "number_literal":
+            v = int_literal(self.text(node))
+            return None if v is None else Poly.const(v)
+        if t == "identifier":
+            name = self.text(node)
+            if name in self.bounded or name in self.int_params:
+                return Poly.sym(name)
+            if name not in self.pointer_locals and self.substitutable(name):
+                return self.poly(self.defs[name][0], depth + 1)
+            return Poly.sym(name)
+        if t == "field_expression":
+            return Poly.sym(self.text(node).replace(" ", ""))
+        if t == "unary_expression":
+            inner = self.poly(node.child_by_field_name("argument"), depth + 1)
+            op = operator(node)
+            if inner is None or op not in ("-", "+"):
+                return None
+            return -inner if op == "-" else inner
+        if t == "binary_expression":
+            op = operator(node)
+            a = self.poly(node.child_by_field_name("left"), depth + 1)
+            b = self.poly(node.child_by_field_name("right"), depth + 1)
+            if a is None or b is None:
+                return None
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if op == "<<" and b.is_const() and 0 <= b.constant < 63:
+                return a * Poly.const(1 << b.constant)
+        return None
+
+    # -- pointers through locals -----------------------------------------------------------
+
+    def pointer_base(self, node: Node, depth: int = 0) -> Optional[tuple[str, Optional[Poly]]]:
+        """(parameter, element offset) of a pointer-valued expression: ``x`` -> (x, 0),
+        ``x + r * n`` -> (x, r * n), ``&x[i]`` -> (x, i), a local alias -> its definition's.
+        The offset is None when unknown (e.g. an alias that is reassigned)."""
+        if depth > _MAX_DEPTH:
+            return None
+        node = strip(node)
+        t = node.type
+        if t == "identifier":
+            name = self.text(node)
+            if name in self.pointers:
+                return name, Poly()
+            if name in self.pointer_locals:
+                for value in self.defs.get(name, []):
+                    if value is None:
+                        continue
+                    base = self.pointer_base(value, depth + 1)
+                    if base is not None:
+                        exact = self.substitutable(name)
+                        return base[0], base[1] if exact else None
+            return None
+        if t == "binary_expression" and operator(node) in ("+", "-"):
+            op = operator(node)
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            pairs = [(left, right)] + ([(right, left)] if op == "+" else [])  # k - p is no pointer
+            for ptr, off in pairs:
+                base = self.pointer_base(ptr, depth + 1)
+                if base is not None:
+                    k = self.poly(off)
+                    if base[1] is None or k is None:
+                        return base[0], None
+                    return base[0], base[1] + k if op == "+" else base[1] - k
+            return None
+        if t == "pointer_expression" and operator(node) == "&":
+            target = strip(node.child_by_field_name("argument"))
+            if target.type == "subscript_expression":
+                return self.subscript(target, depth + 1)
+        return None
+
+    def subscript(self, node: Node, depth: int = 0) -> Optional[tuple[str, Optional[Poly]]]:
+        base = self.pointer_base(node.child_by_field_name("argument"), depth)
+        if base is None:
+            return None
+        indices = node.child_by_field_name("indices")
+        inner = named_children(indices) if indices is not None else []
+        k = self.poly(inner[0]) if len(inner) == 1 else None
+        if base[1] is None or k is None:
+            return base[0], None
+        return base[0], base[1] + k
+
+    # -- pass 2: accesses ------------------------------------------------------------------
+
+    def accesses(self) -> None:
+        names = self.pointers | self.pointer_locals
+        for n in walk(self.body):
+            if n.type != "identifier" or self.text(n) not in names or _is_declarator(n):
+                continue
+            if self.text(n) in self.pointer_locals and self.pointer_base(n) is None:
+                continue  # a local pointer not derived from a parameter (shared memory, ...)
+            if self._alias_definition(n):
+                continue
+            self._use(n)
+
+    def _alias_definition(self, ident: Node) -> bool:
+        """``ident`` is the base pointer in the initializer of a local alias
+        (``float* row = y + r * n``, ``const float* p = &x[i]``)."""
+        node = ident
+        while node.id not in self.alias_decl:
+            parent = node.parent
+            if parent is None:
+                return False
+            t = parent.type
+            if t == "subscript_expression" and parent.child_by_field_name("argument") == node:
+                pass
+            elif t == "pointer_expression" and operator(parent) == "&":
+                pass
+            elif t == "binary_expression" and operator(parent) in ("+", "-"):
+                pass
+            elif t not in ("parenthesized_expression", "cast_expression"):
+                return False
+            node = parent
+        return True
+
+    def _use(self, ident: Node) -> None:
+        atomic = self._atomic_call(ident)
+        if atomic is not None:
+            call, arg0 = atomic
+            base = self.pointer_base(arg0)
+            if base is not None:
+                kind = "update" if call in ATOMIC_RMW else "write"
+                self._add(base[0], kind, base[1], arg0, arg0, atomic=call)
+                return
+        # climb pointer arithmetic (x + k, k + x, x - k), parentheses and casts
+        node = ident
+        while node.parent is not None:
+            parent = node.parent
+            if parent.type in ("parenthesized_expression", "cast_expression") or (
+                    parent.type == "binary_expression" and (
+                        operator(parent) == "+" or (operator(parent) == "-" and
+                                               parent.child_by_field_name("left") == node))):
+                node = parent
+                continue
+            break
+        parent = node.parent
+        if parent is not None and parent.type == "subscript_expression" \
+                and parent.child_by_field_name("argument") == node:
+            base = self.subscript(parent)
+            indices = parent.child_by_field_name("indices")
+            inner = named_children(indices) if indices is not None else []
+            access, index_node = parent, (inner[0] if len(inner) == 1 else None)
+        elif parent is not None and parent.type == "pointer_expression" and operator(parent) == "*":
+            base = self.pointer_base(node)
+            access, index_node = parent, None
+        else:
+            base = self.pointer_base(node)
+            if base is not None:
+                if self._read_only_load(node):
+                    self._add(base[0], "read", base[1], node)
+                else:
+                    shown = parent if parent is not None else node
+                    if shown.type == "argument_list" and shown.parent is not None:
+                        shown = shown.parent
+                    self._add(base[0], "escape", None, shown)
+            return
+        if base is None:
+            return
+        self._add(base[0], self._pointee_kind(access), base[1], access, index_node)
+
+    def _pointee_kind(self, access: Node) -> str:
+        """What happens to the element ``access`` reaches: read, write, update or escape."""
+        cur = access
+        while cur.parent is not None and (
+                cur.parent.type == "parenthesized_expression" or
+                (cur.parent.type == "field_expression" and
+                 cur.parent.child_by_field_name("argument") == cur)):
+            cur = cur.parent
+        p = cur.parent
+        if p is None:
+            return "read"
+        if p.type == "assignment_expression" and p.child_by_field_name("left") == cur:
+            return "write" if operator(p) == "=" else "update"
+        if p.type == "update_expression":
+            return "update"
+        if p.type == "pointer_expression" and operator(p) == "&":
+            return "read" if self._read_only_load(p) else "escape"
+        return "read"
+
+    def _read_only_load(self, node: Node) -> bool:
+        """``node`` is (up to parentheses) the argument of ``__ldg(...)`` or a sibling load."""
+        while node.parent is not None and node.parent.type == "parenthesized_expression":
+            node = node.parent
+        args = node.parent
+        if args is None or args.type != "argument_list" or args.parent is None \
+                or args.parent.type != "call_expression":
+            return False
+        fn = args.parent.child_by_field_name("function")
+        return fn is not None and self.text(fn) in READ_ONLY_LOADS
+
+    def _atomic_call(self, ident: Node) -> Optional[tuple[str, Node]]:
+        """(function, first argument) when ``ident`` is inside the first argument of an
+        atomic function call."""
+        node = ident
+        while node.parent is not None:
+            parent = node.parent
+            if parent.type == "argument_list" and parent.parent is not None \
+                    and parent.parent.type == "call_expression":
+                fn = parent.parent.child_by_field_name("function")
+                name = self.text(fn).split("<")[0].strip() if fn is not None else ""
+                args = named_children(parent)
+                if name in ATOMIC_RMW | ATOMIC_WRITE and args and args[0] == node:
+                    return name, node
+                return None
+            if parent.type in ("subscript_argument_list", "compound_statement"):
+                return None
+            node = parent
+        return None
+
+    def _add(self, param: str, kind: str, index: Optional[Poly], node: Node,
+             index_node: Optional[Node] = None, atomic: str = "") -> None:
+        data: set[str] = set()
+        direct = ""
+        if index_node is not None:
+            for m in walk(index_node):
+                if m.type == "subscript_expression":
+                    base = self.pointer_base(m.child_by_field_name("argument"))
+                    if base is not None and base[0] != param:
+                        data.add(base[0])
+            stripped = strip(index_node)
+            if stripped.type == "pointer_expression" and operator(stripped) == "&":
+                stripped = strip(stripped.child_by_field_name("argument"))
+                inner = stripped.child_by_field_name("indices") \
+                    if stripped.type == "subscript_expression" else None
+                parts = named_children(inner) if inner is not None else []
+                stripped = strip(parts[0]) if len(parts) == 1 else stripped
+            if stripped.type == "subscript_expression":
+                base = self.pointer_base(stripped.child_by_field_name("argument"))
+                if base is not None and base[0] != param:
+                    direct = base[0]
+        self.facts.accesses.append(Access(
+            param=param, kind=kind, index=index, text=self.text(node),
+            line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
+            direct_index=direct, atomic=atomic))
+
+    # -- bounds and axes -------------------------------------------------------------------
+
+    def finish_bounds(self) -> None:
+        self.bounded = dict.fromkeys(v for v, _, _ in self.raw_bounds)
+        for var, node, plus in self.raw_bounds:
+            p = self.poly(node)
+            if p is None:
+                continue
+            self.facts.bounds.setdefault(var, []).append(p + Poly.const(plus))
+        for var in self.bounded:
+            axis = self._axis(var)
+            if axis is not None:
+                self.facts.axes[var] = axis
+
+    def _axis(self, var: str) -> Optional[tuple[str, str]]:
+        value = next((v for v in self.defs.get(var, []) if v is not None), None)
+        if value is None:
+            return None
+        found: set[str] = set()
+        self._builtins_in(value, found, 0, set())
+        for axis in "xyz":
+            if f"blockIdx.{axis}" in found:
+                return axis, "thread" if f"threadIdx.{axis}" in found else "block"
+        return None
+
+    def _builtins_in(self, node: Node, found: set[str], depth: int, seen: set[str]) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        for m in walk(node):
+            if m.type == "field_expression":
+                found.add(self.text(m).replace(" ", ""))
+            elif m.type == "identifier":
+                name = self.text(m)
+                if name not in seen and name in self.defs:
+                    seen.add(name)
+                    for v in self.defs[name]:
+                        if v is not None:
+                            self._builtins_in(v, found, depth + 1, seen)
+
+    def text(self, node: Node) -> str:
+        return self.parsed.text_of(node)
+
+
+def _is_exit(stmt: Optional[Node]) -> bool:
+    if stmt is None:
+        return False
+    if stmt.type in _EXITS:
+        return True
+    if stmt.type == "compound_statement":
+        inner = named_children(stmt)
+        return len(inner) == 1 and inner[0].type in _EXITS
+    return False
+
+
+def _is_declarator(ident: Node) -> bool:
+    parent = ident.parent
+    if parent is None:
+        return False
+    return parent.type in ("pointer_declarator", "array_declarator", "reference_declarator",
+                           "init_declarator", "parameter_declaration", "declaration") \
+        and parent.child_by_field_name("declarator") == ident
+
+
+def analyze_body(parsed: Parsed, body: Node, kernel: Kernel) -> BodyFacts:
+    """The facts of ``kernel``'s body (``body`` is its ``compound_statement`` in ``parsed``)."""
+    a = BodyAnalysis(parsed, body, kernel)
+    a.collect()
+    a.finish_bounds()
+    a.accesses()
+    return a.facts

@@ -1,0 +1,107 @@
+"""Element types: spec type names, C/CUDA type spellings, numpy dtype names, default ranges.
+
+The spec type names and their numpy mapping are those of the harness spec format
+(``float -> float32``, ``half -> float16``, ``int -> int32``, ``unsigned -> uint32``,
+``size_t -> uint64``, ``long -> int64``, ``char -> int8``, ``bool -> uint8``). C type widths are
+those of CUDA's LP64 data model on Linux (CUDA C++ Programming Guide, "Built-in Vector Types"
+and the host ABI nvcc follows), where ``long`` is 64 bits.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+# spec type name -> numpy dtype name
+SPEC_TYPES: dict[str, str] = {
+    "float": "float32", "double": "float64", "half": "float16",
+    "int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int64",
+    "char": "int8", "bool": "uint8",
+    **{n: n for n in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                      "float16", "float32", "float64")},
+}
+
+# C spelling (qualifiers removed, ``std::`` dropped, single spaces) -> spec type name
+_C_TYPES: dict[str, str] = {
+    "float": "float", "double": "double", "half": "half", "__half": "half",
+    "int": "int", "signed": "int", "signed int": "int", "int32_t": "int32",
+    "unsigned": "unsigned", "unsigned int": "unsigned", "uint32_t": "uint32",
+    "long": "long", "long int": "long", "signed long": "long", "signed long int": "long",
+    "long long": "int64", "long long int": "int64", "signed long long": "int64",
+    "signed long long int": "int64", "int64_t": "int64", "ptrdiff_t": "int64",
+    "long64": "int64",
+    "unsigned long": "uint64", "unsigned long int": "uint64", "unsigned long long": "uint64",
+    "unsigned long long int": "uint64", "uint64_t": "uint64", "size_t": "size_t",
+    "short": "int16", "short int": "int16", "signed short": "int16", "int16_t": "int16",
+    "unsigned short": "uint16", "unsigned short int": "uint16", "uint16_t": "uint16",
+    "char": "char", "signed char": "int8", "int8_t": "int8",
+    "unsigned char": "uint8", "uint8_t": "uint8", "bool": "bool",
+}
+
+# CUDA vector types: prefix -> spec type of one lane (``float4`` is four ``float``)
+_VECTOR_BASES: dict[str, str] = {
+    "float": "float", "double": "double", "int": "int", "uint": "unsigned",
+    "char": "int8", "uchar": "uint8", "short": "int16", "ushort": "uint16",
+    "long": "long", "ulong": "uint64", "longlong": "int64", "ulonglong": "uint64",
+    "half": "half", "__half": "half",
+}
+_VECTOR_RE = re.compile(r"^(?P<base>[a-z_]+?)(?P<lanes>[1-4])$")
+
+_UNSIGNED = {"uint8", "uint16", "uint32", "uint64"}
+_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32,
+         "int64": 64, "uint64": 64}
+
+
+def normalize_c_type(ctype: str) -> str:
+    """``"const  unsigned int"`` -> ``"unsigned int"``; drops qualifiers and ``std::``."""
+    words = ctype.replace("std::", "").replace("*", " ").split()
+    drop = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
+    return " ".join(w for w in words if w not in drop)
+
+
+def spec_type_for_c(ctype: str) -> Optional[str]:
+    """The spec type name for a scalar C type (``unsigned int`` -> ``unsigned``), or None."""
+    return _C_TYPES.get(normalize_c_type(ctype))
+
+
+def vector_type_for_c(ctype: str) -> Optional[tuple[str, int]]:
+    """``float4`` -> ``("float", 4)``, ``__half2`` -> ``("half", 2)``; None if not a vector type."""
+    m = _VECTOR_RE.match(normalize_c_type(ctype))
+    if not m or m.group("base") not in _VECTOR_BASES:
+        return None
+    return _VECTOR_BASES[m.group("base")], int(m.group("lanes"))
+
+
+def is_int_c_type(ctype: str) -> bool:
+    """Whether ``ctype`` is a known integer (or bool) C type (``int``, ``size_t``, ...)."""
+    st = spec_type_for_c(ctype)
+    return st is not None and not is_float(st)
+
+
+def numpy_dtype(spec_type: str) -> str:
+    """The numpy name of a spec type (``float`` -> ``float32``). Raises KeyError if unknown."""
+    return SPEC_TYPES[spec_type]
+
+
+def is_float(spec_type: str) -> bool:
+    return SPEC_TYPES[spec_type].startswith("float")
+
+
+def default_range(spec_type: str) -> tuple[int | float, int | float]:
+    """Input values are drawn from ``[low, high)``: floats [-1, 1), signed ints [-100, 100),
+    unsigned ints [0, 100) (the spec format's defaults); ``bool`` [0, 2), since a C++ ``bool``
+    holding anything but 0 or 1 is undefined behaviour."""
+    if spec_type == "bool":
+        return (0, 2)
+    dtype = SPEC_TYPES[spec_type]
+    if dtype.startswith("float"):
+        return (-1.0, 1.0)
+    return (0, 100) if dtype in _UNSIGNED else (-100, 100)
+
+
+def int_limits(dtype: str) -> tuple[int, int]:
+    """Smallest and largest value of an integer numpy dtype (``int8`` -> (-128, 127))."""
+    bits = _BITS[dtype]
+    if dtype in _UNSIGNED:
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1

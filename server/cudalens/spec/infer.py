@@ -1,0 +1,458 @@
+"""Drafting a harness spec from a kernel's signature and body, for kernels without one.
+
+The draft is a starting point the user reviews; everything guessed carries a note (written as
+``# ...`` comments by the writer). Rules:
+
+- Roles: a pointer to const is ``in``. A non-const pointer written in the body (``p[i] = ``,
+  ``*p = ``, ``p[i] += ``, ``atomicAdd(&p[i], v)``, ``atomicAdd(p + k, v)``) is ``out`` when it
+  is never read and ``inout`` otherwise; reads are ``p[i]`` as a value, compound assignments,
+  ``++``/``--`` and atomic read-modify-writes (``atomicAdd`` accumulates into what the buffer
+  held). A non-const pointer that is never written is ``in`` (with a note); one passed where the
+  analysis cannot follow is ``inout`` (with a note).
+- Lengths: from bounds checks on the variables that index each pointer (see ``body``):
+  ``p[i]`` with ``i < n`` gives ``n``; ``p[row * cols + col]`` with ``row < rows`` and
+  ``col < cols`` gives ``rows * cols``; ``p[blockIdx.x]`` gives the grid's x extent. Each integer
+  parameter used in a length or a bound becomes a size of the same name (the scalar gets
+  ``= name``): ``1 << 24`` when the kernel has one such size, else 4096 for the first two and 1024
+  for the rest (grid dimensions first). A size used only as a stride (``row * ld + col``) gets
+  the inner size (``size ld = cols``) or 1.
+- Index arrays: an integer buffer whose values are exactly the index of another buffer
+  (``src[idx[i]]``) gets ``range(0, LENGTH_OF_SRC)``.
+- Launch: the block is the first literal block among the kernel's launch sites, else
+  ``__launch_bounds__``, else 256, or (32, 8) when the body uses ``threadIdx.y``; the grid covers
+  each axis's bound: ``ceil_div(n, block.x)`` for a per-thread index, ``n`` for a per-block one.
+- Scalars: float scalars not used as bounds get 1.5, other integers 1 (with a note).
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from cudalens.source.launches import launches_of
+from cudalens.source.model import Kernel, LaunchSite, Parameter
+from cudalens.spec import dtypes
+from cudalens.spec.block_shape import block_from_file
+from cudalens.spec.body import Access, BodyFacts, analyze_body
+from cudalens.spec.cuda_tree import kernel_body_node, parse
+from cudalens.spec.errors import SpecError
+from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl, SizeDecl
+from cudalens.spec.poly import Poly
+
+INFERRED = "inferred"
+SIZE_1D = "1 << 24"
+SIZE_2D = "4096"
+SIZE_OTHER = "1024"
+DEFAULT_BLOCK_1D = (256,)
+DEFAULT_BLOCK_2D = (32, 8)
+FLOAT_SCALAR = "1.5"
+_RESERVED = ("block", "sm_count")
+_MAX_DEPTH = 8
+
+
+@dataclass
+class _Length:
+    """A buffer's length: the largest of ``polys`` (elements; several when none dominates the
+    others), or the grid's extent on ``grid_axis`` (``p[blockIdx.x]``), or unknown (``why``)."""
+
+    polys: tuple[Poly, ...] = ()
+    grid_axis: str = ""
+    why: str = ""
+
+
+def infer_spec(kernel: Kernel, source_text: str,
+               launch_sites: Optional[Sequence[LaunchSite]] = None) -> KernelSpec:
+    """A draft spec for ``kernel`` of ``source_text`` (the whole file, as parsed into the model).
+
+    ``launch_sites`` are the file's launch sites (any kernel's; those of ``kernel`` are picked
+    out), default ``kernel.launch_sites``. The result has ``source == "inferred"``, all lines 0,
+    and its notes say what was guessed.
+
+    Raises:
+        SpecError: the kernel's body cannot be found in ``source_text``.
+    """
+    parsed = parse(source_text)
+    try:
+        parsed, body = kernel_body_node(parsed, kernel)
+    except LookupError as exc:
+        raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
+    facts = analyze_body(parsed, body, kernel)
+    sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
+    return _Drafter(kernel, facts, source_text, tuple(sites)).draft()
+
+
+class _Drafter:
+    def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
+                 sites: tuple[LaunchSite, ...]) -> None:
+        self.kernel = kernel
+        self.facts = facts
+        self.source = source
+        self.sites = sites
+        self.notes: list[str] = []  # about parameters, in parameter order
+        self.launch_notes: list[str] = []  # about the launch configuration
+        self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
+        self.order = [p.name for p in kernel.parameters]
+        self.int_params = {p.name for p in kernel.parameters
+                           if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+
+    # -- bounds ------------------------------------------------------------------------------
+
+    def upper(self, poly: Poly, depth: int = 0) -> Optional[Poly]:
+        """The largest value of ``poly`` in terms of integer parameters, or None."""
+        total = Poly()
+        for m, c in poly.terms:
+            if c < 0 and any(s not in self.int_params for s in m):
+                continue  # a variable term with a negative sign is largest at 0
+            term = Poly.const(c)
+            for s in m:
+                v = self.var_upper(s, depth)
+                if v is None:
+                    return None
+                term = term * v
+            total = total + term
+        return total
+
+    def var_upper(self, name: str, depth: int) -> Optional[Poly]:
+        if name in self.int_params:
+            return Poly.sym(name)
+        if depth >= _MAX_DEPTH:
+            return None
+        for b in self.facts.bounds.get(name, []):
+            u = self.upper(b, depth + 1)
+            if u is not None:
+                return u - Poly.const(1)
+        return None
+
+    def bound_of(self, var: str) -> Optional[Poly]:
+        """The exclusive upper bound of ``var`` in integer parameters."""
+        u = self.var_upper(var, 0)
+        return None if u is None else u + Poly.const(1)
+
+    # -- per pointer -------------------------------------------------------------------------
+
+    def length_of(self, accesses: list[Access]) -> _Length:
+        known: list[Poly] = []
+        why = ""
+        for a in accesses:
+            only = _single_symbol(a.index)
+            if only is not None and only.startswith("blockIdx."):
+                return _Length(grid_axis=only[-1])
+            if a.kind == "escape":
+                why = why or f"the pointer is passed on in '{a.text}'"
+                continue
+            if a.index is None:
+                why = why or (f"index is data-dependent ('{a.text}')" if a.data_indices
+                              else f"index of '{a.text}' is not an affine expression")
+                continue
+            u = self.upper(a.index)
+            if u is None:
+                free = sorted(s for s in a.index.symbols
+                              if s not in self.int_params and self.var_upper(s, 0) is None)
+                why = why or (f"no bounds check found on {', '.join(free)} in '{a.text}'"
+                              if free else f"no bounds check found for '{a.text}'")
+                continue
+            length = u + Poly.const(1)
+            if length.is_const() and length.constant < 1:
+                continue
+            if not any(k.dominates(length) for k in known):
+                known = [k for k in known if not length.dominates(k)] + [length]
+        if not known:
+            return _Length(why=why or "not accessed in the body")
+        return _Length(polys=tuple(known))
+
+    # -- the draft ---------------------------------------------------------------------------
+
+    def draft(self) -> KernelSpec:
+        k = self.kernel
+        pointers = [p for p in k.parameters if p.is_pointer]
+        by_param: dict[str, list[Access]] = {p.name: [] for p in pointers}
+        for a in self.facts.accesses:
+            by_param.setdefault(a.param, []).append(a)
+        roles = {p.name: self.role(p, by_param[p.name]) for p in pointers}
+        lengths = {p.name: self.length_of(by_param[p.name]) for p in pointers}
+
+        grid_vars = self.grid_vars()
+        # sizes: integer parameters in lengths and grid bounds, in parameter order
+        used: set[str] = set()
+        for ln in lengths.values():
+            for poly in ln.polys:
+                used |= poly.symbols
+        for var, _ in grid_vars.values():
+            b = self.bound_of(var)
+            used |= b.symbols if b is not None else set()
+        size_names = [n for n in self.order if n in used and n in self.int_params]
+        rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
+                  for n in size_names}
+        sizes = self.size_values(size_names, grid_vars, rename)
+        main = self.main_length(lengths, rename, sizes)
+        if main[1] and not any(s.name == main[1] for s in sizes):
+            sizes.insert(0, SizeDecl(name=main[1], expr=SIZE_1D))
+            self.notes.append(f"size {main[1]} = {SIZE_1D}: no integer parameter bounds the "
+                              f"kernel's indices")
+            if main[1] in self.int_params:
+                rename[main[1]] = main[1]  # the parameter of that name is passed the size
+        main_text = main[0]
+
+        block, block_from = self.block()
+        fixed = any(ln.grid_axis for ln in lengths.values())
+        grid = self.grid(grid_vars, block, fixed, rename, main_text)
+        if fixed:
+            self.launch_notes.append(f"block fixed at {', '.join(map(str, block))} in grid and "
+                                     f"lengths: a buffer is indexed by blockIdx, so its length "
+                                     f"follows the grid")
+        self.launch_notes.append(f"block {', '.join(map(str, block))}: {block_from}")
+
+        elements: dict[str, str] = {}  # length in the pointer's own elements (float4s)
+        assumed: dict[str, str] = {}  # why the length is assumed ("" when known)
+        for p in pointers:
+            elements[p.name], assumed[p.name] = self.length_text(lengths[p.name], grid, rename,
+                                                                 main_text)
+        ranges = self.index_ranges(pointers, roles, by_param, elements, assumed)
+        params: list[BufferDecl | ScalarDecl] = []
+        for p in k.parameters:
+            if p.is_pointer:
+                params.append(self.buffer(p, roles[p.name], elements[p.name], assumed[p.name],
+                                          ranges.get(p.name), by_param))
+            else:
+                params.append(self.scalar(p, rename))
+        self.notes += self.launch_notes
+        atomics = sorted({a.atomic for a in self.facts.accesses if a.atomic})
+        if atomics:
+            self.notes.append(f"atomics: the kernel calls {', '.join(atomics)}, so outputs may "
+                              f"depend on the order threads run in")
+        if sizes:
+            listed = ", ".join(f"{s.name} = {s.expr}" for s in sizes)
+            self.notes.append(f"sizes are defaults ({listed}): set them to your problem")
+        return KernelSpec(
+            kernel=k.qualified_name or k.name, sizes=tuple(sizes), params=tuple(params),
+            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared="0"),
+            atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
+
+    def role(self, p: Parameter, accesses: list[Access]) -> str:
+        if p.is_const:
+            return "in"
+        notes = self.later.setdefault(p.name, [])
+        escapes = [a for a in accesses if a.kind == "escape"]
+        written = any(a.kind in ("write", "update") for a in accesses)
+        read = any(a.kind in ("read", "update") for a in accesses)
+        if escapes:
+            notes.append(f"{p.name}: inout assumed: the pointer goes where the analysis cannot "
+                         f"follow ('{escapes[0].text}', line {escapes[0].line})")
+            return "inout"
+        if not written:
+            notes.append(f"{p.name}: in: not const, but never written")
+            return "in"
+        atomic = next((a for a in accesses if a.atomic and a.kind == "update"), None)
+        if atomic is not None and not any(a.kind == "read" for a in accesses):
+            notes.append(f"{p.name}: inout: {atomic.atomic} accumulates into its initial contents")
+        return "inout" if read else "out"
+
+    def grid_vars(self) -> dict[str, tuple[str, str]]:
+        """axis -> (variable, thread|block): on each grid axis, the first bounded variable
+        derived from blockIdx that indexes a pointer, else the first such variable at all."""
+        in_indices = [s for a in self.facts.accesses if a.index is not None
+                      for s in sorted(a.index.symbols)]
+        found: dict[str, tuple[str, str]] = {}
+        for s in in_indices + list(self.facts.axes):
+            axis = self.facts.axes.get(s)
+            if axis is not None and axis[0] not in found and self.bound_of(s) is not None:
+                found[axis[0]] = (s, axis[1])
+        return found
+
+    def size_values(self, names: list[str], grid_vars: dict[str, tuple[str, str]],
+                    rename: dict[str, str]) -> list[SizeDecl]:
+        bound_syms: set[str] = set()
+        for bs in self.facts.bounds.values():
+            for b in bs:
+                bound_syms |= b.symbols
+        grid_syms: set[str] = set()
+        for var, _ in grid_vars.values():
+            b = self.bound_of(var)
+            grid_syms |= b.symbols if b is not None else set()
+        dims = [n for n in names if n in grid_syms] + \
+            [n for n in names if n not in grid_syms and n in bound_syms]
+        strides = [n for n in names if n not in dims]
+        out: dict[str, str] = {}
+        for i, n in enumerate(dims):
+            out[n] = SIZE_1D if len(dims) == 1 else (SIZE_2D if i < 2 else SIZE_OTHER)
+        for n in strides:
+            inner = self.inner_size(n, dims)
+            if inner is not None:
+                out[n] = rename[inner]
+                self.notes.append(f"size {rename[n]} = {rename[inner]}: assumed a row stride "
+                                  f"equal to {inner}")
+            else:
+                out[n] = "1"
+                self.notes.append(f"size {rename[n]} = 1: a stride with no bounds check; "
+                                  f"value guessed")
+        return [SizeDecl(name=rename[n], expr=out[n]) for n in dims + strides]
+
+    def inner_size(self, stride: str, dims: list[str]) -> Optional[str]:
+        """For ``row * ld + col`` with ``col < cols``: ``cols``."""
+        for a in self.facts.accesses:
+            if a.index is None or stride not in a.index.symbols:
+                continue
+            for m, c in a.index.terms:
+                if len(m) == 1 and m[0] not in self.int_params and c == 1:
+                    b = self.bound_of(m[0])
+                    inner = _single_symbol(b)
+                    if inner in dims:
+                        return inner
+        return None
+
+    def main_length(self, lengths: dict[str, _Length], rename: dict[str, str],
+                    sizes: list[SizeDecl]) -> tuple[str, str]:
+        """(length text assumed where none is known, name of a size to create or "")."""
+        texts = [_render(ln.polys[0], rename) for ln in lengths.values() if len(ln.polys) == 1]
+        if texts:
+            return Counter(texts).most_common(1)[0][0], ""
+        if sizes:
+            return sizes[0].name, ""
+        taken = {p.name for p in self.kernel.parameters}
+        name = "n" if "n" not in taken or "n" in self.int_params else "n_elements"
+        return name, name
+
+    def block(self) -> tuple[tuple[int, ...], str]:
+        found = block_from_file(self.kernel, self.sites, self.source)
+        if found is not None:
+            return found
+        if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
+            return DEFAULT_BLOCK_2D, "default for a body that uses threadIdx.y " \
+                                     "(no launch site with a literal block)"
+        return DEFAULT_BLOCK_1D, "default (no launch site with a literal block)"
+
+    def grid(self, grid_vars: dict[str, tuple[str, str]], block: tuple[int, ...], fixed: bool,
+             rename: dict[str, str], main: str) -> tuple[str, ...]:
+        dims = len(block)
+        for axis in ("y", "z"):
+            if axis in grid_vars:
+                dims = max(dims, "xyz".index(axis) + 1)
+        out: list[str] = []
+        for i, axis in enumerate("xyz"[:dims]):
+            bx = str(block[i]) if fixed and i < len(block) else (
+                f"block.{axis}" if i < len(block) else "1")
+            if axis in grid_vars:
+                var, kind = grid_vars[axis]
+                b = self.bound_of(var)
+                assert b is not None
+                if b.constant < 0:
+                    b = b - Poly.const(b.constant)
+                text = _render(b, rename)
+                out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+            elif axis == "x":
+                out.append(f"ceil_div({main}, {bx})")
+                self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
+                                  f"blockIdx.x * blockDim.x + threadIdx.x with a bounds check")
+            else:
+                out.append("1")
+                self.launch_notes.append(f"grid.{axis} = 1: no index along {axis} with a bounds "
+                                         f"check")
+        while len(out) > 1 and out[-1] == "1":
+            out.pop()
+        return tuple(out)
+
+    def length_text(self, ln: _Length, grid: tuple[str, ...], rename: dict[str, str],
+                    main: str) -> tuple[str, str]:
+        """(length text, why it is assumed or "")."""
+        if ln.grid_axis:
+            i = "xyz".index(ln.grid_axis)
+            return (grid[i] if i < len(grid) else "1"), ""
+        if len(ln.polys) == 1:
+            return _render(ln.polys[0], rename), ""
+        if ln.polys:
+            return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
+        return main, ln.why
+
+    def index_ranges(self, pointers: list[Parameter], roles: dict[str, str],
+                     by_param: dict[str, list[Access]], elements: dict[str, str],
+                     assumed: dict[str, str]) -> dict[str, tuple[str, str]]:
+        """Ranges of integer buffers whose values are exactly another buffer's index
+        (``src[idx[i]]``): [0, length of src). A narrow index type (8 or 16 bits) whose target
+        has no known length gives the target its type's value count (``bins[data[i]]`` with
+        ``unsigned char data`` makes ``bins`` 256 long)."""
+        out: dict[str, tuple[str, str]] = {}
+        for p in pointers:
+            st, _ = _spec_type(p)
+            if st is None or dtypes.is_float(st) or roles[p.name] == "out":
+                continue
+            targets = sorted({a.param for accs in by_param.values() for a in accs
+                              if a.direct_index == p.name})
+            if not targets:
+                if any(p.name in a.data_indices for accs in by_param.values() for a in accs):
+                    self.later.setdefault(p.name, []).append(
+                        f"{p.name}: its values feed an index; no range inferred, set "
+                        f"range(LOW, HIGH) to keep them in bounds")
+                continue
+            target = targets[0]
+            count = dtypes.int_limits(dtypes.numpy_dtype(st))[1] + 1
+            narrow = count <= 1 << 16
+            if narrow and assumed[target]:
+                elements[target] = str(count)
+                assumed[target] = ""
+                self.later.setdefault(target, []).append(
+                    f"length of {target} = {count}: indexed by the values of {p.name} ({p.type})")
+            high = elements[target]
+            if narrow and high != str(count):
+                high = f"min({high}, {count})"
+            out[p.name] = ("0", high)
+            self.later.setdefault(p.name, []).append(
+                f"range of {p.name} set to [0, {high}): its values index {target}")
+        return out
+
+    def buffer(self, p: Parameter, role: str, elements: str, assumed: str,
+               value_range: Optional[tuple[str, str]],
+               by_param: dict[str, list[Access]]) -> BufferDecl:
+        st, lanes = _spec_type(p)
+        self.notes += self.later.get(p.name, [])
+        if assumed:
+            self.notes.append(f"length of {p.name} assumed {elements}: {assumed}")
+        if st is None:
+            st = "float"
+            self.notes.append(f"{p.name}: element type '{p.type}' unknown, assumed float")
+        elif lanes > 1:
+            self.notes.append(f"{p.name}: {p.type} counted as {lanes} {st} lanes")
+            elements = f"{lanes} * ({elements})" if " " in elements else f"{lanes} * {elements}"
+        low, high = value_range if value_range else (None, None)
+        return BufferDecl(role=role, name=p.name, type=st,  # type: ignore[arg-type]
+                          length=elements, low=low, high=high)
+
+    def scalar(self, p: Parameter, rename: dict[str, str]) -> ScalarDecl:
+        st, lanes = _spec_type(p)
+        if st is None or lanes > 1:
+            self.notes.append(f"scalar {p.name}: type '{p.type}' cannot be expressed; assumed "
+                              f"float {FLOAT_SCALAR}")
+            return ScalarDecl(name=p.name, type="float", expr=FLOAT_SCALAR)
+        if p.name in rename:
+            return ScalarDecl(name=p.name, type=st, expr=rename[p.name])
+        if dtypes.is_float(st):
+            self.notes.append(f"scalar {p.name} = {FLOAT_SCALAR}: value guessed")
+            return ScalarDecl(name=p.name, type=st, expr=FLOAT_SCALAR)
+        self.notes.append(f"scalar {p.name} = 1: value guessed (not a bound of any index)")
+        return ScalarDecl(name=p.name, type=st, expr="1")
+
+
+def _single_symbol(poly: Optional[Poly]) -> Optional[str]:
+    """``n`` for the polynomial ``n`` (one symbol, coefficient 1, no constant), else None."""
+    if poly is None or len(poly.terms) != 1:
+        return None
+    monomial, coef = poly.terms[0]
+    return monomial[0] if coef == 1 and len(monomial) == 1 else None
+
+
+def _spec_type(p: Parameter) -> tuple[Optional[str], int]:
+    st = dtypes.spec_type_for_c(p.type)
+    if st is not None:
+        return st, 1
+    vec = dtypes.vector_type_for_c(p.type)
+    if vec is not None:
+        return vec
+    return None, 1
+
+
+def _render(poly: Poly, rename: dict[str, str]) -> str:
+    renamed = poly.substitute(lambda s: Poly.sym(rename.get(s, s)))
+    assert renamed is not None
+    return renamed.render(list(rename.values()))

@@ -1,0 +1,412 @@
+"""Reading harness spec files (``saxpy.cu.spec``) into :class:`KernelSpec` objects.
+
+The format is described in the project notes (``spec-format.md``); in short, one declaration
+per line, ``#`` comments, sections started by ``kernel NAME``::
+
+    kernel saxpy
+    size n = 1 << 24
+    scalar n: int = n
+    in x: float[n]
+    inout y: float[n]
+    block = 256
+    grid = ceil_div(n, block.x)
+
+Comment-only lines between a ``kernel`` header and the section's first declaration are kept
+as the spec's ``notes`` (the writer puts inference notes there).
+
+Every problem raises :class:`SpecError` naming the file and line and saying what was expected
+and what was found. Besides syntax, the parser checks names (sizes declared before use,
+``block`` only in grid/shared/lengths, ``sm_count`` only in grid) and evaluates the section
+once with its nominal and ragged sizes, so values such as a zero length or a 2048-thread
+block are reported at the line that declares them.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from cudalens.source.model import Kernel
+from cudalens.spec import dtypes
+from cudalens.spec.errors import SpecError
+from cudalens.spec.expr import ExprError, evaluate, names_in
+from cudalens.spec.model import (BufferDecl, CheckDecl, KernelSpec, LaunchDecl, ScalarDecl,
+                                 SizeDecl)
+from cudalens.spec.resolve import check_values
+from cudalens.spec.validate import validate
+
+__all__ = ["parse_spec", "load_spec_for", "validate", "spec_path_for"]
+
+IDENT = r"[A-Za-z_]\w*"
+_KEYWORD_RE = re.compile(rf"^({IDENT})")
+_KERNEL_NAME_RE = re.compile(rf"^(?:{IDENT}::)*{IDENT}(?:\s*<.*>)?$")
+_SIZE_RE = re.compile(r"^(?:size|check)\s+(?P<name>\S+?)\s*=\s*(?P<expr>.*)$")
+_SCALAR_RE = re.compile(r"^scalar\s+(?P<name>\S+?)\s*:\s*(?P<type>\S+?)\s*=\s*(?P<expr>.*)$")
+_BUFFER_RE = re.compile(
+    r"^(?P<role>inout|in|out)\s+(?P<name>\S+?)\s*:\s*(?P<type>[^\s\[\]]+)\s*"
+    r"\[(?P<length>[^\[\]]*)\]\s*(?:range\s*\((?P<range>.*)\))?$")
+_ASSIGN_RE = re.compile(r"^(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<expr>.*)$")
+_IDENT_RE = re.compile(rf"^{IDENT}$")
+
+KEYWORDS = ("kernel", "size", "check", "scalar", "in", "out", "inout", "block", "grid", "shared",
+            "flops", "tolerance", "atomics")
+RESERVED = ("block", "sm_count")  # names expressions give their own meaning
+
+_FORMS = {
+    "kernel": "kernel NAME",
+    "size": "size NAME = EXPR",
+    "check": "check NAME = EXPR",
+    "scalar": "scalar NAME: TYPE = EXPR",
+    "buffer": "ROLE NAME: TYPE[LENGTH]",
+    "block": "block = EXPR[, EXPR[, EXPR]]",
+    "grid": "grid = EXPR[, EXPR[, EXPR]]",
+    "shared": "shared = EXPR",
+    "flops": "flops = EXPR",
+    "tolerance": "tolerance = NUMBER",
+    "atomics": "atomics",
+}
+
+
+def spec_path_for(source_path: Union[str, Path]) -> Path:
+    """The sidecar spec file of a source file: ``saxpy.cu`` -> ``saxpy.cu.spec``."""
+    p = Path(source_path)
+    return p.with_name(p.name + ".spec")
+
+
+def load_spec_for(source_path: Union[str, Path],
+                  kernel: Union[str, Kernel]) -> Optional[KernelSpec]:
+    """The spec of ``kernel`` from the sidecar file of ``source_path``, or None.
+
+    ``kernel`` is a name (plain or qualified) or a :class:`Kernel`; with a ``Kernel`` the spec
+    is also validated against its signature. Returns None when the sidecar file does not exist
+    or has no section for the kernel.
+
+    Raises:
+        SpecError: the file is malformed, unreadable, or (with a ``Kernel``) does not fit it.
+    """
+    path = spec_path_for(source_path)
+    if not path.exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(path), 0, f"cannot read the spec file: {exc}") from None
+    specs = parse_spec(text, str(path))
+    if isinstance(kernel, Kernel):
+        names = [kernel.qualified_name, kernel.name]
+    else:
+        names = [kernel, kernel.split("::")[-1]]
+    spec = next((specs[n] for n in names if n in specs), None)
+    if spec is not None and isinstance(kernel, Kernel):
+        validate(spec, kernel)
+    return spec
+
+
+@dataclass
+class _Section:
+    """A kernel section while its lines are read."""
+
+    name: str
+    line: int
+    notes: list[str] = field(default_factory=list)
+    declared: bool = False  # a declaration was seen (notes end there)
+    sizes: list[SizeDecl] = field(default_factory=list)
+    checks: list[CheckDecl] = field(default_factory=list)
+    params: list[Union[BufferDecl, ScalarDecl]] = field(default_factory=list)
+    settings: dict[str, tuple[int, Any]] = field(default_factory=dict)  # key -> (line, value)
+
+    def size_line(self, name: str) -> Optional[int]:
+        return next((s.line for s in self.sizes if s.name == name), None)
+
+
+class _Reader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.specs: dict[str, KernelSpec] = {}
+        self.section: Optional[_Section] = None
+        self.lineno = 0
+
+    def error(self, message: str, line: Optional[int] = None) -> SpecError:
+        return SpecError(self.path, self.lineno if line is None else line, message)
+
+    # -- driving -------------------------------------------------------------------------
+
+    def read(self, text: str) -> dict[str, KernelSpec]:
+        for self.lineno, raw in enumerate(text.splitlines(), start=1):
+            code, hash_, comment = raw.partition("#")
+            code = code.strip()
+            if not code:
+                if hash_ and self.section is not None and not self.section.declared:
+                    self.section.notes.append(comment.strip())
+                continue
+            self.line(code)
+        self.finish()
+        return self.specs
+
+    def line(self, code: str) -> None:
+        m = _KEYWORD_RE.match(code)
+        key = m.group(1) if m else ""
+        if key not in KEYWORDS:
+            raise self.error(f"expected a declaration ({', '.join(KEYWORDS)}), found '{code}'")
+        if key == "kernel":
+            self.finish()
+            self.kernel(code)
+            return
+        if self.section is None:
+            raise self.error(f"expected 'kernel NAME' before the first declaration, found '{code}'")
+        self.section.declared = True
+        if key in ("size", "check"):
+            self.size(code, key)
+        elif key == "scalar":
+            self.scalar(code)
+        elif key in ("in", "out", "inout"):
+            self.buffer(code)
+        elif key == "atomics":
+            if code != "atomics":
+                raise self.expected("atomics", code)
+            self.setting("atomics", True)
+        else:
+            self.assignment(code, key)
+
+    def expected(self, form: str, found: str) -> SpecError:
+        return self.error(f"expected '{_FORMS[form]}', found '{found}'")
+
+    # -- declarations ----------------------------------------------------------------------
+
+    def kernel(self, code: str) -> None:
+        name = code[len("kernel"):].strip()
+        if not name:
+            raise self.expected("kernel", code)
+        if not _KERNEL_NAME_RE.match(name):
+            raise self.error(f"expected a kernel name (a C++ identifier, optionally qualified "
+                             f"like ops::saxpy), found '{name}'")
+        if name in self.specs:
+            raise self.error(f"kernel {name} already has a section, starting on line "
+                             f"{self.specs[name].line}")
+        self.section = _Section(name=name, line=self.lineno)
+
+    def name(self, name: str, what: str) -> str:
+        if not _IDENT_RE.match(name):
+            raise self.error(f"expected a C identifier as the {what} name, found '{name}'")
+        return name
+
+    def size(self, code: str, key: str) -> None:
+        sec = self._section()
+        m = _SIZE_RE.match(code)
+        if not m or not m.group("expr").strip():
+            raise self.expected(key, code)
+        name = self.name(m.group("name"), "size" if key == "size" else "checked size")
+        expr = m.group("expr").strip()
+        if key == "size":
+            if name in RESERVED or keyword.iskeyword(name):
+                raise self.error(f"'{name}' cannot name a size: it is reserved in expressions "
+                                 f"(reserved: {', '.join(RESERVED)} and Python keywords)")
+            prev = sec.size_line(name)
+            if prev is not None:
+                raise self.error(f"size {name} is already declared on line {prev}")
+            self.names(expr, f"size {name}", [s.name for s in sec.sizes])
+            sec.sizes.append(SizeDecl(name=name, expr=expr, line=self.lineno))
+            return
+        index = next((i for i, s in enumerate(sec.sizes) if s.name == name), None)
+        if index is None:
+            declared = ", ".join(s.name for s in sec.sizes) or "none"
+            raise self.error(f"expected 'check' of a size declared above, found check {name} "
+                             f"(sizes so far: {declared})")
+        dup = next((c.line for c in sec.checks if c.name == name), None)
+        if dup is not None:
+            raise self.error(f"check {name} is already declared on line {dup}")
+        self.names(expr, f"check {name}", [s.name for s in sec.sizes[:index]],
+                   scope=f"sizes declared before size {name}, on line {sec.sizes[index].line}")
+        sec.checks.append(CheckDecl(name=name, expr=expr, line=self.lineno))
+
+    def scalar(self, code: str) -> None:
+        sec = self._section()
+        m = _SCALAR_RE.match(code)
+        if not m or not m.group("expr").strip():
+            raise self.expected("scalar", code)
+        name = self.name(m.group("name"), "parameter")
+        self.param_unique(name)
+        type_ = self.type(m.group("type"), name)
+        expr = m.group("expr").strip()
+        self.names(expr, f"scalar {name}", [s.name for s in sec.sizes])
+        sec.params.append(ScalarDecl(name=name, type=type_, expr=expr, line=self.lineno))
+
+    def buffer(self, code: str) -> None:
+        sec = self._section()
+        m = _BUFFER_RE.match(code)
+        if not m:
+            if "range" in code:
+                raise self.error(f"expected 'ROLE NAME: TYPE[LENGTH] range(LOW, HIGH)', "
+                                 f"found '{code}'")
+            raise self.expected("buffer", code)
+        role, name = m.group("role"), self.name(m.group("name"), "parameter")
+        self.param_unique(name)
+        type_ = self.type(m.group("type"), name)
+        sizes = [s.name for s in sec.sizes]
+        length = m.group("length").strip()
+        self.names(length, f"length of {name}", sizes, block=True)
+        low = high = None
+        if m.group("range") is not None:
+            if role == "out":
+                raise self.error(f"range(...) sets how inputs are drawn, but {name} is 'out' "
+                                 f"(outputs are poisoned before each launch): expected role "
+                                 f"'in' or 'inout', or no range")
+            parts = split_top_level(m.group("range"))
+            if len(parts) != 2 or not all(p.strip() for p in parts):
+                raise self.error(f"expected 'range(LOW, HIGH)', found "
+                                 f"'range({m.group('range')})'")
+            low, high = (p.strip() for p in parts)
+            self.names(low, f"range low of {name}", sizes)
+            self.names(high, f"range high of {name}", sizes)
+        sec.params.append(BufferDecl(role=role, name=name, type=type_, length=length, low=low,
+                                     high=high, line=self.lineno))
+
+    def assignment(self, code: str, key: str) -> None:
+        sec = self._section()
+        m = _ASSIGN_RE.match(code)
+        if not m or m.group("key") != key or not m.group("expr").strip():
+            raise self.expected(key, code)
+        expr = m.group("expr").strip()
+        sizes = [s.name for s in sec.sizes]
+        if key in ("block", "grid"):
+            parts = split_top_level(strip_parens(expr))
+            if not 1 <= len(parts) <= 3 or not all(p.strip() for p in parts):
+                raise self.error(f"expected '{_FORMS[key]}' (1 to 3 expressions, x first), "
+                                 f"found '{code}'")
+            exprs = tuple(p.strip() for p in parts)
+            for axis, e in zip("xyz", exprs):
+                self.names(e, f"{key}.{axis}", sizes, block=key == "grid",
+                           sm_count=key == "grid")
+            self.setting(key, exprs)
+        elif key == "shared":
+            self.names(expr, "shared", sizes, block=True)
+            self.setting(key, expr)
+        elif key == "flops":
+            self.names(expr, "flops", sizes)
+            self.setting(key, expr)
+        else:  # tolerance
+            self.setting(key, self.tolerance(expr))
+
+    def tolerance(self, expr: str) -> float:
+        try:
+            value = float(evaluate(expr, {}))
+        except ExprError as exc:
+            raise self.error(f"expected 'tolerance = NUMBER' (a relative tolerance such as "
+                             f"1e-4), found '{expr}': {exc}") from None
+        if not value > 0:
+            raise self.error(f"expected a positive relative tolerance, found {value!r}")
+        return value
+
+    def setting(self, key: str, value: Any) -> None:
+        sec = self._section()
+        if key in sec.settings:
+            raise self.error(f"{key} is already declared on line {sec.settings[key][0]}")
+        sec.settings[key] = (self.lineno, value)
+
+    # -- checks shared by declarations ---------------------------------------------------------
+
+    def _section(self) -> _Section:
+        assert self.section is not None
+        return self.section
+
+    def param_unique(self, name: str) -> None:
+        prev = next((p.line for p in self._section().params if p.name == name), None)
+        if prev is not None:
+            raise self.error(f"parameter {name} is already declared on line {prev}")
+
+    def type(self, type_: str, name: str) -> str:
+        if type_ not in dtypes.SPEC_TYPES:
+            raise self.error(f"expected an element type for {name} (one of "
+                             f"{', '.join(dtypes.SPEC_TYPES)}), found '{type_}'")
+        return type_
+
+    def names(self, expr: str, what: str, sizes: list[str], *, block: bool = False,
+              sm_count: bool = False, scope: str = "sizes declared above") -> None:
+        """Checks ``expr``'s syntax and that every name it uses is allowed here."""
+        try:
+            used = names_in(expr)
+        except ExprError as exc:
+            raise self.error(f"in {what}: {exc}") from None
+        for name in sorted(used):
+            if name == "block" and not block:
+                raise self.error(f"in {what}: block.x/.y/.z cannot be used here (only in grid, "
+                                 f"shared and buffer lengths), found '{expr}'")
+            if name == "sm_count" and not sm_count:
+                raise self.error(f"in {what}: sm_count can be used in grid only, found '{expr}'")
+            if name not in sizes and name not in ("block", "sm_count"):
+                known = ", ".join(sizes) or "none"
+                raise self.error(f"in {what}: undefined name '{name}' in '{expr}': expected one "
+                                 f"of the {scope} ({known})")
+
+    # -- end of a section ----------------------------------------------------------------------
+
+    def finish(self) -> None:
+        sec = self.section
+        if sec is None:
+            return
+        self.section = None
+        for key in ("block", "grid"):
+            if key not in sec.settings:
+                raise self.error(f"kernel {sec.name}: expected '{_FORMS[key]}' in the section, "
+                                 f"found no {key} declaration", line=sec.line)
+        setting = {key: value for key, (_, value) in sec.settings.items()}
+        block_line = sec.settings["block"][0]
+        order = {s.name: i for i, s in enumerate(sec.sizes)}
+        spec = KernelSpec(
+            kernel=sec.name,
+            sizes=tuple(sec.sizes),
+            params=tuple(sec.params),
+            launch=LaunchDecl(block=setting["block"], grid=setting["grid"],
+                              shared=setting.get("shared", "0"), line=block_line),
+            checks=tuple(sorted(sec.checks, key=lambda c: order[c.name])),
+            flops=setting.get("flops"),
+            tolerance=setting.get("tolerance"),
+            atomics="atomics" in setting,
+            source=self.path,
+            line=sec.line,
+            notes=tuple(sec.notes),
+        )
+        lines = {key: line for key, (line, _) in sec.settings.items()}
+        check_values(spec, lines)
+        self.specs[sec.name] = spec
+
+
+def parse_spec(text: str, path: str = "<spec>") -> dict[str, KernelSpec]:
+    """All kernel sections of a spec file, by kernel name (as written after ``kernel``).
+
+    Raises:
+        SpecError: at the first malformed line, undefined name, duplicate declaration, missing
+            ``block``/``grid``, or value that cannot be used (see the module docstring).
+    """
+    return _Reader(path).read(text)
+
+
+def split_top_level(text: str) -> list[str]:
+    """Splits at commas outside parentheses: ``"min(n, 4), m"`` -> ``["min(n, 4)", " m"]``."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def strip_parens(text: str) -> str:
+    """``"(32, 8)"`` -> ``"32, 8"``: removes parentheses that enclose the whole text."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and i < len(text) - 1:
+                return text  # the first parenthesis closes early: "(a) + (b)"
+        text = text[1:-1].strip()
+    return text

@@ -1,0 +1,87 @@
+"""Checking a spec against the kernel it describes: every parameter, once, with a fitting role."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from cudalens.source.model import Kernel, Parameter
+from cudalens.spec import dtypes
+from cudalens.spec.errors import SpecError
+from cudalens.spec.model import BufferDecl, KernelSpec
+
+
+def _bare(name: str) -> str:
+    return name.split("<")[0].strip().split("::")[-1]
+
+
+def validate(spec: KernelSpec, kernel: Kernel) -> None:
+    """Raises :class:`SpecError` unless ``spec`` can call ``kernel``.
+
+    Checked: the section names the kernel; every kernel parameter is declared exactly once and
+    no other name is; pointers get a role (``in``/``out``/``inout``) and by-value parameters a
+    ``scalar``; ``out``/``inout`` are not used on a pointer to const (``in`` on a non-const
+    pointer is fine); and where the kernel's C type is a known arithmetic type (or a CUDA vector
+    of one, e.g. ``float4``) the spec's element type has the same numpy dtype. Template and
+    struct types are not checked. Errors name the spec line and the parameter.
+    """
+    path = spec.source or "<spec>"
+    if spec.kernel not in (kernel.name, kernel.qualified_name) and \
+            _bare(spec.kernel) != _bare(kernel.qualified_name):
+        raise SpecError(path, spec.line, f"expected a section for kernel {kernel.qualified_name}, "
+                                         f"found 'kernel {spec.kernel}'")
+    params = {p.name: p for p in kernel.parameters}
+    listed = ", ".join(p.name for p in kernel.parameters) or "none"
+    seen: dict[str, int] = {}
+    for decl in spec.params:
+        where = f"kernel {kernel.name}"
+        if decl.name in seen:
+            raise SpecError(path, decl.line, f"parameter {decl.name} is declared twice "
+                                             f"(lines {seen[decl.name]} and {decl.line})")
+        seen[decl.name] = decl.line
+        p = params.get(decl.name)
+        if p is None:
+            raise SpecError(path, decl.line, f"{where} has no parameter named {decl.name} "
+                                             f"(its parameters: {listed})")
+        if isinstance(decl, BufferDecl):
+            if not p.is_pointer:
+                raise SpecError(path, decl.line, f"parameter {p.name} of {where} is passed by "
+                                f"value ('{p.text}'): expected 'scalar {p.name}: TYPE = EXPR', "
+                                f"found role '{decl.role}'")
+            if decl.role != "in" and p.is_const:
+                raise SpecError(path, decl.line, f"parameter {p.name} of {where} points to const "
+                                f"('{p.text}'), so the kernel cannot write it: expected role "
+                                f"'in', found '{decl.role}'")
+        elif p.is_pointer:
+            raise SpecError(path, decl.line, f"parameter {p.name} of {where} is a pointer "
+                            f"('{p.text}'): expected 'in', 'out' or 'inout' {p.name}: "
+                            f"TYPE[LENGTH], found 'scalar'")
+        problem = _type_mismatch(decl.type, p)
+        if problem:
+            raise SpecError(path, decl.line, f"parameter {p.name} of {where}: {problem}")
+    for p in kernel.parameters:
+        if p.name not in seen:
+            form = f"'ROLE {p.name}: TYPE[LENGTH]'" if p.is_pointer else \
+                f"'scalar {p.name}: TYPE = EXPR'"
+            raise SpecError(path, spec.line, f"kernel {kernel.name}: parameter {p.name} "
+                                             f"('{p.text}') is not in the spec: expected {form}")
+
+
+def _type_mismatch(spec_type: str, p: Parameter) -> Optional[str]:
+    want = dtypes.numpy_dtype(spec_type)
+    known = dtypes.spec_type_for_c(p.type)
+    if known is not None:
+        have = dtypes.numpy_dtype(known)
+        if have != want:
+            return (f"the kernel declares '{p.text}' ({have}), the spec says {spec_type} "
+                    f"({want}): expected an element type with dtype {have}")
+        return None
+    vector = dtypes.vector_type_for_c(p.type)
+    if vector is not None:
+        if not p.is_pointer:
+            return (f"'{p.text}' is a vector passed by value, which a spec scalar cannot hold")
+        have = dtypes.numpy_dtype(vector[0])
+        if have != want:
+            return (f"the kernel declares '{p.text}' ({vector[1]} x {have} per element), the "
+                    f"spec says {spec_type} ({want}): expected {vector[0]} with the length "
+                    f"counted in {vector[0]} lanes")
+    return None

@@ -1,0 +1,48 @@
+"""Writing :class:`KernelSpec` objects back as spec text (the inverse of ``parser``).
+
+``parse_spec(format_spec(s))`` gives back ``s`` up to line numbers and ``source``; the layout
+is fixed: the ``kernel`` header, the notes as ``# ...`` lines, then sizes (each followed by its
+``check``), parameters in spec order, block, grid, shared (when not 0), flops, tolerance and
+the atomics flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cudalens.spec.dtypes import default_range
+from cudalens.spec.model import BufferDecl, KernelSpec
+
+
+def format_spec(spec: KernelSpec) -> str:
+    """The text of one kernel section, ending with a newline."""
+    lines = [f"kernel {spec.kernel}"]
+    lines += [f"# {note}".rstrip() for n in spec.notes for note in n.splitlines() or [""]]
+    for size in spec.sizes:
+        lines.append(f"size {size.name} = {size.expr}")
+        lines += [f"check {c.name} = {c.expr}" for c in spec.checks if c.name == size.name]
+    for p in spec.params:
+        if isinstance(p, BufferDecl):
+            text = f"{p.role} {p.name}: {p.type}[{p.length}]"
+            if p.low is not None or p.high is not None:
+                low, high = default_range(p.type)
+                text += f" range({p.low or low}, {p.high or high})"
+            lines.append(text)
+        else:
+            lines.append(f"scalar {p.name}: {p.type} = {p.expr}")
+    lines.append(f"block = {', '.join(spec.launch.block)}")
+    lines.append(f"grid = {', '.join(spec.launch.grid)}")
+    if spec.launch.shared.strip() != "0":
+        lines.append(f"shared = {spec.launch.shared}")
+    if spec.flops is not None:
+        lines.append(f"flops = {spec.flops}")
+    if spec.tolerance is not None:
+        lines.append(f"tolerance = {spec.tolerance!r}")
+    if spec.atomics:
+        lines.append("atomics")
+    return "\n".join(lines) + "\n"
+
+
+def format_specs(specs: Iterable[KernelSpec]) -> str:
+    """Several sections, separated by blank lines (a whole ``.spec`` file)."""
+    return "\n".join(format_spec(s) for s in specs)

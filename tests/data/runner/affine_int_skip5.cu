@@ -1,0 +1,8 @@
+// Wrong: never writes element 5.
+template <typename T>
+__global__ void affine(int n, const T* x, T* out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && i != 5) out[i] = 3 * x[i] + 1;
+}
+template __global__ void affine<int>(int, const int*, int*);

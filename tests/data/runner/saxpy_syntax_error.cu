@@ -1,0 +1,6 @@
+// Does not compile: missing semicolon.
+__global__ void saxpy(int n, float a, const float* x, const float* y, float* z)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x
+    if (i < n) z[i] = a * x[i] + y[i];
+}

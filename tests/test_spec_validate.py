@@ -1,0 +1,132 @@
+"""A spec against the kernel it describes: coverage, roles and types."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cudalens.source.parser import parse_source
+from cudalens.spec.errors import SpecError
+from cudalens.spec.parser import parse_spec, validate
+
+KERNEL = """\
+__global__ void k(int n, float a, const float* x, float* y, double* d, float4* v, T* t)
+{
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return parse_source(KERNEL, "k.cu").kernels[0]
+
+
+GOOD = """\
+kernel k
+size n = 64
+scalar n: int = n
+scalar a: float = 2.5
+in x: float[n]
+in y: float[n]
+out d: double[n]
+inout v: float[4 * n]
+in t: int8[n]
+block = 64
+grid = 1
+"""
+
+
+def _spec(text):
+    return parse_spec(text, "k.cu.spec")["k"]
+
+
+def test_valid_spec_passes(kernel):
+    validate(_spec(GOOD), kernel)  # in on the non-const y, float lanes for float4, any type for T
+
+
+def _error(kernel, text):
+    with pytest.raises(SpecError) as info:
+        validate(_spec(text), kernel)
+    return info.value.line, info.value.message
+
+
+def test_unknown_parameter(kernel):
+    text = GOOD.replace("in t: int8[n]\n", "in t: int8[n]\nin z: float[n]\n")
+    assert _error(kernel, text) == (
+        10, "kernel k has no parameter named z (its parameters: n, a, x, y, d, v, t)")
+
+
+def test_missing_pointer(kernel):
+    assert _error(kernel, GOOD.replace("in y: float[n]\n", "")) == (
+        1, "kernel k: parameter y ('float* y') is not in the spec: expected 'ROLE y: TYPE[LENGTH]'")
+
+
+def test_missing_scalar(kernel):
+    assert _error(kernel, GOOD.replace("scalar a: float = 2.5\n", "")) == (
+        1, "kernel k: parameter a ('float a') is not in the spec: expected 'scalar a: TYPE = EXPR'")
+
+
+def test_role_on_a_by_value_parameter(kernel):
+    assert _error(kernel, GOOD.replace("scalar a: float = 2.5", "in a: float[n]")) == (
+        4, "parameter a of kernel k is passed by value ('float a'): expected "
+           "'scalar a: TYPE = EXPR', found role 'in'")
+
+
+def test_scalar_on_a_pointer(kernel):
+    assert _error(kernel, GOOD.replace("in x: float[n]", "scalar x: float = 1")) == (
+        5, "parameter x of kernel k is a pointer ('const float* x'): expected 'in', 'out' or "
+           "'inout' x: TYPE[LENGTH], found 'scalar'")
+
+
+@pytest.mark.parametrize("role", ["out", "inout"])
+def test_writing_role_on_a_const_pointer(kernel, role):
+    assert _error(kernel, GOOD.replace("in x: float[n]", f"{role} x: float[n]")) == (
+        5, f"parameter x of kernel k points to const ('const float* x'), so the kernel cannot "
+           f"write it: expected role 'in', found '{role}'")
+
+
+def test_element_type_mismatch(kernel):
+    assert _error(kernel, GOOD.replace("out d: double[n]", "out d: float[n]")) == (
+        7, "parameter d of kernel k: the kernel declares 'double* d' (float64), the spec says "
+           "float (float32): expected an element type with dtype float64")
+
+
+def test_scalar_type_mismatch(kernel):
+    assert _error(kernel, GOOD.replace("scalar n: int = n", "scalar n: int64 = n")) == (
+        3, "parameter n of kernel k: the kernel declares 'int n' (int32), the spec says int64 "
+           "(int64): expected an element type with dtype int32")
+
+
+def test_vector_lane_type_mismatch(kernel):
+    assert _error(kernel, GOOD.replace("inout v: float[4 * n]", "inout v: int[4 * n]")) == (
+        8, "parameter v of kernel k: the kernel declares 'float4* v' (4 x float32 per element), "
+           "the spec says int (int32): expected float with the length counted in float lanes")
+
+
+def test_duplicate_parameter_in_a_hand_built_spec(kernel):
+    spec = _spec(GOOD)
+    extra = dataclasses.replace(spec.params[2], line=42)
+    spec = dataclasses.replace(spec, params=spec.params + (extra,))
+    with pytest.raises(SpecError) as info:
+        validate(spec, kernel)
+    assert (info.value.line, info.value.message) == (
+        42, "parameter x is declared twice (lines 5 and 42)")
+
+
+def test_section_for_another_kernel(kernel):
+    spec = dataclasses.replace(_spec(GOOD), kernel="other")
+    with pytest.raises(SpecError) as info:
+        validate(spec, kernel)
+    assert (info.value.line, info.value.message) == (1, "expected a section for kernel k, found "
+                                                         "'kernel other'")
+
+
+def test_vector_by_value_cannot_be_a_scalar():
+    kernel = parse_source("__global__ void k(float4 v) {}\n", "k.cu").kernels[0]
+    spec = parse_spec("kernel k\nscalar v: float = 1\nblock = 1\ngrid = 1\n", "k.cu.spec")["k"]
+    with pytest.raises(SpecError) as info:
+        validate(spec, kernel)
+    assert (info.value.line, info.value.message) == (
+        2, "parameter v of kernel k: 'float4 v' is a vector passed by value, which a spec "
+           "scalar cannot hold")
