@@ -1,0 +1,128 @@
+"""The ``cudalens`` command line: optimize, spec and check, without an editor."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from cudalens.errors import CudalensError
+
+# Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
+# input errors, 3 no GPU runner available.
+EXIT_FOUND_PROBLEMS = 1
+EXIT_INPUT = 2
+EXIT_NO_GPU = 3
+
+
+def _fail(console: Console, message: str, code: int = EXIT_INPUT) -> None:
+    console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cudalens")
+def main() -> None:
+    """cudalens: measured, verified CUDA kernel optimization."""
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several).")
+@click.option("--apply", "apply_", is_flag=True, help="Write the winning rewrite into FILE.")
+@click.option("--budget", default=24, show_default=True, help="Most candidates to evaluate.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
+@click.option("--repetitions", default=50, show_default=True,
+              help="Timed launches per variant (interleaved).")
+@click.option("--json", "json_path", type=click.Path(path_type=Path),
+              help="Also write the results as JSON to this path.")
+def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
+             repetitions: int, json_path: Optional[Path]) -> None:
+    """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
+    time them, and show the fastest verified one as a diff."""
+    from cudalens.optimize import optimize as run_optimize
+    from cudalens.present import print_result, result_record
+    from cudalens.runner_client import RunnerClient, RunnerUnavailable
+    from cudalens.target import load_target
+
+    console = Console(stderr=False)
+    err = Console(stderr=True)
+    try:
+        target = load_target(file, kernel_name)
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    if target.spec_inferred:
+        err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
+                         f"inferred from the kernel (see it with: cudalens spec {file} --kernel "
+                         f"{target.kernel.name})"),
+                  highlight=False, soft_wrap=True)
+    try:
+        client = RunnerClient()
+    except RunnerUnavailable as exc:
+        _fail(err, f"cannot optimize without a GPU: {exc}", EXIT_NO_GPU)
+    try:
+        with err.status("starting") as status:
+            result = run_optimize(target, client, budget=budget, seed=seed,
+                                  repetitions=repetitions,
+                                  progress=lambda msg: status.update(msg))
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    applied = False
+    if apply_ and result.winner is not None and result.winner.candidate.source != target.text:
+        if file.read_text(encoding="utf-8") != target.text:
+            _fail(err, f"{file} changed while cudalens was measuring; not applied, run again")
+        file.write_text(result.winner.candidate.source, encoding="utf-8")
+        applied = True
+    print_result(console, result, applied)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result_record(result), indent=2) + "\n", encoding="utf-8")
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--kernel", "kernel_name", help="Only this kernel (default: every kernel in FILE).")
+def spec(file: Path, kernel_name: Optional[str]) -> None:
+    """Print the harness spec of FILE's kernels: the written one, or a draft inferred from the
+    signature and body."""
+    from cudalens.spec.writer import format_spec
+    from cudalens.target import load_spec, read_source, select_kernel
+
+    err = Console(stderr=True)
+    try:
+        _, source = read_source(file)
+        kernels = [select_kernel(source, kernel_name)] if kernel_name else list(source.kernels)
+        texts = []
+        for kernel in kernels:
+            kspec, origin = load_spec(file, source, kernel)
+            header = (f"# written spec, from {origin}" if origin != "inferred" else
+                      f"# draft inferred from {file}; review it, then save it as {file}.spec")
+            texts.append(header + "\n" + format_spec(kspec))
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    click.echo("\n".join(texts), nl=False)
+
+
+@main.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
+def check(file: Path, arch: str) -> None:
+    """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
+    spills and compile errors with their lines."""
+    from cudalens.check import CheckError, compile_check, format_check
+
+    err = Console(stderr=True)
+    if not file.exists():
+        _fail(err, f"{file}: no such file")
+    try:
+        result = compile_check(str(file), arch=arch)
+    except CheckError as exc:
+        _fail(err, str(exc))
+    click.echo(format_check(result))
+    if not result.ok:
+        sys.exit(EXIT_FOUND_PROBLEMS)

@@ -1,0 +1,135 @@
+"""Rendering optimize results for a terminal (rich) and as JSON records."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gpu_runner.report import Timing
+from cudalens.optimize import OptimizeResult, Row
+
+
+def fmt_us(t: Optional[Timing]) -> str:
+    return "-" if t is None else f"{t.median_us:,.1f} us"
+
+
+def fmt_spread(t: Timing) -> str:
+    return f"IQR {t.q1_us:,.1f}-{t.q3_us:,.1f} us"
+
+
+def fmt_speedup(row: Row) -> str:
+    s = row.result.speedup
+    return "-" if s is None else f"{s.value:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]"
+
+
+def fmt_bw(t: Optional[Timing]) -> str:
+    return "-" if t is None else f"{t.achieved_gbps:,.0f} GB/s ({t.percent_of_copy:.0f}%)"
+
+
+def candidates_table(result: OptimizeResult) -> Table:
+    ev = result.evaluation
+    table = Table(title=f"{result.target.kernel.name} on {result.device.name}", expand=False)
+    for col in ("#", "candidate", "time", "speedup [95% CI]", "achieved", "verdict"):
+        table.add_column(col, overflow="fold")
+    table.add_row("-", "baseline (original kernel)", fmt_us(ev.baseline), "1.00x", fmt_bw(ev.baseline),
+                  "reference")
+    for i, row in enumerate(result.rows, 1):
+        v = row.result.verdict
+        mark = "*" if row is result.winner else ""
+        verdict = "verified" if v.ok else f"[red]{v.status}[/red]: {escape(v.reason)}"
+        table.add_row(f"{i}{mark}", f"{escape(row.candidate.label)}\n[dim]{escape(row.candidate.explanation)}[/dim]",
+                      fmt_us(row.result.timing), fmt_speedup(row), fmt_bw(row.result.timing), verdict)
+    return table
+
+
+def summary_lines(result: OptimizeResult) -> list[str]:
+    ev = result.evaluation
+    w = result.winner
+    lines = []
+    if w is None:
+        best = result.best_verified
+        if best is None:
+            lines.append("No candidate passed verification; the original kernel stays as it is.")
+        else:
+            lines.append(f"No verified candidate is faster than the baseline beyond noise (best: "
+                         f"{fmt_speedup(best)}); the original kernel stays as it is.")
+        return lines
+    t = w.result.timing
+    s = w.result.speedup
+    lines.append(f"Winner: {w.candidate.label}: {s.value:.2f}x faster "
+                 f"(95% CI {s.ci_low:.2f}-{s.ci_high:.2f}), {ev.baseline.median_us:,.1f} us -> "
+                 f"{t.median_us:,.1f} us ({fmt_spread(t)}), "
+                 f"{t.achieved_gbps:,.0f} GB/s = {t.percent_of_copy:.0f}% of the measured copy "
+                 f"bandwidth ({result.device.copy_bandwidth_gbps:,.0f} GB/s).")
+    seeds = ", ".join(map(str, result.problem.seeds))
+    cases = ", ".join(c.label for c in result.problem.cases)
+    lines.append(f"Verified against the original kernel on seeds {seeds}, sizes {cases}: "
+                 "inputs unchanged, every output written and equal within tolerance, "
+                 "and again after timing.")
+    launch = w.candidate.launch
+    if launch != result.target.spec.launch:
+        lines.append(f"Launch it with block = {', '.join(launch.block)}; grid = "
+                     f"{', '.join(launch.grid)}" + (f"; shared = {launch.shared}" if launch.shared
+                                                     not in ("0", "") else "")
+                     + " (the timing used this launch configuration).")
+    return lines
+
+
+def print_result(console: Console, result: OptimizeResult, applied: bool) -> None:
+    console.print(candidates_table(result))
+    for line in summary_lines(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    diff = result.diff()
+    if result.winner is not None:
+        if diff:
+            console.print(diff, markup=False, highlight=False, end="")
+        else:
+            console.print("The kernel's source is unchanged: the speedup comes from the launch "
+                          "configuration alone.")
+        if applied:
+            console.print(f"Applied to {result.target.path}.")
+        elif diff:
+            console.print("Run again with --apply to write this change.")
+
+
+def _plain(obj):
+    if dataclasses.is_dataclass(obj):
+        return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(x) for x in obj]
+    return obj
+
+
+def result_record(result: OptimizeResult) -> dict:
+    """A JSON-compatible record of one optimize run (without the sources)."""
+    ev = result.evaluation
+    w = result.winner
+    return {
+        "file": str(result.target.path),
+        "kernel": result.target.kernel.name,
+        "spec": result.target.spec_origin,
+        "device": _plain(result.device),
+        "baseline": _plain(ev.baseline),
+        "baseline_compile": _plain(ev.baseline_compile),
+        "winner": None if w is None else {
+            "label": w.candidate.label,
+            "explanation": w.candidate.explanation,
+            "passes": list(w.candidate.passes),
+            "launch": _plain(w.candidate.launch),
+            "timing": _plain(w.result.timing),
+            "speedup": _plain(w.result.speedup),
+        },
+        "candidates": [
+            {"label": r.candidate.label, "explanation": r.candidate.explanation,
+             "passes": list(r.candidate.passes), "launch": _plain(r.candidate.launch),
+             "compile": {k: v for k, v in _plain(r.result.compile).items() if k != "log"},
+             "verdict": _plain(r.result.verdict), "timing": _plain(r.result.timing),
+             "speedup": _plain(r.result.speedup)}
+            for r in result.rows
+        ],
+        "diff": result.diff(),
+    }

@@ -1,0 +1,127 @@
+"""The cudalens command line, run as a user runs it: a subprocess, real files, real nvcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def cudalens(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cudalens", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=300)
+
+
+def gpu_present() -> bool:
+    try:
+        import pycuda.driver as drv  # noqa: F401
+
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(gpu_present(), reason="this machine has a GPU: optimize would run")
+def test_optimize_without_gpu_says_what_it_needs_and_exits_3():
+    proc = cudalens("optimize", "examples/saxpy.cu")
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "cannot optimize without a GPU" in proc.stderr
+    assert "cudalens[gpu]" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_optimize_missing_file_is_an_input_error():
+    proc = cudalens("optimize", "examples/no_such_kernel.cu")
+    assert proc.returncode == 2
+    assert "examples/no_such_kernel.cu: no such file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_optimize_needs_kernel_name_when_file_has_several(tmp_path):
+    src = tmp_path / "two.cu"
+    src.write_text("__global__ void first(float* a) { a[0] = 1; }\n"
+                   "__global__ void second(float* b) { b[0] = 2; }\n")
+    proc = cudalens("optimize", str(src))
+    assert proc.returncode == 2
+    assert "holds 2 kernels (first, second); choose one with --kernel NAME" in proc.stderr
+
+
+def test_optimize_unknown_kernel_lists_the_kernels(tmp_path):
+    proc = cudalens("optimize", "examples/saxpy.cu", "--kernel", "daxpy")
+    assert proc.returncode == 2
+    assert "no __global__ kernel named 'daxpy' (found: saxpy)" in proc.stderr
+
+
+def test_spec_prints_the_written_spec():
+    proc = cudalens("spec", "examples/transpose.cu")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "# written spec, from examples/transpose.cu.spec"
+    assert lines[1] == "kernel transpose_naive"
+    assert "in in: float[rows * cols]" in lines
+    assert "out out: float[rows * cols]" in lines
+    assert "grid = ceil_div(cols, block.x), ceil_div(rows, block.y)" in lines
+
+
+def test_spec_drafts_one_from_the_kernel_when_none_is_written(tmp_path):
+    src = tmp_path / "scale.cu"
+    src.write_text("__global__ void scale(const float* x, float* y, float s, int n)\n{\n"
+                   "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "    if (i < n) y[i] = s * x[i];\n}\n")
+    proc = cudalens("spec", str(src))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0].startswith("# draft inferred from")
+    assert "in x: float[n]" in out
+    assert "out y: float[n]" in out
+    assert "scalar n: int = n" in out
+    assert "grid = ceil_div(n, block.x)" in out
+
+
+def test_bad_spec_names_file_and_line(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    (tmp_path / "saxpy.cu.spec").write_text("kernel saxpy\nsize n = 1024\nin x float[n]\n")
+    proc = cudalens("spec", str(tmp_path / "saxpy.cu"))
+    assert proc.returncode == 2
+    assert f"{tmp_path}/saxpy.cu.spec:3: expected 'ROLE NAME: TYPE[LENGTH]', found 'in x float[n]'" \
+        in proc.stderr
+
+
+def test_spec_that_misses_a_parameter_is_refused(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    spec = (EXAMPLES / "saxpy.cu.spec").read_text().replace("scalar a: float = 2.5\n", "")
+    (tmp_path / "saxpy.cu.spec").write_text(spec)
+    proc = cudalens("optimize", str(tmp_path / "saxpy.cu"))
+    assert proc.returncode == 2
+    assert ("saxpy.cu.spec:2: kernel saxpy: parameter a ('float a') is not in the spec: "
+            "expected 'scalar a: TYPE = EXPR'") in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_check_reports_resources_per_kernel():
+    proc = cudalens("check", "examples/matmul.cu")
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("matmul_naive: ") and " registers, 0 B shared, 0 B stack, no spills" in first
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_check_maps_compile_error_to_its_line(tmp_path):
+    src = tmp_path / "broken.cu"
+    src.write_text("__global__ void ok(float* a) { a[0] = 1.0f; }\n"
+                   "\n"
+                   "__global__ void bad(float* a, int n)\n"
+                   "{\n"
+                   "    a[0] = undefined_name * 2.0f;\n"
+                   "}\n")
+    proc = cudalens("check", str(src))
+    assert proc.returncode == 1
+    assert f'{src}:5: error: identifier "undefined_name" is undefined' in proc.stdout
