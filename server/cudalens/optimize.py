@@ -55,10 +55,10 @@ class OptimizeResult:
         if row is None:
             return ""
         name = str(self.target.path)
+        old, new = (name, name) if self.target.path.is_absolute() else (f"a/{name}", f"b/{name}")
         return "".join(difflib.unified_diff(
             self.target.text.splitlines(keepends=True),
-            row.candidate.source.splitlines(keepends=True),
-            fromfile=f"a/{name}", tofile=f"b/{name}"))
+            row.candidate.source.splitlines(keepends=True), fromfile=old, tofile=new))
 
 
 def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:

@@ -41,7 +41,7 @@ def candidates_table(result: OptimizeResult) -> Table:
         v = row.result.verdict
         mark = "*" if row is result.winner else ""
         verdict = "verified" if v.ok else f"[red]{v.status}[/red]: {escape(v.reason)}"
-        table.add_row(f"{i}{mark}", f"{escape(row.candidate.label)}\n[dim]{escape(row.candidate.explanation)}[/dim]",
+        table.add_row(f"{i}{mark}", escape(row.candidate.label),
                       fmt_us(row.result.timing), fmt_speedup(row), fmt_bw(row.result.timing), verdict)
     return table
 
@@ -67,6 +67,7 @@ def summary_lines(result: OptimizeResult) -> list[str]:
                  f"bandwidth ({result.device.copy_bandwidth_gbps:,.0f} GB/s).")
     seeds = ", ".join(map(str, result.problem.seeds))
     cases = ", ".join(c.label for c in result.problem.cases)
+    lines.append(f"What changed: {w.candidate.explanation}")
     lines.append(f"Verified against the original kernel on seeds {seeds}, sizes {cases}: "
                  "inputs unchanged, every output written and equal within tolerance, "
                  "and again after timing.")
@@ -75,6 +76,8 @@ def summary_lines(result: OptimizeResult) -> list[str]:
         lines.append(f"Launch it with block = {', '.join(launch.block)}; grid = "
                      f"{', '.join(launch.grid)}" + (f"; shared = {launch.shared}" if launch.shared
                                                      not in ("0", "") else "")
+                     + (f" with sm_count = {result.device.sm_count} on this GPU"
+                        if "sm_count" in " ".join(launch.grid) else "")
                      + " (the timing used this launch configuration).")
     return lines
 
@@ -86,7 +89,7 @@ def print_result(console: Console, result: OptimizeResult, applied: bool) -> Non
     diff = result.diff()
     if result.winner is not None:
         if diff:
-            console.print(diff, markup=False, highlight=False, end="")
+            console.print(diff, markup=False, highlight=False, soft_wrap=True, end="")
         else:
             console.print("The kernel's source is unchanged: the speedup comes from the launch "
                           "configuration alone.")
