@@ -30,8 +30,16 @@ def main() -> int:
     ap.add_argument("examples", nargs="*", help="example files (default: examples/*.cu)")
     args = ap.parse_args()
     files = [Path(f) for f in args.examples] or sorted((ROOT / "examples").glob("*.cu"))
-    runs = []
-    device = None
+    runs: list[dict] = []
+    result = {
+        "benchmark": "cudalens optimize on examples/",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": args.commit,
+        "device": None,
+        "settings": {"budget": args.budget, "repetitions": args.repetitions},
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     for f in files:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "r.json"
@@ -43,22 +51,15 @@ def main() -> int:
             if proc.returncode != 0 or not out.exists():
                 runs.append({"file": str(f.relative_to(ROOT)), "error": proc.stderr.strip()[-2000:],
                              "exit_code": proc.returncode})
+                args.out.write_text(json.dumps(result, indent=2) + "\n")
                 continue
             rec = json.loads(out.read_text())
-        device = device or rec.pop("device")
-        rec.pop("device", None)
+        device = rec.pop("device")
+        result["device"] = result["device"] or device
         rec["file"] = str(Path(rec["file"]).resolve().relative_to(ROOT))
         runs.append(rec)
-    result = {
-        "benchmark": "cudalens optimize on examples/",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": args.commit,
-        "device": device,
-        "settings": {"budget": args.budget, "repetitions": args.repetitions},
-        "runs": runs,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+        # Written after every example, so a run cut short keeps what it measured.
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(summary_table(result))
     return 0 if all("error" not in r for r in runs) else 1
 
