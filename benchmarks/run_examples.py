@@ -56,6 +56,8 @@ def main() -> int:
             rec = json.loads(out.read_text())
         device = rec.pop("device")
         result["device"] = result["device"] or device
+        # Each optimize process measures the copy bandwidth its percentages are relative to.
+        rec["copy_bandwidth_gbps"] = device["copy_bandwidth_gbps"]
         rec["file"] = str(Path(rec["file"]).resolve().relative_to(ROOT))
         runs.append(rec)
         # Written after every example, so a run cut short keeps what it measured.
