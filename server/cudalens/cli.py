@@ -66,10 +66,10 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     except RunnerUnavailable as exc:
         _fail(err, f"cannot optimize without a GPU: {exc}", EXIT_NO_GPU)
     try:
-        with err.status("starting") as status:
+        with client, err.status("starting") as status:
             result = run_optimize(target, client, budget=budget, seed=seed,
                                   repetitions=repetitions,
-                                  progress=lambda msg: status.update(msg))
+                                  progress=lambda msg: status.update(escape(msg)))
     except CudalensError as exc:
         _fail(err, str(exc))
     applied = False
@@ -126,3 +126,12 @@ def check(file: Path, arch: str) -> None:
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _register_commands() -> None:
+    from cudalens import cli_runner
+
+    cli_runner.register(main)
+
+
+_register_commands()

@@ -1,44 +1,211 @@
-"""The one place the editor side reaches the GPU runner.
+"""The one place the editor side reaches the GPU runner: HTTP+JSON to a runner service.
 
-For now the runner runs in-process through its library API (``gpu_runner.runner``); the
-HTTP service replaces this module's internals later without changing its callers. pycuda is
-imported only when a runner is opened, so everything else works on machines without CUDA.
+The runner's URL comes from the ``url`` argument or ``CUDALENS_RUNNER_URL``, its token from
+``token`` or ``CUDALENS_RUNNER_TOKEN``. Without a URL the client starts a runner itself, as a
+child process on 127.0.0.1 with a free port and a fresh token
+(``gpu_runner.service.local.LocalRunner``), and stops it on ``close()`` (also at interpreter
+exit, and the child stops by itself when this process goes away). Bodies are the runner's
+contract data classes as JSON (``gpu_runner.service.schema``); nothing here imports pycuda.
+
+Errors: ``RunnerUnavailable`` when no runner can be used (no GPU there: the runner's own
+message; unreachable; token refused); ``RunnerError`` (a ``CudalensError``) when the runner
+refuses a request or fails an evaluation.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+import os
+import time
+import weakref
+from typing import Any, Callable, Optional, Sequence
 
-from gpu_runner.problem import Problem, Variant
-from gpu_runner.report import DeviceInfo, Evaluation
+import httpx
+from pydantic import ValidationError
+
+from cudalens.errors import CudalensError
+from gpu_runner.problem import Problem, Variant, to_dict
+from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
+from gpu_runner.service.local import LocalRunner, LocalRunnerError
+from gpu_runner.service.schema import API_PREFIX, decode
+
+ENV_URL = "CUDALENS_RUNNER_URL"
+ENV_TOKEN = "CUDALENS_RUNNER_TOKEN"
 
 
 class RunnerUnavailable(RuntimeError):
-    """No GPU runner can be used here; the message says what is missing and what is needed."""
+    """No GPU runner can be used; the message says what is missing and what is needed."""
+
+
+class RunnerError(CudalensError):
+    """The runner refused a request or could not finish an evaluation; the message says why."""
+
+
+def _close(http: httpx.Client, local: Optional[LocalRunner]) -> None:
+    http.close()
+    if local is not None:
+        local.close()
 
 
 class RunnerClient:
-    """Evaluates variants of a kernel on the local GPU.
+    """Evaluates variants of a kernel on a GPU runner's device ``device_index``.
+
+    Use as a context manager or call ``close()``. ``start_timeout_s`` bounds starting a local
+    runner and waiting for its GPU workers; ``request_timeout_s`` any other request;
+    ``poll_interval_s`` the wait between job status requests.
 
     Raises:
-        RunnerUnavailable: when pycuda, the NVIDIA driver or a GPU is missing.
+        RunnerUnavailable: no runner can be used here (see the module doc).
     """
 
-    def __init__(self, device_index: int = 0):
+    def __init__(self, url: Optional[str] = None, *, token: Optional[str] = None,
+                 device_index: int = 0, start_timeout_s: float = 180.0,
+                 request_timeout_s: float = 60.0, poll_interval_s: float = 0.25):
+        url = url or os.environ.get(ENV_URL) or None
+        token = token if token is not None else (os.environ.get(ENV_TOKEN) or None)
+        self.device_index = device_index
+        self.poll_interval_s = poll_interval_s
+        self.start_timeout_s = start_timeout_s
+        self.local: Optional[LocalRunner] = None
+        if url is None:
+            try:
+                self.local = LocalRunner(start_timeout_s=start_timeout_s).start()
+            except LocalRunnerError as exc:
+                raise RunnerUnavailable(f"could not start a local GPU runner: {exc}") from None
+            url, token = self.local.url, self.local.token
+        self.url = url.rstrip("/")
+        self.where = "the local GPU runner" if self.local else f"the GPU runner at {self.url}"
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=request_timeout_s)
+        self._finalizer = weakref.finalize(self, _close, self._http, self.local)
         try:
-            from gpu_runner.runner import NoGpuError, Runner
-        except ImportError as exc:  # pragma: no cover - the runner module imports pycuda lazily
-            raise RunnerUnavailable(f"the GPU runner could not be loaded: {exc}") from exc
+            if self.local is not None:
+                self._wait_until_listening()
+            self._info = self._device_info()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection and stop the local runner, if this client started one."""
+        self._finalizer()
+
+    def __enter__(self) -> "RunnerClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, *, timeout: Optional[float] = None,
+                 **kw) -> Any:
+        """The JSON body of a successful response. Raises ``RunnerUnavailable`` (unreachable,
+        401, 503) or ``RunnerError`` (any other error status, or a body that is not JSON)."""
+        extra = {"timeout": timeout} if timeout is not None else {}
         try:
-            self._runner = Runner(device_index=device_index)
-        except NoGpuError as exc:
-            raise RunnerUnavailable(str(exc)) from exc
+            resp = self._http.request(method, f"{API_PREFIX}{path}", **kw, **extra)
+        except httpx.TransportError as exc:
+            raise RunnerUnavailable(f"cannot reach {self.where}: {exc}") from None
+        try:
+            body = resp.json()
+        except ValueError:
+            body = None
+        if resp.status_code < 400 and body is not None:
+            return body
+        message = body.get("message", "") if isinstance(body, dict) else resp.text[:500]
+        code = body.get("error", "") if isinstance(body, dict) else ""
+        if resp.status_code == 401:
+            raise RunnerUnavailable(f"{self.where} refused the request: {message} (set "
+                                    f"{ENV_TOKEN} to the runner's token)")
+        if resp.status_code == 503:
+            raise RunnerUnavailable(message or f"{self.where} is unavailable (503)")
+        raise RunnerError(f"{self.where} refused {method} {path}: {resp.status_code} "
+                          f"{code}: {message}".rstrip(": "))
+
+    def _wait_until_listening(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            try:
+                self._request("GET", "/health")
+                return
+            except RunnerUnavailable:
+                if time.monotonic() > deadline or not self.local.alive():
+                    raise RunnerUnavailable(f"{self.where} did not answer: "
+                                            f"{self.local.output_tail(5)}") from None
+                time.sleep(0.05)
+
+    def _device_info(self) -> DeviceInfo:
+        try:
+            entry = self._request("GET", f"/devices/{self.device_index}",
+                                  timeout=self.start_timeout_s)
+        except RunnerError as exc:
+            raise RunnerUnavailable(str(exc)) from None
+        return self._decode(DeviceInfo, entry.get("info"))
+
+    def _decode(self, kind, data):
+        try:
+            return decode(kind, data)
+        except ValidationError as exc:
+            raise RunnerError(f"{self.where} sent a {kind.__name__} this client cannot read: "
+                              f"{exc}") from None
+
+    # -- the API -----------------------------------------------------------------------------
 
     def device_info(self) -> DeviceInfo:
-        return self._runner.device_info()
+        """The facts of the runner's device ``device_index`` (measured when its worker started)."""
+        return self._info
+
+    def compile(self, variants: Sequence[Variant]) -> list[CompileReport]:
+        """Each variant's resource usage (registers, shared and local memory) or compile log."""
+        body = self._request("POST", "/compile", timeout=900.0,
+                             json={"variants": [to_dict(v) for v in variants],
+                                   "device": self.device_index})
+        return [self._decode(CompileReport, r) for r in body["reports"]]
 
     def evaluate(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant], *,
-                 repetitions: int = 50,
+                 repetitions: int = 50, warmup: Optional[int] = None,
+                 time_budget_s: Optional[float] = None,
                  progress: Optional[Callable[[str], None]] = None) -> Evaluation:
-        return self._runner.evaluate(problem, baseline, list(candidates),
-                                     repetitions=repetitions, progress=progress)
+        """Verify and time ``candidates`` against ``baseline`` on ``problem`` (see
+        ``gpu_runner.runner.Runner.evaluate``), calling ``progress`` with the runner's status
+        lines. Interrupting (Ctrl-C) cancels the job on the runner.
+
+        Raises ``RunnerUnavailable`` and ``RunnerError`` (request refused, evaluation failed or
+        cancelled on the runner)."""
+        body: dict[str, Any] = {"problem": to_dict(problem), "baseline": to_dict(baseline),
+                                "candidates": [to_dict(c) for c in candidates],
+                                "repetitions": repetitions, "device": self.device_index}
+        if warmup is not None:
+            body["warmup"] = warmup
+        if time_budget_s is not None:
+            body["time_budget_s"] = time_budget_s
+        job = self._request("POST", "/evaluate", json=body)["id"]
+        try:
+            return self._follow(job, progress)
+        except BaseException as exc:
+            if not isinstance(exc, (RunnerError, RunnerUnavailable)):
+                try:
+                    self._request("DELETE", f"/jobs/{job}", timeout=5.0)
+                except (RunnerError, RunnerUnavailable):
+                    pass
+            raise
+
+    def _follow(self, job: str, progress) -> Evaluation:
+        since = 0
+        while True:
+            status = self._request("GET", f"/jobs/{job}", params={"since": since})
+            for line in status["progress"]:
+                if progress is not None:
+                    progress(line)
+            since = status["progress_next"]
+            state = status["state"]
+            if state == "done":
+                return self._decode(Evaluation, status["result"])
+            if state == "failed":
+                raise RunnerError(f"{self.where} could not finish the evaluation: "
+                                  f"{status['error']}")
+            if state == "cancelled":
+                raise RunnerError(f"the evaluation was cancelled on {self.where}")
+            time.sleep(self.poll_interval_s)

@@ -1,0 +1,118 @@
+"""Request and response bodies of the runner's HTTP API (version 1).
+
+The runner's contract data classes are the bodies' parts as they are: pydantic validates
+plain ``dataclasses`` (``Problem``, ``Variant``, ``Evaluation``, ...) field by field and FastAPI
+derives the OpenAPI schema from them, so ``gpu_runner/problem.py`` and ``gpu_runner/report.py``
+stay the one definition of the wire format. ``decode(Type, data)`` turns JSON back into those
+data classes on the client side.
+
+Units as in the contract: microseconds, bytes, GB/s; ``time_budget_s`` in seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from gpu_runner.problem import Problem, Variant
+from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
+
+API_PREFIX = "/v1"
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+FINAL_STATES = ("done", "failed", "cancelled")
+
+MAX_CANDIDATES = 512
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvaluateRequest(_Body):
+    """Verify and time ``candidates`` against ``baseline`` on ``problem``
+    (``Runner.evaluate``'s arguments). ``device``: the CUDA device index to run on (None: the
+    least busy)."""
+
+    problem: Problem
+    baseline: Variant
+    candidates: list[Variant] = Field(default_factory=list, max_length=MAX_CANDIDATES)
+    repetitions: int = Field(50, ge=1, le=100_000, description="timed rounds, at most")
+    warmup: int = Field(3, ge=0, le=10_000, description="untimed launches of each variant first")
+    time_budget_s: float = Field(60.0, gt=0, le=3600, description="timing loop budget, seconds")
+    device: Optional[int] = Field(None, ge=0)
+
+
+class CompileRequest(_Body):
+    """Compile each variant for ``device``'s GPU; ``launches`` may be empty."""
+
+    variants: list[Variant] = Field(min_length=1, max_length=MAX_CANDIDATES)
+    device: Optional[int] = Field(None, ge=0)
+
+
+class CompileResponse(_Body):
+    device: int
+    reports: list[CompileReport]
+
+
+class DeviceEntry(_Body):
+    index: int
+    info: DeviceInfo
+
+
+class DevicesResponse(_Body):
+    devices: list[DeviceEntry]
+
+
+class Health(_Body):
+    """``status``: ``starting``, ``ready``, ``unavailable`` (no GPU) or ``failed``."""
+
+    status: str
+    message: str = ""
+    devices: list[int] = Field(default_factory=list)
+
+
+class JobCreated(_Body):
+    id: str
+    state: JobState
+    device: int
+    url: str
+
+
+class JobStatus(_Body):
+    """A job. ``progress`` holds the lines from index ``progress_from`` on (ask with
+    ``?since=N``); ``progress_next`` is the index to ask from next. ``result`` is set when
+    ``state`` is ``done``; ``error`` (and ``error_kind``) when it is ``failed``. Times are
+    seconds since the epoch (0 when not yet)."""
+
+    id: str
+    state: JobState
+    device: int
+    candidates: int
+    progress: list[str]
+    progress_from: int
+    progress_next: int
+    result: Optional[Evaluation] = None
+    error: str = ""
+    error_kind: str = ""
+    created_at: float
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+
+class ErrorBody(_Body):
+    """Every error response: a machine-readable ``error`` code and a sentence ``message``."""
+
+    error: str
+    message: str
+    detail: Optional[list[Any]] = None
+
+
+T = TypeVar("T")
+
+
+def decode(kind: type[T], data: Any) -> T:
+    """``data`` (parsed JSON) as an instance of ``kind`` (a contract data class such as
+    ``Evaluation`` or ``DeviceInfo``). Raises ``pydantic.ValidationError``."""
+    return TypeAdapter(kind).validate_python(data)

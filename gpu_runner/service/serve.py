@@ -1,0 +1,87 @@
+"""Binding and running the runner service with uvicorn."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+from gpu_runner.service.auth import check_bind
+from gpu_runner.service.body_limit import DEFAULT_MAX_BODY_BYTES
+from gpu_runner.workers.pool import PoolConfig
+
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """``port`` 0 picks a free one; ``port_file``: where to write the bound port (for a parent
+    process that asked for port 0); ``exit_with_parent``: stop when standard input closes (the
+    parent that started this runner has gone)."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    token: Optional[str] = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    port_file: Optional[str] = None
+    exit_with_parent: bool = False
+    log_level: str = "info"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket bound to ``host``:``port``. Raises ``OSError``."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _write_port(path: str, port: int) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(f"{port}\n")
+    os.replace(tmp, path)
+
+
+def serve(config: ServeConfig) -> None:
+    """Serve until SIGINT/SIGTERM (or, with ``exit_with_parent``, until stdin closes).
+
+    Raises ``auth.BindRefused`` for a non-loopback host without a token and ``OSError`` when
+    the address cannot be bound."""
+    check_bind(config.host, config.token)
+    import uvicorn  # noqa: PLC0415 (only the serving process needs it)
+
+    from gpu_runner.service.app import create_app  # noqa: PLC0415
+    from gpu_runner.workers.pool import GpuPool  # noqa: PLC0415
+
+    sock = bind(config.host, config.port)
+    port = sock.getsockname()[1]
+    app = create_app(GpuPool(config.pool), token=config.token,
+                     max_body_bytes=config.max_body_bytes)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=config.log_level,
+                                           access_log=config.log_level == "debug"))
+    print(f"cudalens runner listening on http://{config.host}:{port}"
+          f"{' (token required)' if config.token else ''}", file=sys.stderr, flush=True)
+    if config.port_file:
+        _write_port(config.port_file, port)
+    if config.exit_with_parent:
+        def watch() -> None:
+            try:
+                while sys.stdin.buffer.read(4096):
+                    pass
+            except (OSError, ValueError):
+                pass
+            server.should_exit = True
+
+        threading.Thread(target=watch, name="cudalens-parent-watch", daemon=True).start()
+    server.run(sockets=[sock])

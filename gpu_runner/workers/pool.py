@@ -1,0 +1,267 @@
+"""One supervised worker per GPU, each fed from its own queue by its own thread.
+
+``GpuPool.start`` brings up the worker of the first device in the background; its ``Ready``
+says how many devices are visible, and (unless ``PoolConfig.devices`` names them) a worker is
+started for each of the others. A worker that finds no GPU makes the pool ``unavailable``
+with the worker's message; the HTTP layer answers 503 with it.
+
+Work: ``submit(job)`` queues an evaluation on the job's device (or the least busy one) and
+hands its variants to the CPU compile pool (``precompile``) at once; the device's thread waits
+for those compiles, then runs the evaluation through the device's ``Supervisor``. A job is any
+object with the attributes and methods of ``PoolJob``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Protocol, Sequence
+
+from gpu_runner.problem import Variant
+from gpu_runner.report import CompileReport, Evaluation
+from gpu_runner.workers.backend import WorkerConfig
+from gpu_runner.workers.limits import Limits
+from gpu_runner.workers.precompile import Precompiler
+from gpu_runner.workers.protocol import EvaluateSpec
+from gpu_runner.workers.supervisor import (Cancelled, Supervisor, SupervisorError,
+                                           WorkerStartError, WorkerUnavailable)
+
+log = logging.getLogger("cudalens.runner")
+
+PRECOMPILE_WAIT_S = 600.0  # longest wait for a job's CPU compiles before the worker starts anyway
+
+
+class PoolJob(Protocol):
+    """What the pool needs of a job (``gpu_runner.service.jobs.Job`` is one)."""
+
+    spec: EvaluateSpec
+    device: Optional[int]
+    cancel: threading.Event
+
+    def started(self, device: int) -> None: ...
+
+    def progress(self, text: str) -> None: ...
+
+    def finished(self, evaluation: Evaluation) -> None: ...
+
+    def failed(self, message: str, kind: str = "error") -> None: ...
+
+    def cancelled(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """``devices``: CUDA device indices to use (None: all visible); ``factory``: the worker
+    backend factory (None: the real runner); ``precompile_threads``: CPU compile threads
+    (0: no precompiling; None: up to 8, one per core)."""
+
+    devices: Optional[tuple[int, ...]] = None
+    factory: Optional[Callable] = None
+    limits: Limits = field(default_factory=Limits)
+    precompile_threads: Optional[int] = None
+    compile_fn: Optional[Callable] = None  # Precompiler's compile function (tests)
+
+
+class DeviceNotFound(LookupError):
+    """A device index the pool has no worker for."""
+
+
+class _CompileWork:
+    def __init__(self, variants: Sequence[Variant]):
+        self.variants = tuple(variants)
+        self.future: concurrent.futures.Future = concurrent.futures.Future()
+
+
+class Slot:
+    """One device: its supervisor, its cubin cache directory, its queue and thread."""
+
+    def __init__(self, index: int, supervisor: Supervisor, cache_dir: str):
+        self.index = index
+        self.supervisor = supervisor
+        self.cache_dir = cache_dir
+        self.queue: "queue.Queue" = queue.Queue()
+        self.busy = 0  # queued or running items
+        self._busy_lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, name=f"cudalens-gpu{index}",
+                                       daemon=True)
+
+    @property
+    def arch(self) -> str:
+        major, minor = self.supervisor.info.compute_capability
+        return f"sm_{major}{minor}"
+
+    def put(self, item) -> None:
+        with self._busy_lock:
+            self.busy += 1
+        self.queue.put(item)
+
+    def _loop(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            try:
+                if isinstance(item, _CompileWork):
+                    self._compile(item)
+                else:
+                    self._evaluate(item)
+            finally:
+                with self._busy_lock:
+                    self.busy -= 1
+
+    def _compile(self, work: _CompileWork) -> None:
+        try:
+            work.future.set_result(self.supervisor.compile(work.variants))
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting request
+            work.future.set_exception(exc)
+
+    def _evaluate(self, job) -> None:
+        futures = getattr(job, "precompiled", ())
+        if job.cancel.is_set():
+            job.cancelled()
+            return
+        if futures:
+            job.progress(f"compiling {len(futures)} variant(s) on the CPU")
+            concurrent.futures.wait(futures, timeout=PRECOMPILE_WAIT_S)
+        job.started(self.index)
+        try:
+            job.finished(self.supervisor.evaluate(job.spec, job.progress, job.cancel))
+        except Cancelled:
+            job.cancelled()
+        except SupervisorError as exc:
+            job.failed(str(exc), exc.kind)
+        except (WorkerUnavailable, WorkerStartError) as exc:
+            job.failed(f"the GPU worker could not be (re)started: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the job reports it; the service lives on
+            log.exception("evaluation failed")
+            job.failed(f"internal error of the runner: {type(exc).__name__}: {exc}")
+
+
+class GpuPool:
+    """The runner's GPUs. ``status``: ``starting``, ``ready``, ``unavailable`` (no GPU) or
+    ``failed``; ``message`` says why when not ready."""
+
+    def __init__(self, config: Optional[PoolConfig] = None):
+        config = config or PoolConfig()
+        self.config = config
+        self.status = "starting"
+        self.message = ""
+        self.slots: dict[int, Slot] = {}
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._cache_root = tempfile.mkdtemp(prefix="cudalens-runner-cubins-")
+        threads = config.precompile_threads
+        self.precompiler: Optional[Precompiler] = None
+        if threads != 0:
+            kw = {"compile_fn": config.compile_fn} if config.compile_fn else {}
+            self.precompiler = Precompiler(threads, **kw)
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers in the background; ``wait_ready`` waits for the outcome."""
+        threading.Thread(target=self._start_all, name="cudalens-pool-start", daemon=True).start()
+
+    def wait_ready(self, timeout_s: float) -> str:
+        """Wait until the pool is no longer starting (at most ``timeout_s``); the status."""
+        self._ready.wait(timeout_s)
+        return self.status
+
+    def _make_slot(self, index: int) -> Slot:
+        cache = tempfile.mkdtemp(prefix=f"gpu{index}-", dir=self._cache_root)
+        sup = Supervisor(WorkerConfig(device_index=index, compile_cache_dir=cache,
+                                      factory=self.config.factory), self.config.limits)
+        sup.start()
+        return Slot(index, sup, cache)
+
+    def _start_all(self) -> None:
+        devices = list(self.config.devices) if self.config.devices else None
+        first = devices[0] if devices else 0
+        try:
+            slot = self._make_slot(first)
+        except WorkerUnavailable as exc:
+            self._settle("unavailable", str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - reported through status
+            self._settle("failed", str(exc))
+            return
+        self._add(slot)
+        rest = devices[1:] if devices else range(1, slot.supervisor.ready.device_count)
+        for index in rest:
+            try:
+                self._add(self._make_slot(index))
+            except Exception as exc:  # noqa: BLE001 - the other devices still serve
+                log.error("device %d: %s", index, exc)
+        self._settle("ready", "")
+
+    def _add(self, slot: Slot) -> None:
+        with self._lock:
+            if self._closed:
+                slot.supervisor.close()
+                return
+            self.slots[slot.index] = slot
+        slot.thread.start()
+
+    def _settle(self, status: str, message: str) -> None:
+        self.status, self.message = status, message
+        self._ready.set()
+
+    def close(self) -> None:
+        """Stop every worker and thread; cancel queued work; remove the cubin caches."""
+        with self._lock:
+            self._closed = True
+            slots = list(self.slots.values())
+        for slot in slots:
+            slot.queue.put(None)
+        for slot in slots:
+            slot.thread.join(timeout=self.config.limits.stop_s)
+            slot.supervisor.close()
+        if self.precompiler is not None:
+            self.precompiler.close()
+        shutil.rmtree(self._cache_root, ignore_errors=True)
+
+    # -- work ------------------------------------------------------------------------------
+
+    def slot(self, device: Optional[int]) -> Slot:
+        """The slot of ``device``, or the least busy one for None. Raises ``DeviceNotFound``."""
+        with self._lock:
+            if device is None:
+                if not self.slots:
+                    raise DeviceNotFound("this runner has no GPU worker")
+                return min(self.slots.values(), key=lambda s: (s.busy, s.index))
+            slot = self.slots.get(device)
+        if slot is None:
+            raise DeviceNotFound(f"device {device} is not served by this runner (devices: "
+                                 f"{', '.join(map(str, sorted(self.slots))) or 'none'})")
+        return slot
+
+    def submit(self, job) -> int:
+        """Queue ``job`` (see ``PoolJob``); the device index it was queued on."""
+        slot = self.slot(job.device)
+        job.device = slot.index
+        spec = job.spec
+        if self.precompiler is not None:
+            job.precompiled = tuple(self.precompiler.submit([spec.baseline, *spec.candidates],
+                                                            slot.arch, slot.cache_dir))
+        slot.put(job)
+        return slot.index
+
+    def compile(self, variants: Sequence[Variant], device: Optional[int],
+                timeout_s: float) -> list[CompileReport]:
+        """Compile ``variants`` on ``device``'s worker (after the work queued before it).
+        Raises ``DeviceNotFound``, ``TimeoutError``, or what the supervisor raised."""
+        slot = self.slot(device)
+        work = _CompileWork(variants)
+        slot.put(work)
+        try:
+            return work.future.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"compiling took longer than {timeout_s:g} s on device "
+                               f"{slot.index} (it waits for the evaluations queued before it)") \
+                from None

@@ -1,0 +1,198 @@
+"""Worker backends for testing the runner service and its supervision without a GPU.
+
+They run in real spawned worker processes, like ``RunnerBackend``, and behave the way the
+real runner does (same progress lines, same verdict wording for faults), steered by markers in
+a variant's source:
+
+- ``@crash``: the process exits (``os._exit(3)``) while verifying this candidate;
+  ``@crash-timing``: it exits during the timing loop (no progress line names it);
+- ``@raise-wedged``: the runner raises after a fault wedged its context;
+- ``@hang``: the process stops answering (sleeps) while verifying this candidate;
+- ``@fault``: an in-process kernel fault, reported as ``gpu_runner.verify`` does: this
+  candidate ``launch_error``, every other unjudged one ``not verified: ...``, session wedged;
+  ``@fault-timing``: the same while timing (others verified but untimed);
+- ``@mismatch``: an ordinary failed verification;
+- ``@slow``: takes 20 s, with a progress line every 20 ms (for cancelling);
+- on the baseline: ``@median=US`` sets its median time; ``@crash`` crashes the probe;
+  ``@crash-full`` crashes any run on more than one case (not the probe).
+
+A passing candidate's reason names the worker's pid and the kernel time limit it was given.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
+                               Timing, Verdict)
+from gpu_runner.session import NoGpuError
+
+WEDGED_FAULT = ("a kernel fault left CUDA unusable in this process (an illegal memory access "
+                "was encountered); the GPU cannot be used again in this process (restart the "
+                "runner)")
+
+
+def fake_info(pid: int) -> DeviceInfo:
+    return DeviceInfo(name="Fake H200", compute_capability=(9, 0), sm_count=132,
+                      l2_bytes=60 * 1024 * 1024, max_threads_per_block=1024,
+                      max_shared_bytes_per_block=232448, sm_clock_mhz=1980,
+                      memory_clock_mhz=3201, driver_version="580.0", cuda_driver_api=13000,
+                      copy_bandwidth_gbps=4000.0 + pid % 97)
+
+
+def _timing(label: str, median: float, info: DeviceInfo) -> Timing:
+    gbps = 1e3 / median
+    return Timing(variant=label, median_us=median, q1_us=median * 0.99, q3_us=median * 1.01,
+                  min_us=median * 0.98, samples=5, achieved_gbps=gbps,
+                  percent_of_copy=gbps / info.copy_bandwidth_gbps * 100)
+
+
+def _compiled(label: str) -> CompileReport:
+    return CompileReport(variant=label, ok=True, registers=16, max_threads_per_block=1024)
+
+
+class FakeBackend:
+    """A ``gpu_runner.workers.backend.Backend`` that runs nothing on a GPU."""
+
+    def __init__(self, config, devices: int = 1):
+        self.config = config
+        self.devices = devices
+        self.info = fake_info(os.getpid())
+        self._wedged = ""
+
+    def device_info(self) -> DeviceInfo:
+        return self.info
+
+    def device_count(self) -> int:
+        return self.devices
+
+    def wedged(self) -> str:
+        return self._wedged
+
+    def close(self) -> None:
+        pass
+
+    def compile(self, variants):
+        out = []
+        for v in variants:
+            if "@syntax" in v.source:
+                out.append(CompileReport(variant=v.label, ok=False,
+                                         log=f"nvcc failed for variant '{v.label}':\nerror: "
+                                             f"expected a \";\""))
+            else:
+                out.append(CompileReport(variant=v.label, ok=True, registers=len(v.source) % 64,
+                                         max_threads_per_block=1024))
+        return out
+
+    def evaluate(self, task, progress) -> Evaluation:
+        spec = task.spec
+        base = spec.baseline
+        full = len(spec.problem.cases) > 1
+        for v in (base, *spec.candidates):
+            progress(f"compile: {v.label}")
+        progress(f"verify: baseline on case '{spec.problem.cases[0].label}', seed 1")
+        if "@crash" in base.source and ("@crash-full" not in base.source or full):
+            os._exit(3)
+        found = re.search(r"@median=(\d+)", base.source)
+        median = float(found.group(1)) if found else 100.0
+        verdicts: dict[str, Verdict] = {}
+        for c in spec.candidates:
+            progress(f"verify: {c.label} on case 'nominal', seed 1")
+            src = c.source
+            if "@crash" in src and "@crash-timing" not in src:
+                os._exit(3)
+            if "@raise-wedged" in src:
+                self._wedged = WEDGED_FAULT
+                raise RuntimeError("cuMemcpyDtoH failed: an illegal memory access was encountered")
+            if "@hang" in src:
+                time.sleep(3600)
+            if "@slow" in src:
+                for _ in range(1000):
+                    progress(f"verify: {c.label} still running")
+                    time.sleep(0.02)
+            if "@mismatch" in src:
+                verdicts[c.label] = Verdict(c.label, "mismatch",
+                                            "case 'nominal', seed 1: output 'z' differs at index 3")
+            if "@fault" in src and "@fault-timing" not in src:
+                verdicts[c.label] = Verdict(c.label, "launch_error",
+                                            "case 'nominal', seed 1: an illegal memory access "
+                                            "was encountered")
+                self._wedged = WEDGED_FAULT
+                for other in spec.candidates:
+                    verdicts.setdefault(other.label, Verdict(other.label, "launch_error",
+                                                             f"not verified: {WEDGED_FAULT}"))
+                break
+        error = "timing skipped: " + self._wedged if self._wedged else ""
+        timed = [c for c in spec.candidates if c.label not in verdicts]
+        timings = {base.label: _timing(base.label, median, self.info)}
+        if not self._wedged:
+            progress(f"timing: round 1 of at most {spec.repetitions}")
+            for c in timed:
+                if "@crash-timing" in c.source:
+                    os._exit(3)
+                if "@fault-timing" in c.source:
+                    verdicts[c.label] = Verdict(c.label, "launch_error",
+                                                "case 'nominal', seed 1 (while timing): c: an "
+                                                "illegal memory access was encountered")
+                    self._wedged = WEDGED_FAULT
+                    error = "timing stopped: " + WEDGED_FAULT
+            if not self._wedged:
+                for c in timed:
+                    timings[c.label] = _timing(c.label, median / 2, self.info)
+        results = []
+        for c in spec.candidates:
+            v = verdicts.get(c.label) or Verdict(
+                c.label, "passed", f"passed in pid {os.getpid()} (kernel limit "
+                                   f"{task.kernel_timeout_s:g} s)")
+            t = timings.get(c.label) if v.ok else None
+            results.append(CandidateResult(compile=_compiled(c.label), verdict=v, timing=t,
+                                           speedup=Speedup(2.0, 1.9, 2.1) if t else None))
+        return Evaluation(device=self.info, baseline_compile=_compiled(base.label),
+                          baseline=timings[base.label], candidates=tuple(results), error=error)
+
+
+class NoGpuBackend:
+    """A backend whose construction fails as ``Runner`` does on a machine without a GPU."""
+
+    def __init__(self, config):
+        raise NoGpuError("the CUDA driver found no usable GPU: fake. cudalens runs kernels on an "
+                         "NVIDIA GPU: it needs the GPU, its driver (libcuda), and pycuda (pip "
+                         "install 'cudalens[gpu]').")
+
+
+class BrokenBackend:
+    """A backend whose construction fails for a reason other than a missing GPU."""
+
+    def __init__(self, config):
+        raise RuntimeError("libcuda exploded (fake)")
+
+
+def two_devices(config) -> FakeBackend:
+    return FakeBackend(config, devices=2)
+
+
+# -- requests --------------------------------------------------------------------------------
+
+SAXPY = ("__global__ void saxpy(int n, float a, const float* x, float* y)\n"
+         "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }\n")
+
+
+def problem(cases: int = 2):
+    from gpu_runner.problem import Buffer, Case, Problem, Scalar
+
+    def case(label, n):
+        return Case(label, (Scalar("n", "int32", n), Scalar("a", "float32", 2.5),
+                            Buffer("x", "float32", n, "in"), Buffer("y", "float32", n, "inout")),
+                    bytes_moved=12 * n, flops=2 * n)
+    return Problem("saxpy", (case("nominal", 1 << 20), case("ragged", 100_003))[:cases])
+
+
+def variant(label: str, marker: str = "", cases: int = 2, name: str = "saxpy"):
+    from gpu_runner.problem import Launch, Variant
+
+    launches = tuple(Launch(grid=(-(-n // 256), 1, 1), block=(256, 1, 1))
+                     for n in (1 << 20, 100_003)[:cases])
+    source = SAXPY + (f"// {marker}\n" if marker else "")
+    return Variant(label=label, source=source, name=name, launches=launches)
