@@ -3,7 +3,8 @@
 Usage: python benchmarks/readme_table.py [RESULTS.json ...]
 
 For each kernel the newest run (by date) across the files is shown, with the commit it was
-measured at. Every number comes from the JSON files; nothing is typed by hand.
+measured at. Every number comes from the JSON files; nothing is typed by hand. Files whose name
+says ``dirty`` were measured on a working tree with uncommitted changes and are left out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def newest_runs(files: list[Path]) -> list[tuple[dict, dict]]:
     best: dict[str, tuple[dict, dict]] = {}
     for f in files:
         rec = json.loads(f.read_text())
+        if "dirty" in f.name:
+            continue  # measured on a working tree that differs from its commit
         for run in rec["runs"]:
             if "error" in run:
                 continue

@@ -116,6 +116,8 @@ def test_candidates_displaced_by_an_in_process_fault_are_evaluated_again(sup):
     assert pid_of(ev.candidates[0]) == pid_of(ev.candidates[2]) != wedged[0]
     assert ev.candidates[2].timing is not None and ev.candidates[2].speedup is not None
     assert ev.error == ""
+    # The wedged group timed nothing; the baseline's timing comes from the group that re-ran.
+    assert ev.baseline is not None and ev.baseline.median_us == 100.0
 
 
 def test_fault_while_timing_retimes_the_others_and_reports_no_error(sup):

@@ -24,8 +24,9 @@
    candidate among N costs about 2 log2(N) extra groups, or one when progress names it.
 
 Each group times its candidates against the baseline in the same worker, interleaved, so a
-speedup never compares timings from two processes. ``Evaluation.baseline`` is the first group's
-baseline timing. Use a supervisor from one thread at a time.
+speedup never compares timings from two processes. ``Evaluation.baseline`` is the baseline
+timing of the first group that timed it (a group whose worker wedged times nothing), else the
+probe's. Use a supervisor from one thread at a time.
 """
 
 from __future__ import annotations
@@ -277,8 +278,7 @@ class _GroupRun:
 
     def _take(self, group, ev: Evaluation, wedged: bool) -> list[Variant]:
         """Keep the final results of a returned group; the displaced candidates, in order."""
-        if self.first is None:
-            self.first = ev
+        self._keep_reference(ev)
         again = []
         for v, r in zip(group, ev.candidates, strict=True):
             if displaced(r, wedged):
@@ -312,9 +312,14 @@ class _GroupRun:
         if out.value.error:
             return out.value
         self.baseline_alone_ok = True
-        if self.first is None:
-            self.first = out.value
+        self._keep_reference(out.value)
         return None
+
+    def _keep_reference(self, ev: Evaluation) -> None:
+        """Keep the first returned evaluation that timed the baseline (a group whose worker
+        wedged returns none), else the first returned at all."""
+        if self.first is None or (self.first.baseline is None and ev.baseline is not None):
+            self.first = ev
 
     def _assemble(self) -> Evaluation:
         ref = self.first or self.probe
@@ -322,5 +327,7 @@ class _GroupRun:
         base_compile = (ref.baseline_compile if ref is not None
                         else unknown_compile(self.spec.baseline.label, "no run finished"))
         baseline = self.first.baseline if self.first is not None else None
+        if baseline is None and self.probe is not None:
+            baseline = self.probe.baseline  # the probe's short timing loop, better than none
         return assemble(info, base_compile, baseline, self.spec.candidates, self.results,
                         self.errors)
