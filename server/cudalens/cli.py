@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from cudalens.cli_agent import agent_options
 from cudalens.errors import CudalensError
 
 # Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
@@ -35,16 +36,21 @@ def main() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several).")
 @click.option("--apply", "apply_", is_flag=True, help="Write the winning rewrite into FILE.")
-@click.option("--budget", default=24, show_default=True, help="Most candidates to evaluate.")
+@click.option("--budget", default=24, show_default=True,
+              help="Most candidates the built-in search evaluates.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
 @click.option("--repetitions", default=50, show_default=True,
               help="Timed launches per variant (interleaved).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path),
               help="Also write the results as JSON to this path.")
+@agent_options
 def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
-             repetitions: int, json_path: Optional[Path]) -> None:
+             repetitions: int, json_path: Optional[Path], proposer: str,
+             agent_config: Optional[Path], **agent) -> None:
     """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
     time them, and show the fastest verified one as a diff."""
+    from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
+                                    run_llm_proposer, summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient, RunnerUnavailable
@@ -54,8 +60,11 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     err = Console(stderr=True)
     try:
         target = load_target(file, kernel_name)
+        config = config_from_cli(file, agent_config=agent_config, **agent)
+        choice = choose_proposer(proposer, config)
     except CudalensError as exc:
         _fail(err, str(exc))
+    err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     if target.spec_inferred:
         err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
                          f"inferred from the kernel (see it with: cudalens spec {file} --kernel "
@@ -65,11 +74,19 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
         client = RunnerClient()
     except RunnerUnavailable as exc:
         _fail(err, f"cannot optimize without a GPU: {exc}", EXIT_NO_GPU)
+    agent_result = None
     try:
         with client, err.status("starting") as status:
-            result = run_optimize(target, client, budget=budget, seed=seed,
-                                  repetitions=repetitions,
-                                  progress=lambda msg: status.update(escape(msg)))
+            def progress(msg: str) -> None:
+                status.update(escape(msg))
+
+            if choice.kind == "llm":
+                agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
+                                                progress=progress)
+                result = agent_result.optimize
+            else:
+                result = run_optimize(target, client, budget=budget, seed=seed,
+                                      repetitions=repetitions, progress=progress)
     except CudalensError as exc:
         _fail(err, str(exc))
     applied = False
@@ -79,9 +96,15 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
         file.write_text(result.winner.candidate.source, encoding="utf-8")
         applied = True
     print_result(console, result, applied)
+    if agent_result is not None:
+        for line in summary_lines(agent_result):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if json_path is not None:
+        record = result_record(result)
+        if agent_result is not None:
+            record["agent"] = agent_record(agent_result)
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(result_record(result), indent=2) + "\n", encoding="utf-8")
+        json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
 @main.command()

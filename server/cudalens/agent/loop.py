@@ -1,0 +1,572 @@
+"""The agent loop: the model proposes, the runner measures, the findings go back, round by round.
+
+1. The original kernel is measured alone (the prompt gives its time and share of peak).
+2. Each round: the model is asked for up to ``candidates_per_round`` candidates (tool calls
+   ``evaluate``, or fenced code blocks). Each proposal is checked (``guard``: signature, side
+   effects), its launch block parsed, its ``@tune`` parameters expanded (``tuning``), spliced
+   into the file and built into runner variants, then compiled with the local nvcc
+   (``precheck``). Problems found so far go back at once and the model may answer again, up to
+   ``steps_per_round`` replies per round, so that a compile error costs no GPU time. ``compile``
+   tool calls are answered at once the same way.
+3. The round's accepted candidates (all their tuned settings) are verified and timed together in
+   one runner batch; each result goes back (as the ``evaluate`` call's result, or in the round's
+   feedback): compile errors at the lines of the model's code, the first mismatching element
+   with expected and actual values, or the time, speedup and shares of peak.
+4. The loop stops after ``rounds`` rounds, or when the time or token budget is spent, the cancel
+   event is set, or the model server or the runner fails.
+5. When verified candidates come from different batches, the best ``confirm_top`` are timed
+   again side by side, and the winner is picked from that batch (speedups from different
+   batches are never compared directly).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from gpu_runner.problem import Problem, Variant
+from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
+from cudalens.agent import prompts
+from cudalens.agent.chat import Cancelled, ChatClient, ChatError, Reply
+from cudalens.agent.config import AgentConfig
+from cudalens.agent.facts import baseline_facts, device_facts
+from cudalens.agent.feedback import (best_text, compile_text, refused_text, result_text,
+                                     tuned_text)
+from cudalens.agent.guard import ALLOWED_HEADERS, check_candidate, includes_of
+from cudalens.agent.ledger import Ledger, Usage, cost_of
+from cudalens.agent.precheck import Precheck, arch_of, map_compiler_log, precheck
+from cudalens.agent.replies import (CompileRequest, LaunchError, Proposal, Unusable, from_reply,
+                                    parse_launch)
+from cudalens.agent.result import (NOT_RUN, PRECHECK_FAILED, REFUSED, AgentResult, Outcome,
+                                   RoundRecord)
+from cudalens.agent.splice import Spliced, splice
+from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_params, integer_defines,
+                                   settings, substitute_launch)
+from cudalens.errors import CudalensError
+from cudalens.optimize import OptimizeResult, Row, pick_winner
+from cudalens.optimizer.candidate import Candidate
+from cudalens.spec.errors import SpecError
+from cudalens.spec.resolve import build_problem, build_variant
+from cudalens.spec.writer import format_spec
+from cudalens.target import Target
+
+PrecheckFn = Callable[[Spliced, str, str, str, str], Optional[Precheck]]
+PRECHECK_WORKERS = 4
+
+
+class _Stop(Exception):
+    """Ends the loop; the message is the stop reason."""
+
+
+@dataclass
+class _Setting:
+    setting: Setting
+    code: str
+    spliced: Spliced
+    variant: Variant
+    candidate: Candidate
+
+
+@dataclass
+class _Accepted:
+    label: str
+    proposal: Proposal
+    settings: list[_Setting]
+    dropped: list[str] = field(default_factory=list)  # settings the pre-check rejected
+
+
+@dataclass
+class _Batch:
+    evaluation: Evaluation
+    rows: list[Row]
+    proposal: dict[int, str] = field(default_factory=dict)  # id(row) -> its proposal's label
+
+
+def _default_precheck(spliced: Spliced, code: str, path: str, arch: str,
+                      kernel: str) -> Optional[Precheck]:
+    return precheck(spliced, code, path, arch, kernel)
+
+
+class AgentLoop:
+    """One session for one target; see the module doc. Use ``run_agent``."""
+
+    def __init__(self, target: Target, runner: Any, config: AgentConfig, chat: ChatClient, *,
+                 cancel: Optional[threading.Event], progress: Optional[Callable[[str], None]],
+                 repetitions: int, precheck_fn: Optional[PrecheckFn]) -> None:
+        self.target = target
+        self.kernel = target.kernel
+        self.runner = runner
+        self.config = config
+        self.chat = chat
+        self.cancel = cancel or threading.Event()
+        self.say = progress or (lambda _m: None)
+        self.repetitions = repetitions
+        self.precheck_fn = precheck_fn
+        self.ledger = Ledger()
+        self.messages: list[dict[str, Any]] = []
+        self.pending: list[str] = []  # user text to send with the next request
+        self.notes: list[str] = []
+        self.batches: list[_Batch] = []
+        self.rounds: list[RoundRecord] = []
+        self.outcomes: list[Outcome] = []  # the current round's
+        self.best: Optional[tuple[str, CandidateResult]] = None
+        self.started = time.monotonic()
+        self.file_includes = includes_of(target.text)
+        self.path = str(target.path)
+
+    # -- setup -------------------------------------------------------------------------------
+
+    def _measure_baseline(self) -> None:
+        t = self.target
+        self.device: DeviceInfo = self.runner.device_info()
+        try:
+            self.problem: Problem = build_problem(t.spec, t.kernel)
+            self.baseline = build_variant("baseline", t.text, t.kernel.qualified_name, t.spec,
+                                          t.spec.launch, self.device.sm_count)
+        except SpecError as exc:
+            raise CudalensError(str(exc)) from None
+        self.say(f"measuring the original {t.kernel.name} on {self.device.name}")
+        ev = self.runner.evaluate(self.problem, self.baseline, [], repetitions=self.repetitions,
+                                  progress=self.say)
+        if ev.error or ev.baseline is None:
+            raise CudalensError(f"{t.path}: the baseline kernel {t.kernel.name} could not be "
+                                f"measured: {ev.error or 'no timing'}")
+        self.base_eval = ev
+        self.arch = arch_of(self.device.compute_capability)
+
+    def _system(self) -> str:
+        n = self.config.candidates_per_round
+        fmt = prompts.render("format_tools" if self.chat.tools else "format_fenced",
+                             candidates_per_round=n)
+        return prompts.render(
+            "system", kernel_name=self.kernel.name, file_name=self.target.path.name,
+            arch=self.arch, allowed_headers=", ".join(ALLOWED_HEADERS),
+            size_names=", ".join(s.name for s in self.target.spec.sizes) or "none",
+            max_variants=self.config.max_variants_per_candidate, output_format=fmt)
+
+    def _task(self) -> str:
+        t, k = self.target, self.kernel
+        data = t.text.encode("utf-8")
+        return prompts.render(
+            "task", kernel_name=k.name, file_name=t.path.name, file_text=t.text.rstrip("\n"),
+            kernel_text=data[k.start_byte:k.end_byte].decode("utf-8"),
+            kernel_first_line=k.range.start.line + 1, kernel_last_line=k.range.end.line + 1,
+            spec_text=format_spec(t.spec).rstrip("\n"), device_facts=device_facts(self.device),
+            baseline_facts=baseline_facts(self.problem, self.base_eval.baseline,
+                                          self.base_eval.baseline_compile, self.device),
+            rounds=self.config.rounds, candidates_per_round=self.config.candidates_per_round)
+
+    # -- budgets -----------------------------------------------------------------------------
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _check_budgets(self, tokens: bool = True) -> None:
+        """Raises ``_Stop`` when cancelled or a budget is spent (``tokens``: the token budget
+        too; measuring candidates already received costs no tokens)."""
+        cfg = self.config
+        if self.cancel.is_set():
+            raise _Stop("cancelled")
+        if cfg.time_budget_s is not None and self._elapsed() >= cfg.time_budget_s:
+            raise _Stop(f"the time budget of {cfg.time_budget_s:g} s is spent")
+        if tokens and self.ledger.over(cfg.token_budget):
+            raise _Stop(f"the token budget of {cfg.token_budget:,} tokens is spent "
+                        f"({self.ledger.total.total_tokens:,} used)")
+
+    # -- talking to the model ----------------------------------------------------------------
+
+    def _ask(self) -> Reply:
+        self._check_budgets()
+        if self.pending:
+            self.messages.append({"role": "user", "content": "\n\n".join(self.pending)})
+            self.pending = []
+        self.messages[0] = {"role": "system", "content": self._system()}
+        timeout = self.config.request_timeout_s
+        if self.config.time_budget_s is not None:
+            timeout = max(0.01, min(timeout, self.config.time_budget_s - self._elapsed()))
+        try:
+            tools = prompts.tool_definitions() if self.chat.tools else None
+            reply = self.chat.complete(self.messages, tools=tools, cancel=self.cancel,
+                                       timeout_s=timeout)
+        except Cancelled:
+            raise _Stop("cancelled") from None
+        except ChatError as exc:
+            raise _Stop(f"the model server failed: {exc}") from None
+        self.ledger.add(reply.usage)
+        self.messages.append(reply.assistant_message())
+        return reply
+
+    def _runner_progress(self, message: str) -> None:
+        """Passes the runner's status lines on; raising ``Cancelled`` here makes the runner
+        client abandon (and cancel on the runner) the batch in flight."""
+        if self.cancel.is_set():
+            raise Cancelled("cancelled while the runner was measuring")
+        self.say(message)
+
+    def _tool_result(self, call_id: Optional[str], text: str) -> bool:
+        """Answers a tool call; False when ``call_id`` is None (a fenced proposal)."""
+        if call_id is None:
+            return False
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        return True
+
+    # -- checking proposals ------------------------------------------------------------------
+
+    def _accept(self, label: str, p: Proposal) -> _Accepted | list[str]:
+        """The proposal built into runner variants, or the reasons it is refused."""
+        t = self.target
+        refusals = check_candidate(p.code, self.kernel, self.file_includes)
+        if refusals:
+            return [str(r) for r in refusals]
+        try:
+            launch = parse_launch(p.launch, t.spec.launch)
+            found = settings(find_params(p.code), self.config.max_variants_per_candidate)
+        except (LaunchError, TuneError) as exc:
+            return [str(exc)]
+        defines = integer_defines(p.code)
+        sizes = frozenset(s.name for s in t.spec.sizes)
+        out: list[_Setting] = []
+        for i, setting in enumerate(found, 1):
+            code = apply_setting(p.code, setting) if setting.values else p.code
+            setting_launch = substitute_launch(launch, {**defines, **dict(setting.values)}, sizes)
+            spliced = splice(t.text, self.kernel, code)
+            name = label if len(found) == 1 else f"{label}-{i}"
+            try:
+                variant = build_variant(name, spliced.text, self.kernel.qualified_name, t.spec,
+                                        setting_launch, self.device.sm_count)
+            except SpecError as exc:
+                where = f" with {setting.label}" if setting.values else ""
+                return [f"the launch configuration{where} cannot be used: {exc.message}"]
+            tag = f" {setting.label}" if setting.values else ""
+            out.append(_Setting(setting, code, spliced, variant, Candidate(
+                label=f"llm {label}{tag}",
+                explanation=p.explanation or "a rewrite proposed by the model",
+                source=spliced.text, kernel=self.kernel.qualified_name, launch=setting_launch,
+                passes=("llm",))))
+        return _Accepted(label, p, out)
+
+    def _precheck_all(self, accepted: list[_Accepted]) -> dict[int, Optional[Precheck]]:
+        """Pre-checks every setting of every accepted proposal (in parallel); by ``id`` of the
+        setting. Empty when the pre-check is off."""
+        if self.precheck_fn is None or not accepted:
+            return {}
+        jobs = [s for a in accepted for s in a.settings]
+        with ThreadPoolExecutor(max_workers=min(PRECHECK_WORKERS, len(jobs))) as pool:
+            results = list(pool.map(lambda s: self.precheck_fn(s.spliced, s.code, self.path,
+                                                               self.arch, self.kernel.name), jobs))
+        if any(r is None for r in results) and not any("pre-check" in n for n in self.notes):
+            self.notes.append("nvcc was not found here: no compile pre-check; compile errors "
+                              "come from the runner")
+        return {id(s): r for s, r in zip(jobs, results)}
+
+    def _compile_tool(self, req: CompileRequest) -> str:
+        refusals = check_candidate(req.code, self.kernel, self.file_includes)
+        warn = ("\nIt would be refused by evaluate:\n" + "\n".join(f"  - {r}" for r in refusals)
+                if refusals else "")
+        if self.precheck_fn is None:
+            return "compile is not available in this session; submit with evaluate" + warn
+        spliced = splice(self.target.text, self.kernel, req.code)
+        result = self.precheck_fn(spliced, req.code, self.path, self.arch, self.kernel.name)
+        if result is None:
+            return "compile is not available here (no nvcc); submit with evaluate" + warn
+        if not result.ok:
+            return compile_text(result.problems) + warn
+        return f"compiles for {self.arch}: {result.resources_text()}" + warn
+
+    # -- one round ---------------------------------------------------------------------------
+
+    def _round(self, r: int) -> None:
+        """One round; its outcomes collect in ``self.outcomes`` (kept when ``_Stop`` ends it)."""
+        cfg = self.config
+        outcomes = self.outcomes
+        told: set[str] = set()  # labels whose feedback already went back
+        ready: list[_Accepted] = []
+        count = 0
+        for step in range(cfg.steps_per_round):
+            self.say(f"round {r}: asking {cfg.endpoint}")
+            reply = self._ask()
+            items = from_reply(reply, self.kernel.name, prompts.tool_names(),
+                               cfg.candidates_per_round - len(ready))
+            retry: list[str] = []
+            accepted: list[_Accepted] = []
+            for item in items:
+                if isinstance(item, CompileRequest):
+                    self._tool_result(item.call_id, self._compile_tool(item))
+                    continue
+                count += 1
+                label = f"r{r}c{count}"
+                if isinstance(item, Unusable):
+                    text = refused_text([item.reason])
+                    outcomes.append(Outcome(r, label, item.origin, REFUSED, text,
+                                            call_id=item.call_id))
+                else:
+                    built = self._accept(label, item)
+                    if isinstance(built, _Accepted):
+                        accepted.append(built)
+                        continue
+                    text = refused_text(built)
+                    outcomes.append(Outcome(r, label, item.origin, REFUSED, text,
+                                            call_id=item.call_id))
+                self.say(f"round {r}: {label} refused")
+                if self._tool_result(item.call_id, text):
+                    told.add(label)
+                else:
+                    retry.append(f"{label} ({item.origin}): {text}")
+            checks = self._precheck_all(accepted)
+            for a in accepted:
+                results = [checks.get(id(s)) for s in a.settings]
+                good = [s for s, c in zip(a.settings, results) if c is None or c.ok]
+                if good:
+                    a.dropped = [f"{s.setting.label}: {compile_text(c.problems)}"
+                                 for s, c in zip(a.settings, results) if c is not None and not c.ok]
+                    a.settings = good
+                    ready.append(a)
+                    continue
+                first = next(c for c in results if c is not None)
+                text = compile_text(first.problems)
+                if a.settings[0].setting.values:
+                    text = f"with {a.settings[0].setting.label}, {text} (every setting failed)"
+                outcomes.append(Outcome(r, a.label, a.proposal.origin, PRECHECK_FAILED, text,
+                                        a.settings[0].candidate, call_id=a.proposal.call_id))
+                self.say(f"round {r}: {a.label} does not compile")
+                if self._tool_result(a.proposal.call_id, text):
+                    told.add(a.label)
+                else:
+                    retry.append(f"{a.label} ({a.proposal.origin}): {text}")
+            if ready or step == cfg.steps_per_round - 1:
+                break
+            if retry:
+                told.update(line.split(" ", 1)[0] for line in retry)
+                self.pending.append(prompts.render(
+                    "retry", problems="\n\n".join(retry),
+                    steps_left=cfg.steps_per_round - step - 1, round=r))
+        self._measure(r, ready)
+        self._round_feedback(r, outcomes, told)
+
+    def _not_run(self, r: int, ready: list[_Accepted], why: str) -> None:
+        for a in ready:
+            self._tool_result(a.proposal.call_id, f"not measured: {why}")
+            self.outcomes.append(Outcome(r, a.label, a.proposal.origin, NOT_RUN,
+                                         f"not measured: {why}", call_id=a.proposal.call_id))
+
+    def _measure(self, r: int, ready: list[_Accepted]) -> None:
+        if not ready:
+            return
+        try:
+            self._check_budgets(tokens=False)
+        except _Stop as stop:
+            self._not_run(r, ready, str(stop))
+            raise
+        variants = [s.variant for a in ready for s in a.settings]
+        self.say(f"round {r}: verifying and timing {len(variants)} variant(s) on "
+                 f"{self.device.name}")
+        try:
+            ev = self.runner.evaluate(self.problem, self.baseline, variants,
+                                      repetitions=self.repetitions, progress=self._runner_progress)
+        except Cancelled:
+            self._not_run(r, ready, "cancelled")
+            raise _Stop("cancelled") from None
+        except (CudalensError, RuntimeError, ValueError) as exc:
+            self._not_run(r, ready, f"the runner failed: {exc}")
+            raise _Stop(f"the runner failed: {exc}") from None
+        by_label = dict(zip((v.label for v in variants), ev.candidates))
+        batch = _Batch(ev, [])
+        outcomes = self.outcomes
+        for a in ready:
+            tried = [(s, by_label[s.variant.label]) for s in a.settings
+                     if s.variant.label in by_label]
+            if not tried:
+                text = f"not measured: {ev.error or 'the runner returned no result'}"
+                outcomes.append(Outcome(r, a.label, a.proposal.origin, NOT_RUN, text,
+                                        call_id=a.proposal.call_id))
+                self._tool_result(a.proposal.call_id, text)
+                continue
+            for s, res in tried:
+                batch.rows.append(Row(s.candidate, res))
+                batch.proposal[id(batch.rows[-1])] = a.label
+            timed = [(s, res) for s, res in tried if res.verdict.ok and res.speedup is not None]
+            best_s, best_r = max(timed, key=lambda x: x[1].speedup.value) if timed else tried[0]
+            problems = (map_compiler_log(best_r.compile.log, best_s.spliced, best_s.code)
+                        if best_r.verdict.status == "compile_error" else None)
+            text = result_text(best_r, self.problem, self.device, problems)
+            if len(a.settings) > 1 or a.dropped:
+                text += "\n" + tuned_text([(s.setting.label, res) for s, res in tried],
+                                          best_s.setting.label if timed else None)
+            if a.dropped:
+                text += "\nsettings that did not compile:\n" + "\n".join(
+                    f"  - {d}" for d in a.dropped)
+            if timed and (self.best is None or best_r.speedup.value > self.best[1].speedup.value):
+                self.best = (f"{a.label} {best_s.setting.label}".strip(), best_r)
+            outcomes.append(Outcome(r, a.label, a.proposal.origin, best_r.verdict.status, text,
+                                    best_s.candidate, best_r,
+                                    tuple((s.setting.label, res) for s, res in tried),
+                                    a.proposal.call_id))
+            self.say(f"round {r}: {a.label} {best_r.verdict.status}"
+                     + (f", {best_r.speedup.value:.2f}x" if best_r.speedup else ""))
+            self._tool_result(a.proposal.call_id, text)
+        self.batches.append(batch)
+
+    def _round_feedback(self, r: int, outcomes: list[Outcome], told: set[str]) -> None:
+        cfg = self.config
+
+        def order(o: Outcome) -> int:
+            return int(o.label.split("c", 1)[1])
+
+        lines = [f"{o.label} ({o.origin}): {o.feedback}" for o in sorted(outcomes, key=order)
+                 if o.label not in told and o.call_id is None]
+        if not outcomes:
+            lines = ["no candidate was submitted"]
+        results = "\n\n".join(lines) or "each candidate's result is in its tool result above"
+        self.pending.append(prompts.render(
+            "feedback", round=r, rounds=cfg.rounds,
+            baseline_time=f"{self.base_eval.baseline.median_us:,.2f} us",
+            results=results,
+            best=best_text(*self.best) if self.best else "none yet",
+            next_step=(f"Propose up to {cfg.candidates_per_round} candidates for round {r + 1}: "
+                       f"keep what made the fastest candidate fast, and fix what failed."
+                       if r < cfg.rounds else "That was the last round.")))
+
+    # -- the session -------------------------------------------------------------------------
+
+    def run(self) -> AgentResult:
+        self._measure_baseline()
+        self.messages = [{"role": "system", "content": ""},
+                         {"role": "user", "content": self._task()}]
+        stop_reason = f"all {self.config.rounds} rounds done"
+        for r in range(1, self.config.rounds + 1):
+            before_usage, before_requests = self.ledger.total, self.ledger.requests
+            started = time.monotonic()
+            self.outcomes = []
+            try:
+                self._round(r)
+            except _Stop as stop:
+                stop_reason = str(stop)
+                self._record(r, self.outcomes, before_usage, before_requests, started)
+                break
+            self._record(r, self.outcomes, before_usage, before_requests, started)
+        self.say(f"agent stopped: {stop_reason}")
+        return self._finish(stop_reason)
+
+    def _record(self, r: int, outcomes: list[Outcome], usage0: Usage, requests0: int,
+                started: float) -> None:
+        total = self.ledger.total
+        usage = Usage(total.prompt_tokens - usage0.prompt_tokens,
+                      total.completion_tokens - usage0.completion_tokens, total.estimated)
+        if outcomes or self.ledger.requests > requests0:
+            self.rounds.append(RoundRecord(r, tuple(outcomes), self.ledger.requests - requests0,
+                                           usage, time.monotonic() - started))
+
+    def _finish(self, stop_reason: str) -> AgentResult:
+        rows, evaluation, confirmed = self._final_rows()
+        t = self.target
+        optimize = OptimizeResult(target=t, device=self.device, problem=self.problem,
+                                  evaluation=evaluation, rows=tuple(rows),
+                                  winner=pick_winner(tuple(rows)))
+        cfg = self.config
+        return AgentResult(
+            optimize=optimize, rounds=tuple(self.rounds), stop_reason=stop_reason,
+            usage=self.ledger.total, requests=self.ledger.requests,
+            cost=cost_of(self.ledger.total, cfg.model, cfg.price(), cfg.origin("prices")),
+            endpoint=cfg.endpoint, notes=tuple(self.chat.notes + self.notes),
+            confirmed=confirmed, messages=tuple(self.messages))
+
+    def _final_rows(self) -> tuple[list[Row], Evaluation, bool]:
+        """The rows, evaluation and "confirmed" flag of the session's ``OptimizeResult``.
+
+        Verified rows of one batch only: that batch's evaluation, with every failed row of the
+        other batches (they carry no timing). Verified rows of several batches: the best of at
+        least two different candidates are timed again together (``_confirm``); if there are
+        fewer, if that is off (``confirm_top`` below 2) or fails, the batch holding the fastest
+        verified row is used as above.
+        """
+        def timed(row: Row) -> bool:
+            return row.result.verdict.ok and row.result.speedup is not None
+
+        all_rows = [row for b in self.batches for row in b.rows]
+        fastest = {i: max(r.result.speedup.value for r in b.rows if timed(r))
+                   for i, b in enumerate(self.batches) if any(timed(r) for r in b.rows)}
+        if not fastest:
+            last = self.batches[-1].evaluation if self.batches else self.base_eval
+            return all_rows, last, False
+        top = self._top()
+        if len(fastest) > 1 and len(top) > 1 and not self.cancel.is_set():
+            confirmed = self._confirm(top)
+            if confirmed is not None:
+                return confirmed
+        keep = max(fastest, key=fastest.get)
+        rows = [r for i, b in enumerate(self.batches) for r in b.rows if i == keep or not timed(r)]
+        return rows, self.batches[keep].evaluation, False
+
+    def _top(self) -> list[Row]:
+        """The fastest verified row of each proposal (its best tuned setting), best first,
+        distinct by source and launch, at most ``confirm_top``."""
+        best: dict[str, Row] = {}
+        for b in self.batches:
+            for row in b.rows:
+                label = b.proposal[id(row)]
+                if row.result.verdict.ok and row.result.speedup is not None and (
+                        label not in best or
+                        row.result.speedup.value > best[label].result.speedup.value):
+                    best[label] = row
+        out: list[Row] = []
+        for row in sorted(best.values(), key=lambda r: -r.result.speedup.value):
+            if all(row.candidate.key != o.candidate.key for o in out):
+                out.append(row)
+        return out[:self.config.confirm_top]
+
+    def _confirm(self, top: list[Row]) -> Optional[tuple[list[Row], Evaluation, bool]]:
+        """The best candidates of different rounds timed again side by side."""
+        variants = []
+        for i, row in enumerate(top, 1):
+            c = row.candidate
+            variants.append(build_variant(f"final{i}", c.source, c.kernel, self.target.spec,
+                                          c.launch, self.device.sm_count))
+        self.say(f"timing the best {len(variants)} candidates side by side")
+        try:
+            ev = self.runner.evaluate(self.problem, self.baseline, variants,
+                                      repetitions=self.repetitions, progress=self._runner_progress)
+        except Cancelled:
+            self.notes.append("the final side-by-side timing was cancelled")
+            return None
+        except (CudalensError, RuntimeError, ValueError) as exc:
+            self.notes.append(f"the final side-by-side timing failed: {exc}")
+            return None
+        if ev.error and not ev.candidates:
+            self.notes.append(f"the final side-by-side timing failed: {ev.error}")
+            return None
+        return [Row(r.candidate, res) for r, res in zip(top, ev.candidates)], ev, True
+
+
+def run_agent(target: Target, runner: Any, config: AgentConfig, *,
+              chat: Optional[ChatClient] = None, cancel: Optional[threading.Event] = None,
+              progress: Optional[Callable[[str], None]] = None, repetitions: int = 50,
+              precheck_fn: Optional[PrecheckFn] = _default_precheck) -> AgentResult:
+    """Runs the agent loop on ``target`` (see the module doc).
+
+    runner: a ``cudalens.runner_client.RunnerClient`` (or anything with its ``device_info``
+        and ``evaluate``). chat: the model client (default: made from ``config``).
+    cancel: set it to stop at the next step (a request in flight is abandoned at once; a
+        runner batch in flight finishes first). progress: called with short status lines.
+    precheck_fn: compiles candidates before the runner (default: the local nvcc, skipped where
+        it is missing); None turns the pre-check off (so does ``config.precheck = False``).
+
+    Raises:
+        CudalensError: no model is configured, the spec cannot be resolved, or the original
+            kernel cannot be measured.
+    """
+    if not config.configured:
+        raise CudalensError("the LLM proposer needs a model: set model in the [agent] table of "
+                            "cudalens.toml, or pass --model")
+    own = chat is None
+    chat = chat or ChatClient(config)
+    try:
+        loop = AgentLoop(target, runner, config, chat, cancel=cancel, progress=progress,
+                         repetitions=repetitions,
+                         precheck_fn=precheck_fn if config.precheck else None)
+        return loop.run()
+    finally:
+        if own:
+            chat.close()

@@ -1,0 +1,221 @@
+"""``cudalens optimize --proposer llm|builtin|auto``: options, configuration, the choice of
+proposer, Ctrl-C, and the lines and JSON record that report an agent session.
+
+The CLI applies ``agent_options`` to its ``optimize`` command, builds the configuration with
+``config_from_cli`` and asks ``choose_proposer`` which proposer to use; ``auto`` takes the LLM
+when one is configured and its server answers, else the built-in search, and
+``ProposerChoice.reason`` says which and why.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, Mapping, Optional
+
+import click
+
+from cudalens.agent.config import AgentConfig, ConfigError
+from cudalens.agent.config_file import load_agent_config
+from cudalens.errors import CudalensError
+
+PROPOSERS = ("auto", "llm", "builtin")
+# The keyword arguments ``agent_options`` adds to a command, and the config field each sets.
+AGENT_OPTIONS = {
+    "model": "model", "base_url": "base_url", "api_key_env": "api_key_env",
+    "temperature": "temperature", "rounds": "rounds",
+    "candidates_per_round": "candidates_per_round", "time_budget": "time_budget_s",
+    "token_budget": "token_budget",
+}
+
+
+@dataclass(frozen=True)
+class ProposerChoice:
+    """Which proposer runs (``llm`` or ``builtin``) and one sentence saying why."""
+
+    kind: Literal["llm", "builtin"]
+    reason: str
+
+
+def agent_options(command: Callable) -> Callable:
+    """Adds ``--proposer``, the LLM settings and ``--agent-config`` to a click command (its
+    function receives ``proposer``, ``agent_config`` and the keys of ``AGENT_OPTIONS``)."""
+    options = [
+        click.option("--proposer", type=click.Choice(PROPOSERS), default="auto",
+                     show_default=True,
+                     help="Who proposes candidates: an LLM, the built-in search, or the LLM when "
+                          "one is configured and reachable."),
+        click.option("--model", help="LLM model name (overrides [agent] model)."),
+        click.option("--base-url", help="Chat-completions server, e.g. http://localhost:8000/v1 "
+                                        "(default: OpenAI's)."),
+        click.option("--api-key-env", help="NAME of the environment variable holding the API key "
+                                           "(default OPENAI_API_KEY)."),
+        click.option("--temperature", type=float, help="Sampling temperature."),
+        click.option("--rounds", type=int, help="LLM rounds (propose, measure, feed back)."),
+        click.option("--candidates-per-round", type=int, help="Most LLM candidates per round."),
+        click.option("--time-budget", type=float, help="Seconds for the LLM loop (0: no limit)."),
+        click.option("--token-budget", type=int, help="Tokens for the LLM loop (0: no limit)."),
+        click.option("--agent-config", type=click.Path(path_type=Path),
+                     help="Configuration file (cudalens.toml or pyproject.toml) instead of the "
+                          "one found next to FILE."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def config_from_cli(file: Path, *, agent_config: Optional[Path] = None,
+                    settings: Optional[Mapping[str, Any]] = None, **options: Any) -> AgentConfig:
+    """The configuration for optimizing ``file``: the project file found from ``file`` (or
+    ``agent_config``), then ``settings``, then the options given (keys of ``AGENT_OPTIONS``).
+
+    Raises:
+        ConfigError: an unknown option, or an unusable value (named with its layer).
+    """
+    unknown = sorted(set(options) - set(AGENT_OPTIONS))
+    if unknown:
+        raise ConfigError(f"command line: unknown agent options {', '.join(unknown)}")
+    cli = {AGENT_OPTIONS[k]: v for k, v in options.items() if v is not None}
+    return load_agent_config(start=file, config_file=agent_config, settings=settings, cli=cli)
+
+
+def probe_server(config: AgentConfig) -> Optional[str]:
+    """None when ``config``'s server answers and serves its model, else why not."""
+    from cudalens.agent.chat import ChatClient
+
+    client = ChatClient(config)
+    try:
+        return client.probe()
+    finally:
+        client.close()
+
+
+def choose_proposer(requested: str, config: AgentConfig, *,
+                    probe: Callable[[AgentConfig], Optional[str]] = probe_server) -> ProposerChoice:
+    """The proposer for ``--proposer requested``.
+
+    Raises:
+        ConfigError: ``requested`` is not one of ``PROPOSERS``, or is ``llm`` with no model
+            configured.
+        CudalensError: ``requested`` is ``llm`` and its server cannot be used.
+    """
+    if requested not in PROPOSERS:
+        raise ConfigError(f"--proposer: expected one of {', '.join(PROPOSERS)}, "
+                          f"found {requested!r}")
+    if requested == "builtin":
+        return ProposerChoice("builtin", "proposer: the built-in search (--proposer builtin)")
+    if not config.configured:
+        how = ("set model in the [agent] table of cudalens.toml (or [tool.cudalens.agent] in "
+               "pyproject.toml), or pass --model")
+        if requested == "llm":
+            raise ConfigError(f"--proposer llm needs a model: {how}")
+        return ProposerChoice("builtin", f"proposer: the built-in search (no LLM is configured; "
+                                         f"to use one, {how})")
+    problem = probe(config)
+    if problem is None:
+        key = "" if config.api_key() else f" (no key in ${config.api_key_env})"
+        return ProposerChoice("llm", f"proposer: the LLM {config.endpoint}{key}")
+    if requested == "llm":
+        raise CudalensError(f"--proposer llm: the model cannot be used: {problem}")
+    return ProposerChoice("builtin", f"proposer: the built-in search (the LLM is configured but "
+                                     f"cannot be used: {problem})")
+
+
+@contextmanager
+def sigint_cancels(cancel: threading.Event,
+                   say: Callable[[str], None] = lambda _m: None) -> Iterator[threading.Event]:
+    """While active, the first Ctrl-C sets ``cancel`` (the loop stops at its next step and the
+    results so far are reported); a second one interrupts at once. Only installed in the main
+    thread; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield cancel
+        return
+
+    def handler(signum, frame):
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+        say("cancelling: finishing the current step (Ctrl-C again to stop at once)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield cancel
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def summary_lines(result: Any) -> list[str]:
+    """What an agent session did, in a few lines for the terminal (``AgentResult``)."""
+    counts = result.counts()
+    shown = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in sorted(counts.items()))
+    u = result.usage
+    est = " (partly estimated: the server reported no usage)" if u.estimated else ""
+    cost = (f"cost ${result.cost.usd:.4f} ({result.cost.note})" if result.cost.usd is not None
+            else result.cost.note)
+    lines = [
+        f"LLM proposer: {result.endpoint}; {len(result.rounds)} round(s), "
+        f"{sum(counts.values())} proposal(s)" + (f": {shown}" if shown else "")
+        + f"; stopped: {result.stop_reason}.",
+        f"Tokens: {u.total_tokens:,} ({u.prompt_tokens:,} prompt, {u.completion_tokens:,} "
+        f"completion) in {result.requests} request(s){est}; {cost}.",
+    ]
+    if result.confirmed:
+        lines.append("The best candidates of different rounds were timed again side by side; "
+                     "the table shows that run.")
+    lines += [f"Note: {n}." for n in result.notes]
+    return lines
+
+
+def _plain(obj: Any) -> Any:
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: _plain(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(x) for x in obj]
+    return obj
+
+
+def agent_record(result: Any) -> dict[str, Any]:
+    """A JSON-compatible record of an agent session (``AgentResult``), without sources or the
+    conversation; the API key is never part of it (only ``api_key_env``'s name is configured)."""
+    return {
+        "endpoint": result.endpoint,
+        "stop_reason": result.stop_reason,
+        "requests": result.requests,
+        "usage": {**_plain(result.usage), "total_tokens": result.usage.total_tokens},
+        "cost_usd": result.cost.usd,
+        "cost_note": result.cost.note,
+        "confirmed": result.confirmed,
+        "notes": list(result.notes),
+        "rounds": [{
+            "index": r.index, "requests": r.requests, "seconds": round(r.seconds, 3),
+            "usage": _plain(r.usage),
+            "outcomes": [{
+                "label": o.label, "origin": o.origin, "status": o.status, "feedback": o.feedback,
+                "explanation": o.candidate.explanation if o.candidate else None,
+                "tried": [{"setting": s, "status": res.verdict.status,
+                           "median_us": res.timing.median_us if res.timing else None,
+                           "speedup": _plain(res.speedup)} for s, res in o.tried],
+            } for o in r.outcomes],
+        } for r in result.rounds],
+    }
+
+
+def run_llm_proposer(target: Any, client: Any, config: AgentConfig, *, repetitions: int = 50,
+                     progress: Optional[Callable[[str], None]] = None,
+                     cancel: Optional[threading.Event] = None) -> Any:
+    """Runs the agent loop for the CLI with Ctrl-C cancelling it (``sigint_cancels``); returns
+    the ``AgentResult`` (its ``optimize`` is printed like the built-in search's result).
+
+    Raises:
+        CudalensError: see ``cudalens.agent.loop.run_agent``.
+    """
+    from cudalens.agent.loop import run_agent
+
+    cancel = cancel or threading.Event()
+    say = progress or (lambda _m: None)
+    with sigint_cancels(cancel, say):
+        return run_agent(target, client, config, cancel=cancel, progress=say,
+                         repetitions=repetitions)
