@@ -125,3 +125,22 @@ def test_check_maps_compile_error_to_its_line(tmp_path):
     proc = cudalens("check", str(src))
     assert proc.returncode == 1
     assert f'{src}:5: error: identifier "undefined_name" is undefined' in proc.stdout
+
+
+def test_optimize_proposer_llm_without_a_model_is_refused(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    shutil.copy(EXAMPLES / "saxpy.cu.spec", tmp_path / "saxpy.cu.spec")
+    proc = cudalens("optimize", str(tmp_path / "saxpy.cu"), "--proposer", "llm")
+    assert proc.returncode == 2
+    assert "error: --proposer llm needs a model: set model in the [agent] table of cudalens.toml" \
+        in proc.stderr
+
+
+@pytest.mark.skipif(gpu_present(), reason="this machine has a GPU: optimize would run")
+def test_optimize_auto_says_it_uses_the_builtin_search_when_no_llm_is_configured(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    shutil.copy(EXAMPLES / "saxpy.cu.spec", tmp_path / "saxpy.cu.spec")
+    proc = cudalens("optimize", str(tmp_path / "saxpy.cu"))
+    assert proc.stderr.splitlines()[0].startswith(
+        "proposer: the built-in search (no LLM is configured")
+    assert proc.returncode == 3
