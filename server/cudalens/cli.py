@@ -152,9 +152,10 @@ def check(file: Path, arch: str) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_runner
+    from cudalens import cli_lsp, cli_runner
 
     cli_runner.register(main)
+    cli_lsp.register(main)
 
 
 _register_commands()

@@ -1,0 +1,202 @@
+"""Snapshots of CUDA documents: the parsed kernels of one text at one version, with specs.
+
+A ``DocumentSnapshot`` is immutable: background work (nvcc, optimization) runs on a
+snapshot while the editor moves on; results are later matched against the document's current
+snapshot by version and by the store key of each kernel. Analysis is cheap (a tree-sitter
+parse, a spec file read) and done on every change.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+
+from cudalens.errors import CudalensError
+from cudalens.lsp.positions import LineIndex, contains
+from cudalens.source.model import Kernel, SourceFile
+from cudalens.source.parser import parse_source
+from cudalens.spec.model import KernelSpec
+from cudalens.spec.parser import spec_path_for
+from cudalens.spec.writer import format_spec
+from cudalens.store.keys import sha256_text, source_materials
+from cudalens.target import Target, load_spec
+
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+# Compile flags that are part of a measurement's identity: the runner compiles the baseline
+# with no extra options today (``gpu_runner.compiler``); bump this with them.
+RUNNER_FLAGS: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelView:
+    """One kernel of a snapshot with its spec.
+
+    spec: the written spec when the sidecar file names the kernel, else a draft inferred
+        from the source; None when neither is possible (``spec_error`` says why).
+    spec_origin: the spec file's path or ``"inferred"``; ``""`` without a spec.
+    material: ``material_key`` of the kernel's context, spec and runner flags ("" without
+        a spec): with a device it gives the store key.
+    """
+
+    kernel: Kernel
+    spec: Optional[KernelSpec]
+    spec_origin: str
+    spec_error: str
+    material: str
+
+    @property
+    def name(self) -> str:
+        return self.kernel.qualified_name
+
+
+@dataclass(frozen=True)
+class DocumentSnapshot:
+    uri: str
+    path: Path  # absolute
+    version: Optional[int]  # None for a file read from disk
+    text: str
+    source: SourceFile
+    index: LineIndex
+    kernels: tuple[KernelView, ...]
+
+    @property
+    def sha(self) -> str:
+        return sha256_text(self.text)
+
+    def kernel(self, name: str) -> KernelView:
+        """The kernel called ``name`` (plain or qualified).
+
+        Raises:
+            KeyError: the document has no such kernel (the message lists the kernels).
+        """
+        for view in self.kernels:
+            if name in (view.kernel.name, view.kernel.qualified_name):
+                return view
+        found = ", ".join(v.name for v in self.kernels) or "none"
+        raise KeyError(f"{self.path.name} has no __global__ kernel {name!r} (kernels: {found})")
+
+    def kernel_at(self, position: types.Position) -> Optional[KernelView]:
+        """The kernel whose definition contains ``position``, if any."""
+        for view in self.kernels:
+            if contains(self.index.range(view.kernel.range), position):
+                return view
+        return None
+
+    def name_range(self, view: KernelView) -> types.Range:
+        return self.index.range(view.kernel.name_range)
+
+    def signature_end(self, view: KernelView) -> types.Position:
+        """Just after the signature's last non-blank character before the body's ``{``."""
+        data = self.text.encode("utf-8")
+        end = view.kernel.body_start_byte
+        while end > view.kernel.start_byte and data[end - 1:end] in (b" ", b"\t", b"\n", b"\r"):
+            end -= 1
+        line = data[:end].count(b"\n")
+        column = end - (data.rfind(b"\n", 0, end) + 1)
+        return self.index.from_byte(line, column)
+
+    def target(self, view: KernelView) -> Target:
+        """The optimize flow's input for ``view`` in this snapshot.
+
+        Raises:
+            CudalensError: the kernel has no usable spec (the message says why).
+        """
+        if view.spec is None:
+            raise CudalensError(view.spec_error)
+        return Target(path=self.path, text=self.text, source=self.source, kernel=view.kernel,
+                      spec=view.spec, spec_origin=view.spec_origin)
+
+
+def is_cuda_path(path: Path) -> bool:
+    return path.suffix in CUDA_SUFFIXES
+
+
+def uri_to_path(uri: str) -> Optional[Path]:
+    """The absolute file path of a ``file:`` URI, None for other schemes."""
+    fs = to_fs_path(uri) if uri.startswith("file:") else None
+    return Path(fs).resolve() if fs else None
+
+
+def path_to_uri(path: Path) -> str:
+    return from_fs_path(str(path)) or path.as_uri()
+
+
+class SpecCache:
+    """Specs of kernels as last loaded or inferred, so that re-analyzing a large file after a
+    keystroke redoes the spec work only for the kernels that changed.
+
+    Keyed by the file, the kernel's name and text, the texts of its launch sites (inference
+    reads them) and the spec file's modification time and size. At most ``size`` entries,
+    least recently used dropped first.
+    """
+
+    def __init__(self, size: int = 4096):
+        self.size = size
+        self._entries: OrderedDict[tuple, tuple[Optional[KernelSpec], str, str]] = OrderedDict()
+
+    def get(self, path: Path, source: SourceFile, kernel: Kernel,
+            spec_stat: Optional[tuple[int, int]]) -> tuple[Optional[KernelSpec], str, str]:
+        data = source.text.encode("utf-8")
+        key = (str(path), kernel.qualified_name, data[kernel.start_byte:kernel.end_byte],
+               tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat)
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+            return hit
+        try:
+            spec, origin = load_spec(path, source, kernel)
+            value: tuple[Optional[KernelSpec], str, str] = (spec, origin, "")
+        except CudalensError as exc:
+            value = (None, "", str(exc))
+        self._entries[key] = value
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return value
+
+
+def _stat(path: Path) -> Optional[tuple[int, int]]:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: str,
+            specs: Optional[SpecCache] = None) -> DocumentSnapshot:
+    """Parses ``text`` (the contents of ``path`` at ``version``) and loads each kernel's spec
+    (through ``specs`` when given).
+
+    Never raises for bad source or specs: a spec problem is kept in ``KernelView.spec_error``.
+    """
+    source = parse_source(text, str(path))
+    cache = specs or SpecCache()
+    spec_stat = _stat(spec_path_for(path))
+    loaded = {}
+    for kernel in source.kernels:
+        loaded[(kernel.start_byte, kernel.end_byte)] = cache.get(path, source, kernel, spec_stat)
+    identities = {span: spec_identity(spec) for span, (spec, _, _) in loaded.items()
+                  if spec is not None}
+    materials = source_materials(source, identities, RUNNER_FLAGS)
+    views = []
+    for kernel in source.kernels:
+        span = (kernel.start_byte, kernel.end_byte)
+        spec, origin, error = loaded[span]
+        views.append(KernelView(kernel=kernel, spec=spec, spec_origin=origin, spec_error=error,
+                                material=materials.get(span, "")))
+    return DocumentSnapshot(uri=uri, path=path, version=version, text=text, source=source,
+                            index=LineIndex(text, encoding), kernels=tuple(views))
+
+
+def spec_identity(spec: KernelSpec) -> str:
+    """The part of a spec that a measurement depends on: its text as the writer prints it,
+    without the notes (comments) and without the file it came from."""
+    from dataclasses import replace
+
+    return format_spec(replace(spec, notes=(), source="", line=0))

@@ -1,0 +1,300 @@
+"""Background optimization: a queue of kernels, work-done progress, cancel.
+
+Optimizing a kernel takes seconds to minutes (compiles, verification, an interleaved timing
+loop on the GPU), so it never runs on the server's event loop. ``Jobs.submit`` snapshots
+the document and queues the kernel; one worker coroutine takes jobs in order and runs each
+in a single background thread (the runner measures one kernel at a time: two at once would
+disturb each other's timings). Each job has its own progress token, begun when queued
+("waiting: 1 kernel ahead"), reported while it runs ("candidate 5/12 verified", "timing
+round 20/50") and ended with its outcome.
+
+Cancel (``window/workDoneProgress/cancel`` on the job's token, or the ``cudalens.cancel``
+command): a queued job is dropped; a running job is told to stop at the runner's next
+progress message, its progress ends at once, and whatever it finishes with is thrown away.
+
+Progress messages are the runner's (``gpu_runner.runner``: ``compile: c5``, ``verify: c5 on
+case 'nominal', seed 1``, ``timing: round 7 of at most 50``) and the optimize flow's
+(``12 candidates; verifying and timing on NVIDIA H200``); ``describe_progress`` turns them
+into what the editor shows. The runner reports candidates' speedups only when the
+interleaved timing loop ends, so the best speedup appears in the final message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import logging
+import re
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from lsprotocol import types
+
+from cudalens.errors import CudalensError
+from cudalens.lsp.config import Settings
+from cudalens.lsp.documents import DocumentSnapshot, KernelView
+from cudalens.optimize import optimize
+from cudalens.store.from_optimize import run_record
+from cudalens.store.keys import device_id, result_key
+from cudalens.store.records import RunRecord
+
+if TYPE_CHECKING:
+    from cudalens.lsp.session import Session
+
+log = logging.getLogger(__name__)
+
+RunnerFactory = Callable[[Settings], Any]
+
+
+class JobCancelled(Exception):
+    """Raised from the progress callback to stop a cancelled optimization."""
+
+
+@dataclass
+class Job:
+    """One kernel to optimize. ``state``: queued, running, done, cancelled, failed."""
+
+    id: int
+    snapshot: DocumentSnapshot
+    view: KernelView
+    settings: Settings
+    token: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    state: str = "queued"
+    message: str = ""
+    candidates: int = 0  # known once the flow says how many it proposed
+
+    @property
+    def uri(self) -> str:
+        return self.snapshot.uri
+
+    @property
+    def kernel(self) -> str:
+        return self.view.name
+
+
+_CANDIDATES = re.compile(r"^(\d+) candidates; verifying and timing on (.+)$")
+_COMPILE = re.compile(r"^compile: (\w+)$")
+_VERIFY = re.compile(r"^verify: (\w+) on case '([^']*)', seed (\d+)$")
+_TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
+_WARMUP = re.compile(r"^timing: warm-up")
+
+
+def describe_progress(message: str, candidates: int) -> tuple[str, Optional[int]]:
+    """What the editor shows for one progress message, and a percentage when one can be
+    told (compiling is 5-20%, verifying 20-60%, timing 60-100%)."""
+    def index(label: str) -> Optional[int]:
+        return int(label[1:]) if re.fullmatch(r"c\d+", label) else None
+
+    if m := _CANDIDATES.match(message):
+        return f"{m.group(1)} candidates proposed; running on {m.group(2)}", 5
+    if m := _COMPILE.match(message):
+        i = index(m.group(1))
+        if i is None:
+            return "compiling the baseline", 5
+        return f"compiling candidate {i}/{candidates or '?'}", 5 + 15 * i // max(candidates, 1)
+    if m := _VERIFY.match(message):
+        i = index(m.group(1))
+        if i is None:
+            return "verifying the baseline", 20
+        return (f"candidate {i}/{candidates or '?'}: verifying against the baseline",
+                20 + 40 * i // max(candidates, 1))
+    if _WARMUP.match(message):
+        return "timing: warm-up", 60
+    if m := _TIMING.match(message):
+        r, total = int(m.group(1)), int(m.group(2))
+        return f"timing round {r}/{total}, baseline and candidates interleaved", \
+            60 + 40 * r // max(total, 1)
+    return message, None
+
+
+def outcome(record: RunRecord) -> str:
+    """The final progress message: ``best 1.28x (verified), 24 candidates``."""
+    offers = record.offers()
+    n = len(record.candidates)
+    verified = sum(1 for c in record.candidates if c.verified)
+    if offers:
+        return (f"best {offers[0].result.speedup.value:.2f}x (verified), {verified}/{n} "
+                f"candidates verified")
+    return f"no candidate faster beyond noise; {verified}/{n} candidates verified"
+
+
+class Jobs:
+    """The optimization queue of one session."""
+
+    def __init__(self, session: "Session", runner_factory: RunnerFactory):
+        self.session = session
+        self.runner_factory = runner_factory
+        self.queue: deque[Job] = deque()
+        self.running: Optional[Job] = None
+        self._ids = itertools.count(1)
+        self._worker: Optional[asyncio.Task] = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-optimize")
+        self._clients: dict[tuple[str, str], Any] = {}
+        self._client_lock = threading.Lock()
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def active(self, uri: str, kernel: str) -> Optional[Job]:
+        """The queued or running job of ``kernel`` in ``uri``, if any."""
+        for job in ([self.running] if self.running else []) + list(self.queue):
+            if job.uri == uri and job.kernel == kernel and job.state in ("queued", "running"):
+                return job
+        return None
+
+    def find(self, token: str) -> Optional[Job]:
+        for job in ([self.running] if self.running else []) + list(self.queue):
+            if job.token == token:
+                return job
+        return None
+
+    # -- submit and cancel -----------------------------------------------------------------
+
+    async def submit(self, snapshot: DocumentSnapshot, view: KernelView) -> Job:
+        """Queues ``view``'s kernel of ``snapshot``; returns the job (an already queued or
+        running job of the same kernel and source is returned instead of a second one).
+
+        Raises:
+            CudalensError: the kernel has no usable spec.
+        """
+        if view.spec is None:
+            raise CudalensError(f"cannot optimize {view.name}: {view.spec_error}")
+        existing = self.active(snapshot.uri, view.name)
+        if existing is not None and existing.view.material == view.material:
+            return existing
+        job = Job(id=next(self._ids), snapshot=snapshot, view=view,
+                  settings=self.session.settings, token="")
+        job.token = f"cudalens/optimize/{job.id}"
+        ahead = len(self.queue) + (1 if self.running else 0)
+        job.message = f"waiting: {ahead} kernel{'s' if ahead != 1 else ''} ahead" if ahead \
+            else "starting"
+        self.queue.append(job)
+        await self.session.progress_begin(job.token, self._title(job), job.message)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work())
+        self.session.kernel_state_changed(job.uri)
+        return job
+
+    def cancel(self, job: Job) -> None:
+        """Stops ``job``: drops it when queued; tells it to stop when running."""
+        if job.state not in ("queued", "running"):
+            return
+        job.cancel.set()
+        if job in self.queue:
+            self.queue.remove(job)
+        job.state = "cancelled"
+        job.message = "cancelled"
+        self.session.progress_end(job.token, f"{job.kernel}: cancelled; no results kept")
+        self.session.kernel_state_changed(job.uri)
+
+    def _title(self, job: Job) -> str:
+        proposer = "built-in passes"
+        if job.settings.proposer == "llm":
+            proposer = "built-in passes; the LLM proposer is not available in this build"
+        return f"Optimize {job.kernel} ({proposer})"
+
+    # -- the worker ------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.queue:
+            job = self.queue.popleft()
+            if job.state != "queued":
+                continue
+            self.running = job
+            job.state = "running"
+            self.session.progress_report(job.token, "starting", 0)
+            self.session.kernel_state_changed(job.uri)
+            try:
+                record = await loop.run_in_executor(self._executor, self._run, job, loop)
+            except JobCancelled:
+                pass
+            except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the server
+                if job.state == "running":
+                    job.state = "failed"
+                    job.message = _failure(exc)
+                    log.warning("optimizing %s failed: %s", job.kernel, job.message,
+                                exc_info=not isinstance(exc, CudalensError))
+                    self.session.progress_end(job.token, f"{job.kernel}: failed")
+                    self.session.show_message(f"cudalens: optimizing {job.kernel} failed: "
+                                              f"{job.message}", types.MessageType.Error)
+            else:
+                if job.state == "running":  # not cancelled while the thread finished
+                    job.state = "done"
+                    self.session.record_run(record, job)
+                    job.message = outcome(record)
+                    self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
+            finally:
+                self.running = None
+                self.session.kernel_state_changed(job.uri)
+                if job.state == "cancelled":
+                    log.info("optimizing %s was cancelled", job.kernel)
+
+    def _client(self, settings: Settings) -> Any:
+        ident = settings.runner_identity()
+        with self._client_lock:
+            if ident not in self._clients:
+                self._clients[ident] = self.runner_factory(settings)
+            return self._clients[ident]
+
+    def forget_clients(self) -> None:
+        """Closes and drops cached runner connections (the runner settings changed)."""
+        with self._client_lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            close = getattr(client, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:  # noqa: BLE001 - closing must not fail the server
+                    log.warning("closing a runner client failed: %s", exc)
+
+    def _run(self, job: Job, loop: asyncio.AbstractEventLoop) -> RunRecord:
+        """Runs in the worker thread: the whole optimize flow for one job."""
+        def progress(message: str) -> None:
+            if job.cancel.is_set():
+                raise JobCancelled()
+            if m := _CANDIDATES.match(message):
+                job.candidates = int(m.group(1))
+            text, percent = describe_progress(message, job.candidates)
+            job.message = text
+            loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
+
+        client = self._client(job.settings)
+        if job.cancel.is_set():
+            raise JobCancelled()
+        device = client.device_info()
+        loop.call_soon_threadsafe(self.session.device_seen, job.settings, device)
+        target = job.snapshot.target(job.view)
+        result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
+                          repetitions=job.settings.repetitions, progress=progress)
+        if job.cancel.is_set():
+            raise JobCancelled()
+        provenance = getattr(client, "provenance", None) or _provenance(client, device)
+        key = result_key(job.view.material, device_id(result.evaluation.device))
+        created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        return run_record(result, key=key, provenance=provenance, created=created,
+                          budget=job.settings.budget, seed=job.settings.seed)
+
+    def shutdown(self) -> None:
+        for job in list(self.queue) + ([self.running] if self.running else []):
+            job.cancel.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.forget_clients()
+
+
+def _provenance(client: Any, device) -> str:
+    where = getattr(client, "where", None) or "the GPU runner"
+    return f"measured by {where} on {device.name}"
+
+
+def _failure(exc: Exception) -> str:
+    """The message for a failed job: the error's own words for errors meant for users."""
+    text = str(exc).strip() or type(exc).__name__
+    if type(exc).__name__ == "RunnerUnavailable":
+        return f"no GPU runner can be used: {text}"
+    return text if isinstance(exc, CudalensError) else f"{type(exc).__name__}: {text}"

@@ -1,0 +1,172 @@
+"""The LSP wiring: which request or notification goes to which feature. Nothing else.
+
+``build_server(runner_factory)`` returns a pygls ``LanguageServer``; ``cudalens lsp`` starts
+it on stdio. ``runner_factory(settings)`` returns the client the optimize flow talks to
+(``device_info()``, ``evaluate(...)``); the default is ``default_runner_factory``, tests
+inject a replaying one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
+from cudalens.lsp.commands import CommandError, parse_args
+from cudalens.lsp.config import Settings
+from cudalens.lsp.jobs import RunnerFactory
+from cudalens.lsp.session import Session, workspace_roots
+
+log = logging.getLogger(__name__)
+
+try:
+    from importlib.metadata import version as _version
+
+    VERSION = _version("cudalens")
+except Exception:  # noqa: BLE001 - running from a source tree
+    VERSION = "0.0.0"
+
+
+def default_runner_factory(settings: Settings) -> Any:
+    """The runner client for ``settings``: the runner service at ``runner.url`` with its
+    token, or the local GPU when no URL is set.
+
+    Raises:
+        RunnerUnavailable: no runner can be used (no GPU, pycuda missing, ...).
+    """
+    from cudalens.runner_client import RunnerClient
+
+    if settings.runner_url:
+        return RunnerClient(url=settings.runner_url, token=settings.runner_token or None)
+    return RunnerClient()
+
+
+class CudalensServer(LanguageServer):
+    """pygls server with the cudalens session attached after ``initialize``."""
+
+    def __init__(self, runner_factory: RunnerFactory):
+        super().__init__("cudalens", VERSION,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.runner_factory = runner_factory
+        self.session: Optional[Session] = None
+
+
+def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServer:
+    server = CudalensServer(runner_factory or default_runner_factory)
+
+    def session() -> Session:
+        if server.session is None:
+            raise RuntimeError("expected initialize before any other request")
+        return server.session
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: CudalensServer, params: types.InitializeParams) -> None:
+        ls.session = Session(ls, ls.runner_factory, workspace_roots(params))
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: CudalensServer, params: types.InitializedParams) -> None:
+        session().watcher.start()
+        await session().load_settings()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: CudalensServer, params: None) -> None:
+        if ls.session is not None:
+            ls.session.shutdown()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: CudalensServer,
+                                       params: types.DidChangeConfigurationParams) -> None:
+        await session().load_settings(config.pushed(params.settings))
+
+    # -- documents ---------------------------------------------------------------------------
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: CudalensServer, params: types.DidOpenTextDocumentParams) -> None:
+        session().opened(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: CudalensServer, params: types.DidChangeTextDocumentParams) -> None:
+        session().changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: CudalensServer, params: types.DidCloseTextDocumentParams) -> None:
+        session().closed(params.text_document.uri)
+
+    # -- features ----------------------------------------------------------------------------
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def lenses(ls: CudalensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        s = session()
+        snap = s.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=code_actions.KINDS))
+    def actions(ls: CudalensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        s = session()
+        snap = s.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        return code_actions.code_actions(snap, s.statuses(snap), params.range, s.jobs_of(snap.uri),
+                                         s.settings.proposer, s.spec_file)
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+    def hints(ls: CudalensServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+        s = session()
+        snap = s.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        return inlay_hints.inlay_hints(snap, s.statuses(snap), params.range)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: CudalensServer, params: types.HoverParams) -> Optional[types.Hover]:
+        s = session()
+        snap = s.snapshot(params.text_document.uri)
+        if snap is None:
+            return None
+        return hover.hover(snap, s.statuses(snap), params.position,
+                           s.diagnostics.last_check(snap.uri))
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancel(ls: CudalensServer, params: types.WorkDoneProgressCancelParams) -> None:
+        job = session().jobs.find(str(params.token))
+        if job is not None:
+            session().jobs.cancel(job)
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def kernel_args(name: str, args: tuple, need_candidate: bool = False):
+        try:
+            return parse_args(name, args, need_candidate)
+        except CommandError as exc:
+            session().show_message(f"cudalens: {exc}", types.MessageType.Error)
+            raise
+
+    @server.command(commands.OPTIMIZE)
+    async def cmd_optimize(ls: CudalensServer, *args: Any) -> dict:
+        return await candidates.optimize(session(), kernel_args(commands.OPTIMIZE, args))
+
+    @server.command(commands.CANCEL)
+    def cmd_cancel(ls: CudalensServer, *args: Any) -> dict:
+        return candidates.cancel(session(), kernel_args(commands.CANCEL, args))
+
+    @server.command(commands.APPLY)
+    async def cmd_apply(ls: CudalensServer, *args: Any) -> dict:
+        return await candidates.apply(session(), kernel_args(commands.APPLY, args, True))
+
+    @server.command(commands.REJECT)
+    def cmd_reject(ls: CudalensServer, *args: Any) -> dict:
+        return candidates.reject(session(), kernel_args(commands.REJECT, args, True))
+
+    @server.command(commands.SHOW_DIFF)
+    async def cmd_show_diff(ls: CudalensServer, *args: Any) -> dict:
+        return await candidates.show_diff(session(), kernel_args(commands.SHOW_DIFF, args, True))
+
+    return server

@@ -1,0 +1,287 @@
+"""The server's state for one client connection: settings, open CUDA documents, the results
+store, the optimization queue, diagnostics and the file watcher.
+
+Everything here runs on the server's event loop; the slow parts (nvcc, optimization) run in
+executors on immutable ``DocumentSnapshot``s and come back to the loop with their results.
+This is the only state besides the pygls server itself; it lives on the server instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from gpu_runner.report import DeviceInfo
+from cudalens.lsp import config
+from cudalens.lsp.config import Settings
+from cudalens.lsp.diagnostics import Diagnostics
+from cudalens.lsp.documents import (DocumentSnapshot, KernelView, SpecCache, analyze,
+                                    is_cuda_path, path_to_uri, uri_to_path)
+from cudalens.lsp.edits import SpecFile
+from cudalens.lsp.jobs import Job, Jobs, RunnerFactory
+from cudalens.lsp.results import KernelStatus, kernel_statuses
+from cudalens.lsp.watcher import Watcher
+from cudalens.store.keys import device_id
+from cudalens.store.records import RunRecord
+from cudalens.store.sqlite import ResultsStore, StoreError
+
+log = logging.getLogger(__name__)
+
+STORE_DIR = ".cudalens"
+STORE_FILE = "results.db"
+
+
+class Session:
+    def __init__(self, server: LanguageServer, runner_factory: RunnerFactory,
+                 roots: list[Path]):
+        self.server = server
+        self.roots = roots
+        self.settings = Settings()
+        self._settings_epoch = 0
+        self.store = self._open_store()
+        self.check_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cudalens-check")
+        self.diagnostics = Diagnostics(self)
+        self.jobs = Jobs(self, runner_factory)
+        self.watcher = Watcher(roots, self.files_changed)
+        self._snapshots: dict[str, tuple[int, DocumentSnapshot]] = {}
+        self.specs = SpecCache()
+        self._generation = 0  # bumped when files on disk (specs, headers) change
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def _open_store(self) -> ResultsStore:
+        if not self.roots:
+            log.info("no workspace folder: results are kept in memory only")
+            return ResultsStore(":memory:")
+        path = self.roots[0] / STORE_DIR / STORE_FILE
+        try:
+            return ResultsStore(path)
+        except StoreError as exc:
+            self.show_message(f"cudalens: {exc}; results are kept in memory only this session",
+                              types.MessageType.Warning)
+            return ResultsStore(":memory:")
+
+    @property
+    def state_dir(self) -> Optional[Path]:
+        return self.roots[0] / STORE_DIR if self.roots else None
+
+    def shutdown(self) -> None:
+        self.watcher.stop()
+        self.jobs.shutdown()
+        self.check_executor.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+
+    # -- configuration ---------------------------------------------------------------------
+
+    async def load_settings(self, raw: Any = None) -> None:
+        """Takes the client's settings: ``raw`` when it pushed them, else asks for them with
+        ``workspace/configuration`` (when it supports that). Rejected values are reported
+        and their defaults kept. A new runner address or token drops the runner connection;
+        new compile-check settings re-check the open documents. When a newer call starts
+        while this one waits for the client, this one's answer is dropped."""
+        self._settings_epoch += 1
+        epoch = self._settings_epoch
+        if raw is None and self.supports("workspace", "configuration"):
+            try:
+                raw = await config.pull(self.server)
+            except Exception as exc:  # noqa: BLE001 - a client error must not stop the server
+                log.warning("workspace/configuration failed: %s", exc)
+            if epoch != self._settings_epoch:
+                return
+        settings, problems = config.parse_settings(raw)
+        for problem in problems:
+            self.show_message(f"cudalens settings: {problem}", types.MessageType.Warning)
+        old, self.settings = self.settings, settings
+        if old.runner_identity() != settings.runner_identity():
+            self.jobs.forget_clients()
+        check = ("check_enabled", "arch", "nvcc", "nvcc_options")
+        if any(getattr(old, f) != getattr(settings, f) for f in check):
+            for uri in self.open_uris():
+                self.diagnostics.schedule(uri, delay_ms=0)
+        log.info("settings: %r", settings)
+        self.refresh()
+
+    # -- capabilities ----------------------------------------------------------------------
+
+    def _client_caps(self) -> types.ClientCapabilities:
+        return self.server.client_capabilities or types.ClientCapabilities()
+
+    def supports(self, *path: str) -> bool:
+        """Whether the client's capabilities set ``path`` (``"window", "work_done_progress"``)."""
+        node = self._client_caps()
+        for part in path:
+            node = getattr(node, part, None)
+            if node is None:
+                return False
+        return bool(node)
+
+    # -- documents -------------------------------------------------------------------------
+
+    def is_open(self, uri: str) -> bool:
+        return unquote(uri) in self.server.workspace.text_documents
+
+    def snapshot(self, uri: str) -> Optional[DocumentSnapshot]:
+        """The analyzed current text of the open CUDA document ``uri`` (None otherwise)."""
+        if not self.is_open(uri):
+            return None
+        doc = self.server.workspace.get_text_document(uri)
+        path = uri_to_path(uri)
+        if path is None or not is_cuda_path(path):
+            return None
+        memo = self._snapshots.get(uri)
+        if memo is not None and memo[0] == self._generation and memo[1].version == doc.version \
+                and memo[1].text == doc.source:
+            return memo[1]
+        encoding = self.server.workspace.position_encoding or "utf-16"
+        snap = analyze(uri, path, doc.version, doc.source,
+                       str(getattr(encoding, "value", encoding)), self.specs)
+        self._snapshots[uri] = (self._generation, snap)
+        return snap
+
+    def open_uris(self) -> list[str]:
+        return [uri for uri in list(self.server.workspace.text_documents)
+                if (p := uri_to_path(uri)) is not None and is_cuda_path(p)]
+
+    def opened(self, uri: str) -> None:
+        if self.snapshot(uri) is not None:
+            self.diagnostics.schedule(uri, delay_ms=0)
+
+    def changed(self, uri: str) -> None:
+        if self.snapshot(uri) is not None:
+            self.diagnostics.schedule(uri)
+
+    def closed(self, uri: str) -> None:
+        self._snapshots.pop(uri, None)
+        self.diagnostics.forget(uri)
+
+    def files_changed(self, paths: set[str]) -> None:
+        """Files changed on disk (the watcher): specs and headers change what open documents
+        mean, so every open document is analyzed again, re-checked and refreshed."""
+        log.info("changed on disk: %s", ", ".join(sorted(paths)))
+        self._generation += 1
+        for uri in self.open_uris():
+            self.diagnostics.schedule(uri, delay_ms=0)
+        self.refresh()
+
+    def spec_file(self, path: str) -> Optional[SpecFile]:
+        """A spec file's text (the editor's, when open there) and version; None when absent."""
+        uri = path_to_uri(Path(path))
+        if self.is_open(uri):
+            doc = self.server.workspace.get_text_document(uri)
+            return SpecFile(uri=uri, text=doc.source, version=doc.version)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("cannot read %s: %s", path, exc)
+            return None
+        return SpecFile(uri=uri, text=text, version=None)
+
+    def spec_file_of(self, view: KernelView) -> Optional[SpecFile]:
+        if view.spec is None or view.spec_origin in ("", "inferred"):
+            return None
+        return self.spec_file(view.spec_origin)
+
+    # -- results ---------------------------------------------------------------------------
+
+    @property
+    def device(self) -> Optional[str]:
+        """The device id of the configured runner, as last seen (kept in the store)."""
+        return self.store.get_fact(f"device:{self.settings.runner_url}")
+
+    def device_seen(self, settings: Settings, device: DeviceInfo) -> None:
+        ident = device_id(device)
+        name = f"device:{settings.runner_url}"
+        if self.store.get_fact(name) != ident:
+            self.store.set_fact(name, ident)
+            self.refresh()
+
+    def statuses(self, snapshot: DocumentSnapshot) -> list[KernelStatus]:
+        return kernel_statuses(snapshot, self.store, self.device)
+
+    def status(self, snapshot: DocumentSnapshot, kernel: str) -> KernelStatus:
+        """The status of ``kernel`` (plain or qualified name).
+
+        Raises:
+            KeyError: no such kernel in the document (the message lists them).
+        """
+        view = snapshot.kernel(kernel)
+        return next(s for s in self.statuses(snapshot) if s.view is view)
+
+    def jobs_of(self, uri: str) -> dict[str, Job]:
+        snap = self._snapshots.get(uri)
+        names = [v.name for v in snap[1].kernels] if snap else []
+        found = {}
+        for name in names:
+            job = self.jobs.active(uri, name)
+            if job is not None:
+                found[name] = job
+        return found
+
+    def record_run(self, record: RunRecord, job: Job) -> None:
+        self.store.put_run(record)
+        self.refresh()
+
+    def kernel_state_changed(self, uri: str) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-publishes diagnostics of every open document and asks the client to fetch code
+        lenses and inlay hints again (where it supports those refresh requests)."""
+        for uri in self.open_uris():
+            self.diagnostics.publish(uri)
+        if self.supports("workspace", "code_lens", "refresh_support"):
+            self.server.workspace_code_lens_refresh(None)
+        if self.supports("workspace", "inlay_hint", "refresh_support"):
+            self.server.workspace_inlay_hint_refresh(None)
+
+    # -- talking to the user ---------------------------------------------------------------
+
+    def show_message(self, text: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.server.window_show_message(types.ShowMessageParams(type=kind, message=text))
+        self.server.window_log_message(types.LogMessageParams(type=kind, message=text))
+
+    async def progress_begin(self, token: str, title: str, message: str) -> None:
+        if not self.supports("window", "work_done_progress"):
+            return
+        try:
+            await self.server.work_done_progress.create_async(token)
+        except Exception as exc:  # noqa: BLE001 - the client refused: go on without progress
+            log.warning("the client refused progress token %s: %s", token, exc)
+            return
+        self.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=title, message=message, cancellable=True, percentage=0))
+
+    def progress_report(self, token: str, message: str, percent: Optional[int]) -> None:
+        if token in self.server.work_done_progress.tokens:
+            self.server.work_done_progress.report(token, types.WorkDoneProgressReport(
+                message=message, percentage=percent, cancellable=True))
+
+    def progress_end(self, token: str, message: str) -> None:
+        if token in self.server.work_done_progress.tokens:
+            self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            del self.server.work_done_progress.tokens[token]
+
+
+def workspace_roots(params: types.InitializeParams) -> list[Path]:
+    """The workspace folders of ``initialize`` (else its root URI or path), as paths."""
+    roots: list[Path] = []
+    for folder in params.workspace_folders or []:
+        p = uri_to_path(folder.uri)
+        if p is not None:
+            roots.append(p)
+    if not roots and params.root_uri:
+        p = uri_to_path(params.root_uri)
+        if p is not None:
+            roots.append(p)
+    if not roots and params.root_path:
+        roots.append(Path(os.path.abspath(params.root_path)))
+    return roots

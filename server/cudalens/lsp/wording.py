@@ -1,0 +1,63 @@
+"""The words the editor shows: measurement summaries, speedups, stale notes.
+
+One place for them, so a code lens, an inlay hint, a hover and a diagnostic say the same
+thing the same way. Times in microseconds (``us``), bandwidth in GB/s.
+"""
+
+from __future__ import annotations
+
+from gpu_runner.report import DeviceInfo, Timing
+
+from cudalens.store.records import CandidateRecord, RunRecord
+
+
+def short_device(device: DeviceInfo) -> str:
+    """``NVIDIA H200`` -> ``H200``."""
+    name = device.name
+    return name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+
+
+def fmt_us(us: float) -> str:
+    """``412 us``, ``98.2 us``, ``1,234 us``: three significant digits below 1000."""
+    if us >= 100:
+        return f"{us:,.0f} us"
+    if us >= 10:
+        return f"{us:.1f} us"
+    return f"{us:.2f} us"
+
+
+def measurement(timing: Timing, device: DeviceInfo) -> str:
+    """``412 us, 71% of peak bandwidth, H200`` (peak: the copy bandwidth measured on it)."""
+    return (f"{fmt_us(timing.median_us)}, {timing.percent_of_copy:.0f}% of peak bandwidth, "
+            f"{short_device(device)}")
+
+
+def speedup(c: CandidateRecord) -> str:
+    """``2.31x``."""
+    return f"{c.result.speedup.value:.2f}x"
+
+
+def speedup_ci(c: CandidateRecord) -> str:
+    """``2.31x [2.29, 2.33]`` (95% confidence interval)."""
+    s = c.result.speedup
+    return f"{s.value:.2f}x [{s.ci_low:.2f}, {s.ci_high:.2f}]"
+
+
+def run_date(run: RunRecord) -> str:
+    return run.created[:10]
+
+
+def stale_note(run: RunRecord) -> str:
+    """Why results are not shown as current."""
+    return (f"results from {run_date(run)} on {short_device(run.device)} are stale: the kernel, "
+            f"its spec or the device changed since; run Optimize again")
+
+
+def no_offer(run: RunRecord, rejected: int) -> str:
+    """What to say when a run has no candidate to offer."""
+    best = run.best_verified()
+    if rejected and any(c.significant for c in run.candidates):
+        return "every faster candidate was rejected"
+    if best is None:
+        return "no candidate passed verification"
+    return f"no verified candidate faster beyond noise (best {speedup(best)})"

@@ -1,0 +1,59 @@
+"""Turning an ``OptimizeResult`` (the optimize flow's answer) into a ``RunRecord`` to store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalens.optimize import OptimizeResult
+from cudalens.store.keys import sha256_text
+from cudalens.store.records import CandidateRecord, LaunchRecord, RunRecord, candidate_id
+
+
+def launch_record(launch) -> LaunchRecord:
+    """A ``cudalens.spec.model.LaunchDecl`` without its spec line."""
+    return LaunchRecord(block=tuple(launch.block), grid=tuple(launch.grid), shared=launch.shared)
+
+
+def run_record(result: OptimizeResult, *, key: str, provenance: str, created: str,
+               budget: int = 0, seed: int = 0) -> RunRecord:
+    """The record of ``result`` under ``key``.
+
+    ``provenance`` says where the numbers come from; ``created`` is an ISO 8601 UTC time. The
+    device is the one the evaluation reports (its copy bandwidth is what the timings' shares
+    of peak were computed against).
+    The baseline's launch (threads per block, dynamic shared memory) is that of the timed case.
+    """
+    target = result.target
+    problem = result.problem
+    case = problem.timed_case
+    candidates = []
+    for row in result.rows:
+        launch = launch_record(row.candidate.launch)
+        candidates.append(CandidateRecord(
+            id=candidate_id(row.candidate.source, launch), label=row.candidate.label,
+            explanation=row.candidate.explanation, passes=tuple(row.candidate.passes),
+            launch=launch, source=row.candidate.source, result=row.result))
+    baseline_launch = _baseline_launch(result)
+    return RunRecord(
+        key=key, path=str(Path(target.path).resolve()), kernel=target.kernel.qualified_name,
+        base_sha=sha256_text(target.text), device=result.evaluation.device,
+        baseline=result.evaluation.baseline, baseline_compile=result.evaluation.baseline_compile,
+        bytes_moved=case.bytes_moved, flops=case.flops,
+        threads_per_block=baseline_launch[0], shared_bytes=baseline_launch[1],
+        spec_origin=target.spec_origin, provenance=provenance, created=created,
+        candidates=tuple(candidates), budget=budget, seed=seed)
+
+
+def _baseline_launch(result: OptimizeResult) -> tuple[int, int]:
+    """(threads per block, dynamic shared bytes) of the baseline's timed launch, resolved
+    from the spec with the device's SM count; (0, 0) when it cannot be resolved."""
+    from cudalens.spec.resolve import resolve_launch, sizes_for
+    from cudalens.spec.errors import SpecError
+
+    spec = result.target.spec
+    try:
+        launch = resolve_launch(spec.launch, sizes_for(spec, "nominal"),
+                                result.evaluation.device.sm_count)
+    except (SpecError, ValueError, KeyError):
+        return 0, 0
+    return launch.threads_per_block, launch.shared_bytes

@@ -1,0 +1,60 @@
+"""End to end from a real editor: headless Neovim (Debian's ``neovim`` package) opens an
+example, runs the "Optimize kernel" code action against ``cudalens lsp`` (with the runner
+that replays recorded H200 results), applies the candidate, writes the file, and the file on
+disk is checked.
+
+Neovim is installed by ``tests/data/lsp/install_neovim.sh`` (apt-get); where it is missing
+the test skips and says how to get it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
+
+from harness import HERE, ROOT, copy_example, server_env  # noqa: E402
+from replay_runner import coverage_problem  # noqa: E402
+
+NVIM = shutil.which("nvim")
+_GAP = coverage_problem("saxpy")
+
+
+@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed: run "
+                    "`bash tests/data/lsp/install_neovim.sh` (apt-get install neovim) first")
+@pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
+def test_neovim_optimizes_and_applies_saxpy(tmp_path):
+    path = copy_example(tmp_path, "saxpy.cu")
+    original = path.read_text()
+    log = tmp_path / "nvim.log"
+    env = server_env({"CUDALENS_WS": str(tmp_path), "CUDALENS_FILE": str(path),
+                      "CUDALENS_PYTHON": sys.executable, "CUDALENS_NVIM_LOG": str(log),
+                      "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+                      "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+                      "XDG_STATE_HOME": str(tmp_path / "xdg-state")})
+    proc = subprocess.run([NVIM, "--headless", "--clean", "-n", "-u", "NONE",
+                           "-c", f"luafile {HERE / 'nvim_e2e.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    steps = log.read_text() if log.exists() else ""
+    assert proc.returncode == 0, f"nvim exited {proc.returncode}\n{steps}\n{proc.stderr[-2000:]}"
+    assert steps.splitlines() == ["initialized", "action: Optimize kernel saxpy (built-in passes)",
+                                  "action: Apply candidate (1.28x, verified)", "applied",
+                                  "written"]
+
+    recorded = json.loads((ROOT / "benchmarks/results/h200-examples-2026-11-29-0295825.json")
+                          .read_text())
+    run = next(r for r in recorded["runs"] if r["kernel"] == "saxpy")
+    diff = list(difflib.unified_diff(original.splitlines(True), path.read_text().splitlines(True),
+                                     "a", "b"))
+    assert diff[2:] == run["diff"].splitlines(True)[2:]
+    spec = (tmp_path / "saxpy.cu.spec").read_text()
+    assert "block = 128\ngrid = ceil_div(n, block.x * 4)\n" in spec
+    assert os.path.exists(tmp_path / ".cudalens" / "results.db")
