@@ -1,5 +1,12 @@
 """The candidate search: compose the built-in passes and their parameters.
 
+This is the search ``cudalens optimize`` and the language server use by default: the passes it
+composes are those whose candidates were measured on an H200 (``benchmarks/results/``), which
+the language server's CI replays. ``cudalens.optimizer.staged_search`` composes every pass
+(tiled transpose and matmul, warp reductions, warp per row, unrolling, fast math) with the
+batched, compile-pruned search of ``cudalens.optimizer.batched``; it becomes the default once
+its candidates are measured on the GPU and recorded.
+
 Passes are composed in stages (``STAGES``): qualifiers, then one body rewrite, then the
 block size; each stage may also be skipped. Every combination whose passes all apply is
 built (after a source rewrite the text is re-parsed, so later passes see the new kernel).
@@ -22,7 +29,7 @@ from typing import Optional
 
 from cudalens.optimizer.candidate import Candidate, launch_key, make_label
 from cudalens.optimizer.context import PassContext
-from cudalens.optimizer.passes import (PASSES, gridstride, launch_config, restrict_const,
+from cudalens.optimizer.passes import (gridstride, launch_config, restrict_const,
                                        vectorize_gridstride)
 
 STAGES: tuple[tuple[ModuleType, ...], ...] = (
@@ -42,9 +49,9 @@ class _Plan:
 
 
 def preconditions(ctx: PassContext) -> list[tuple[str, Optional[str]]]:
-    """For every built-in pass, in ``PASSES`` order: (name, None) when it applies to the
-    kernel as it is, else (name, the reason it does not)."""
-    return [(p.name, p.check(ctx)) for p in PASSES]
+    """For every pass this search composes, in stage order: (name, None) when it applies to
+    the kernel as it is, else (name, the reason it does not)."""
+    return [(p.name, p.check(ctx)) for stage in STAGES for p in stage]
 
 
 def _plans(ctx: PassContext) -> list[_Plan]:

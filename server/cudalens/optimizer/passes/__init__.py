@@ -4,22 +4,30 @@ A pass is a module with ``name`` (str), ``check(ctx) -> str | None`` (None when 
 else the reason it does not, in a CUDA developer's words), ``parameter_space(ctx) ->
 tuple[dict, ...]`` (keyword arguments for ``apply``, the default first) and
 ``apply(ctx, **params) -> PassResult`` (raises ``PassNotApplicable`` when ``check`` fails).
-A pass keeps the kernel's parameter names, types and order (it may add qualifiers).
+A pass keeps the kernel's parameter names, types and order (it may add qualifiers). A module
+may set ``TUNING = True`` when the pass only tunes what the others built (the search then
+does not use it for a structure's first, representative candidate).
 
-``PASSES`` is in the order the search composes them: qualifiers, then the body rewrite
-(``gridstride`` and ``vectorize_gridstride`` exclude each other: after one, the other's
-pattern no longer matches), then the block size.
+``PASSES`` is in the order the search composes them (``cudalens.optimizer.staged_search.STAGES``):
+qualifiers; one body rewrite (the structural rewrites and the grid-stride ones exclude each
+other: after one, the others' patterns no longer match); loop unrolling; fast math; the block
+size; last ``__launch_bounds__`` for the block chosen, which the batched search adds where
+the compile report shows registers limiting occupancy.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from cudalens.optimizer.passes import (gridstride, launch_config, restrict_const,
-                                       vectorize_gridstride)
+from cudalens.optimizer.passes import (fast_math, gridstride, launch_bounds, launch_config,
+                                       restrict_const, tiled_matmul, tiled_transpose, unroll,
+                                       vectorize_gridstride, warp_per_row, warp_reduce)
 
-PASSES: tuple[ModuleType, ...] = (restrict_const, vectorize_gridstride, gridstride,
-                                  launch_config)
+BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, tiled_matmul, warp_reduce,
+                                         warp_per_row, vectorize_gridstride, gridstride)
+
+PASSES: tuple[ModuleType, ...] = (restrict_const, *BODY_REWRITES, unroll, fast_math,
+                                  launch_config, launch_bounds)
 
 BY_NAME: dict[str, ModuleType] = {p.name: p for p in PASSES}
 

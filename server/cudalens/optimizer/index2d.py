@@ -1,0 +1,274 @@
+"""Recognizing the one-thread-per-element 2D kernel that the tiled rewrites start from.
+
+The pattern (either index first, any integer type, ``const`` or not, casts and parentheses
+allowed, index macros expanded)::
+
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < rows && col < cols) {          // or: if (row >= rows || col >= cols) return;
+        ...statements...
+    }
+
+where each bound is an integer expression of scalar parameters, integer macros and
+literals. ``match`` returns the two axes, the guard and the guarded statements; the passes
+built on it (``tiled_transpose``, ``tiled_matmul``) check what the statements do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
+from cudalens.optimizer.context import PassContext
+from cudalens.optimizer.macros import Macro, file_macros, int_value
+from cudalens.optimizer.syntax import (Parsed, find_definition, first_error, named_children,
+                                       parse, unparen, walk)
+from cudalens.spec import dtypes
+from cudalens.spec.model import ScalarDecl
+from cudalens.spec.poly import Poly
+
+_BOUND_OPERATORS = ("+", "-", "*", "/", "%", "<<", ">>")
+
+
+class NoMatch(Exception):
+    """The kernel does not fit the pattern; the message says why, with the line."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One index variable: ``var`` (C name) of C type ``ctype`` on thread axis ``axis``
+    (``"x"``/``"y"``), in range while ``var < bound`` (C text); ``bound_spec`` is the bound as
+    a spec expression of the sizes, ``bound_poly`` as a polynomial of the kernel's names."""
+
+    var: str
+    ctype: str
+    axis: str
+    bound: str
+    bound_spec: str
+    bound_poly: Poly
+
+
+@dataclass(frozen=True)
+class Grid2D:
+    """A matched 2D kernel.
+
+    ``guard``: C text of a condition true exactly for in-range indices (the original's
+    condition, or ``!(...)`` of its early-return condition); ``statements``: the guarded
+    statements, in order; ``first_statement_line``: for messages. ``macros`` are the file's.
+    """
+
+    x: Axis
+    y: Axis
+    guard: str
+    statements: tuple[tree_sitter.Node, ...]
+    parsed: Parsed
+    body: tree_sitter.Node
+    macros: dict[str, Macro]
+
+    def axis_of(self, var: str) -> Optional[Axis]:
+        return self.x if var == self.x.var else self.y if var == self.y.var else None
+
+
+def _fail(msg: str) -> NoMatch:
+    return NoMatch(msg)
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
+              macros: dict[str, Macro]) -> str:
+    """A bound as a spec expression: scalar parameters replaced by their spec values, integer
+    macros by their values.
+
+    Raises:
+        NoMatch: the bound uses anything else (a local variable, a call, a float).
+    """
+    node = unparen(node)
+    text = parsed.text_of(node)
+    if node.type == "identifier":
+        if text in macros and int_value(macros[text]) is not None:
+            return str(int_value(macros[text]))
+        try:
+            decl = ctx.spec.param(text)
+        except KeyError:
+            decl = None
+        if not isinstance(decl, ScalarDecl):
+            raise _fail(f"the bound '{text}' (line {parsed.line_of(node)}) is not a scalar "
+                        f"parameter or an integer macro")
+        spec_type = dtypes.spec_type_for_c(decl.type) or decl.type
+        if spec_type not in dtypes.SPEC_TYPES or dtypes.is_float(spec_type):
+            raise _fail(f"the bound '{text}' has type {decl.type}, expected an integer")
+        expr = decl.expr.strip()
+        return expr if expr.replace("_", "a").isalnum() else f"({expr})"
+    if node.type == "number_literal":
+        try:
+            return str(int(text.rstrip("uUlL"), 0))
+        except ValueError:
+            pass
+    if node.type == "binary_expression":
+        op = node.child_by_field_name("operator").type
+        if op in _BOUND_OPERATORS:
+            left = spec_text(node.child_by_field_name("left"), parsed, ctx, macros)
+            right = spec_text(node.child_by_field_name("right"), parsed, ctx, macros)
+            return f"({left} {op} {right})"
+    raise _fail(f"the bound '{text}' (line {parsed.line_of(node)}) is not an integer "
+                f"expression of scalar parameters")
+
+
+def _index_declarations(stmts: list[tree_sitter.Node], parsed: Parsed,
+                        scope: Scope) -> tuple[dict[str, tuple[str, str]], int]:
+    """{var: (axis, ctype)} of the global-index declarations at the start; and how many
+    statements they take."""
+    found: dict[str, tuple[str, str]] = {}
+    used = 0
+    for stmt in stmts:
+        if stmt.type != "declaration" or len(found) == 2:
+            break
+        type_node = stmt.child_by_field_name("type")
+        ctype = " ".join(parsed.text_of(type_node).split()) if type_node is not None else ""
+        decls = stmt.children_by_field_name("declarator")
+        got = []
+        for d in decls:
+            if d.type != "init_declarator":
+                break
+            name = d.child_by_field_name("declarator")
+            value = d.child_by_field_name("value")
+            if name is None or name.type != "identifier":
+                break
+            p = poly_of(value, parsed, scope)
+            axis = next((a for a in ("x", "y") if is_global_index(p, a)), None)
+            if axis is None:
+                break
+            got.append((parsed.text_of(name), axis))
+        if len(got) != len(decls):
+            break
+        if ctype == "auto":
+            ctype = "unsigned int"  # blockIdx.x * blockDim.x + threadIdx.x is unsigned
+        spec = dtypes.spec_type_for_c(ctype)
+        if spec is None or dtypes.is_float(spec):
+            raise _fail(f"the index {got[0][0]} at line {parsed.line_of(stmt)} has type "
+                        f"'{ctype}', expected an integer type")
+        for name, axis in got:
+            found[name] = (axis, ctype)
+        used += 1
+    return found, used
+
+
+def _comparison(node: tree_sitter.Node, parsed: Parsed, names: set[str], exit_: bool):
+    """(var, bound node) for ``var < bound`` (``var >= bound`` when ``exit_``), either side."""
+    node = unparen(node)
+    if node.type != "binary_expression":
+        return None
+    op = node.child_by_field_name("operator").type
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    is_var = lambda n: strip_casts(n, parsed).type == "identifier" and \
+        parsed.text_of(strip_casts(n, parsed)) in names
+    lt, gt = (">=", "<=") if exit_ else ("<", ">")
+    if op == lt and is_var(left):
+        return parsed.text_of(strip_casts(left, parsed)), right
+    if op == gt and is_var(right):
+        return parsed.text_of(strip_casts(right, parsed)), left
+    return None
+
+
+def _conjuncts(node: tree_sitter.Node, op: str) -> list[tree_sitter.Node]:
+    node = unparen(node)
+    if node.type == "binary_expression" and node.child_by_field_name("operator").type == op:
+        return _conjuncts(node.child_by_field_name("left"), op) + \
+            _conjuncts(node.child_by_field_name("right"), op)
+    return [node]
+
+
+def match(ctx: PassContext) -> Grid2D:
+    """Matches ``ctx``'s kernel against the 2D pattern.
+
+    Raises:
+        NoMatch: the kernel does not fit; the message says why, with the line.
+    """
+    k = ctx.kernel
+    parsed = parse(ctx.text)
+    definition = find_definition(parsed, k)
+    if definition is None:
+        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
+                    f"(parse errors around it)")
+    body = definition.child_by_field_name("body")
+    bad = first_error(body)
+    if bad is not None:
+        raise _fail(f"tree-sitter cannot read the body of {k.name} at line {parsed.line_of(bad)}"
+                    f" (often a macro); the pass needs the whole body")
+    macros = file_macros(parsed)
+    scope = Scope(macros=macros)
+    stmts = named_children(body)
+    indices, used = _index_declarations(stmts, parsed, scope)
+    axes = sorted(a for a, _ in indices.values())
+    if axes != ["x", "y"]:
+        first = stmts[0] if stmts else body
+        raise _fail("expected the body to start with the two global indices 'int col = "
+                    "blockIdx.x * blockDim.x + threadIdx.x;' and 'int row = blockIdx.y * "
+                    f"blockDim.y + threadIdx.y;', found '{_first_line(parsed.text_of(first))}' "
+                    f"at line {parsed.line_of(first)}")
+    if len(stmts) <= used:
+        raise _fail(f"expected a bounds guard after the indices at line "
+                    f"{parsed.line_of(stmts[used - 1])}, found nothing")
+    guard_stmt = stmts[used]
+    where = f"line {parsed.line_of(guard_stmt)}"
+    names = set(indices)
+    expected = ("expected the bounds guard 'if (row < rows && col < cols)' or 'if (row >= "
+                "rows || col >= cols) return;'")
+    if guard_stmt.type != "if_statement" or \
+            guard_stmt.child_by_field_name("alternative") is not None:
+        raise _fail(f"{expected} after the indices, found "
+                    f"'{_first_line(parsed.text_of(guard_stmt))}' at {where}")
+    cond = guard_stmt.child_by_field_name("condition")
+    consequence = guard_stmt.child_by_field_name("consequence")
+    inner = consequence
+    if inner.type == "compound_statement" and len(named_children(inner)) == 1:
+        inner = named_children(inner)[0]
+    exit_ = inner.type == "return_statement" and not named_children(inner)
+    parts = _conjuncts(cond, "||" if exit_ else "&&")
+    bounds: dict[str, tree_sitter.Node] = {}
+    for part in parts:
+        got = _comparison(part, parsed, names, exit_)
+        if got is None or got[0] in bounds:
+            raise _fail(f"{expected}, found 'if {parsed.text_of(cond)}' at {where}")
+        bounds[got[0]] = got[1]
+    if set(bounds) != names:
+        missing = ", ".join(sorted(names - set(bounds)))
+        raise _fail(f"the guard at {where} does not bound {missing}")
+    if exit_:
+        statements = tuple(stmts[used + 1:])
+        guard = f"!({parsed.text_of(unparen(cond))})"
+    else:
+        if len(stmts) > used + 1:
+            raise _fail(f"statements follow the bounds guard at line "
+                        f"{parsed.line_of(stmts[used + 1])}; expected the guard to end the kernel")
+        statements = tuple(named_children(consequence)) \
+            if consequence.type == "compound_statement" else (consequence,)
+        guard = parsed.text_of(unparen(cond))
+    if not statements:
+        raise _fail(f"the guarded body at {where} is empty")
+    made: dict[str, Axis] = {}
+    for var, (axis, ctype) in indices.items():
+        bnode = bounds[var]
+        bpoly = poly_of(bnode, parsed, scope)
+        if bpoly is None:
+            raise _fail(f"the bound of {var} ('{parsed.text_of(bnode)}', {where}) is not an "
+                        f"integer expression")
+        made[axis] = Axis(var, ctype, axis, parsed.text_of(unparen(bnode)),
+                          spec_text(bnode, parsed, ctx, macros), bpoly)
+    for stmt in statements:
+        for n in walk(stmt):
+            if n.type == "assignment_expression" or n.type == "update_expression":
+                target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+                if target is not None and unparen(target).type == "identifier" and \
+                        parsed.text_of(unparen(target)) in names:
+                    raise _fail(f"the body changes {parsed.text_of(unparen(target))} at line "
+                                f"{parsed.line_of(n)}")
+    return Grid2D(x=made["x"], y=made["y"], guard=guard, statements=statements, parsed=parsed,
+                  body=body, macros=macros)

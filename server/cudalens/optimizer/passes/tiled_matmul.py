@@ -1,0 +1,343 @@
+"""Pass ``tiled_matmul``: a naive matrix product staged through shared-memory tiles.
+
+In the naive kernel every thread reads a whole row of ``A`` and a whole column of ``B`` from
+global memory: ``2 * K`` loads per output, and each element of ``A`` and ``B`` is loaded by
+``N`` (resp. ``M``) different threads. Staging ``T x T`` tiles of both operands in shared
+memory (each loaded once per block, coalesced) divides the global loads by ``T``, and each
+thread computing ``R`` outputs of one column reuses every ``B`` value it reads from shared
+memory ``R`` times (D. Kirk and W. Hwu, "Programming Massively Parallel Processors", ch. 5,
+tiled matrix multiplication; CUDA C++ Programming Guide, "Shared Memory", matrix
+multiplication example).
+
+Recognized (``cudalens.optimizer.index2d`` for the indices and the guard)::
+
+    T acc = INIT;                              // INIT without loads or indices
+    for (int p = 0; p < K; ++p)                // or p++, p += 1
+        acc += A[f(row, p)] * B[g(p, col)];    // one statement reading two buffers
+    ...statements using acc (the store)...
+
+where one operand's index uses ``p`` and only the y index, the other ``p`` and only the x
+index (either order of the factors, any affine layout, index macros expanded).
+
+Each output still adds the same terms in the same order ``p = 0 .. K-1``: the rewrite pastes
+the original loop statement with the two loads replaced by tile reads, and stops each tile's
+inner loop at ``K``, so the results are bit for bit the original's. The tiles are zero-filled
+outside the matrices only so that no thread reads out of bounds; those slots are never added.
+
+Parameters: ``tile`` (32 or 16) and ``rows_per_thread`` R (4, 1, 2, 8): block ``tile x tile /
+R``, grid ``ceil_div(x bound, tile) x ceil_div(y bound, tile)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer import index2d, structural
+from cudalens.optimizer.affine import Scope, poly_of, split_linear
+from cudalens.optimizer.aliasing import aliased_arguments
+from cudalens.optimizer.candidate import PassResult
+from cudalens.optimizer.context import PassContext, PassNotApplicable
+from cudalens.optimizer.pointer_uses import pointer_uses
+from cudalens.optimizer.syntax import Parsed, named_children, unparen, walk
+from cudalens.spec import dtypes
+from cudalens.spec.model import ScalarDecl
+from cudalens.spec.poly import Poly
+
+name = "tiled_matmul"
+
+SHAPES: tuple[tuple[int, int], ...] = ((32, 4), (32, 1), (16, 1), (32, 2), (32, 8))
+
+
+@dataclass(frozen=True)
+class _Match:
+    grid: index2d.Grid2D
+    acc: str
+    acc_decl: tree_sitter.Node
+    loop: tree_sitter.Node
+    var: str  # the loop counter p
+    bound: str  # K, as written
+    statement: tree_sitter.Node  # the loop's statement
+    read_y: tree_sitter.Node  # the load whose index uses the y index
+    read_x: tree_sitter.Node
+    y_name: str  # buffer names
+    x_name: str
+    y_type: str  # element C types
+    x_type: str
+    post: tuple[tree_sitter.Node, ...]
+    coalesced: tuple[bool, bool]  # (y operand contiguous along p, x operand along x index)
+
+
+def _fail(msg: str) -> index2d.NoMatch:
+    return index2d.NoMatch(msg)
+
+
+def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
+    text = " ".join(parsed.text_of(node).split())
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _loop_parts(loop: tree_sitter.Node, parsed: Parsed, scope: Scope) -> tuple[str, tree_sitter.Node]:
+    """(counter, bound node) of ``for (int p = 0; p < K; ++p)``; raises NoMatch."""
+    bad = _fail(f"expected the loop 'for (int p = 0; p < K; ++p)', found "
+                f"'{_short(parsed, loop)}' at line {parsed.line_of(loop)}")
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or init.type != "declaration" or cond is None or update is None:
+        raise bad
+    decls = init.children_by_field_name("declarator")
+    if len(decls) != 1 or decls[0].type != "init_declarator":
+        raise bad
+    var = parsed.text_of(decls[0].child_by_field_name("declarator"))
+    if poly_of(decls[0].child_by_field_name("value"), parsed, scope) != Poly():
+        raise bad
+    cond = unparen(cond)
+    if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" or \
+            parsed.text_of(unparen(cond.child_by_field_name("left"))) != var:
+        raise bad
+    up = unparen(update)
+    text = parsed.text_of(up).replace(" ", "")
+    if text not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
+        raise bad
+    return var, cond.child_by_field_name("right")
+
+
+def _uses(p: Poly, name: str) -> bool:
+    coef, _ = split_linear(p, name)
+    return coef != Poly()
+
+
+def _match(ctx: PassContext) -> _Match:
+    g = index2d.match(ctx)
+    parsed = g.parsed
+    scope = Scope(macros=g.macros)
+    stmts = list(g.statements)
+    loops = [i for i, s in enumerate(stmts) if s.type == "for_statement"]
+    if len(loops) != 1:
+        raise _fail(f"expected one loop over k in the guarded body, found {len(loops)}")
+    li = loops[0]
+    loop, pre, post = stmts[li], stmts[:li], tuple(stmts[li + 1:])
+    if len(pre) != 1 or pre[0].type != "declaration":
+        raise _fail("expected exactly the accumulator's declaration ('float acc = 0.0f;') "
+                    "before the loop")
+    decls = pre[0].children_by_field_name("declarator")
+    if len(decls) != 1 or decls[0].type != "init_declarator":
+        raise _fail(f"expected 'T acc = value;' before the loop, found "
+                    f"'{_short(parsed, pre[0])}' (line {parsed.line_of(pre[0])})")
+    acc = parsed.text_of(decls[0].child_by_field_name("declarator"))
+    init = decls[0].child_by_field_name("value")
+    names = {g.x.var, g.y.var}
+    pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
+    if {parsed.text_of(n) for n in walk(init) if n.type == "identifier"} & (names | pointers):
+        raise _fail(f"the accumulator's initial value '{parsed.text_of(init)}' uses the "
+                    f"indices or a buffer")
+    var, bound = _loop_parts(loop, parsed, scope)
+    for n in walk(bound):
+        if n.type == "identifier":
+            word = parsed.text_of(n)
+            decl = None
+            try:
+                decl = ctx.spec.param(word)
+            except KeyError:
+                pass
+            if not isinstance(decl, ScalarDecl) and word not in g.macros:
+                raise _fail(f"the loop bound '{parsed.text_of(bound)}' (line "
+                            f"{parsed.line_of(loop)}) uses {word}, not a scalar parameter")
+    body = loop.child_by_field_name("body")
+    inner = named_children(body) if body.type == "compound_statement" else [body]
+    if len(inner) != 1 or inner[0].type != "expression_statement":
+        raise _fail(f"expected one statement 'acc += A[...] * B[...];' in the loop at line "
+                    f"{parsed.line_of(loop)}")
+    statement = inner[0]
+    expr = named_children(statement)[0]
+    if expr.type != "assignment_expression" or \
+            parsed.text_of(unparen(expr.child_by_field_name("left"))) != acc:
+        raise _fail(f"the loop's statement '{_short(parsed, statement)}' (line "
+                    f"{parsed.line_of(statement)}) does not accumulate into {acc}")
+    for n in walk(expr.child_by_field_name("right")):
+        if n.type in ("assignment_expression", "update_expression"):
+            raise _fail(f"the loop's statement assigns twice (line {parsed.line_of(n)})")
+    for node in [statement, *post]:
+        tied = structural.thread_tied(node, parsed)
+        if tied:
+            raise _fail(f"the body uses {tied}; threads cooperate already")
+        call = structural.impure_call(node, parsed, g.macros)
+        if call:
+            raise _fail(f"the body calls {call}, which may have side effects")
+    uses = pointer_uses(statement, parsed, pointers)
+    if len(uses) != 2 or any(u.kind != "read" or u.form != "subscript" or u.index is None
+                             for u in uses):
+        shown = ", ".join(f"'{u.text}'" for u in uses) or "none"
+        raise _fail(f"expected the loop's statement to read two buffers once each as X[...], "
+                    f"found {shown} (line {parsed.line_of(statement)})")
+    reads = {}
+    for u in uses:
+        p = poly_of(u.index, parsed, scope)
+        if p is None:
+            raise _fail(f"cannot read the index of '{u.text}' (line {u.line}) as an integer "
+                        f"polynomial")
+        try:
+            uses_y, uses_x, uses_k = _uses(p, g.y.var), _uses(p, g.x.var), _uses(p, var)
+        except ValueError:
+            raise _fail(f"the index of '{u.text}' (line {u.line}) is not affine") from None
+        if not uses_k or uses_x == uses_y:
+            raise _fail(f"'{u.text}' (line {u.line}) must use {var} and exactly one of "
+                        f"{g.y.var}, {g.x.var}: not a matrix product's operand")
+        side = "y" if uses_y else "x"
+        if side in reads:
+            raise _fail(f"both operands use {g.y.var if side == 'y' else g.x.var}: not a "
+                        f"matrix product")
+        coef_k, _ = split_linear(p, var)
+        coef_x, _ = split_linear(p, g.x.var)
+        reads[side] = (u, coef_k == Poly.const(1) if side == "y" else coef_x == Poly.const(1))
+    reads_nodes = {reads["y"][0].access, reads["x"][0].access}
+    for n in walk(statement):
+        if n.type == "identifier" and parsed.text_of(n) in (names | {var}) and \
+                not any(r.start_byte <= n.start_byte < r.end_byte for r in reads_nodes):
+            raise _fail(f"the loop's statement uses {parsed.text_of(n)} outside the two loads "
+                        f"(line {parsed.line_of(n)})")
+    for node in post:
+        for n in walk(node):
+            if n.type == "identifier" and parsed.text_of(n) == var:
+                raise _fail(f"the statements after the loop use {var} (line {parsed.line_of(n)})")
+    ry, rx = reads["y"][0], reads["x"][0]
+    return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
+                  rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,
+                  ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]))
+
+
+def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    body = ctx.text[ctx.kernel.body_start_byte:ctx.kernel.body_end_byte]
+    if any(d in body for d in ("threadIdx.z", "blockIdx.z", "blockDim.z")):
+        return "the kernel indexes along z; the pass rewrites 2D matrix products", None
+    if ctx.spec.atomics:
+        return "the spec marks the kernel as using atomics", None
+    reason = structural.block_dependence(ctx)
+    if reason:
+        return reason, None
+    try:
+        m = _match(ctx)
+    except index2d.NoMatch as exc:
+        return str(exc), None
+    alias = aliased_arguments(ctx)
+    if alias:
+        return alias, None
+    return None, m
+
+
+def check(ctx: PassContext) -> Optional[str]:
+    """None when the kernel is a naive matrix product the pass can tile, else the reason."""
+    return _plan(ctx)[0]
+
+
+def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
+    """One application per (tile, rows per thread), 32x32 with 4 rows per thread first."""
+    return tuple({"tile": t, "rows_per_thread": r} for t, r in SHAPES)
+
+
+def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassResult:
+    """The tiled kernel with block ``tile x tile / rows_per_thread``.
+
+    Raises:
+        PassNotApplicable: the precondition fails (the message says why).
+        ValueError: (tile, rows_per_thread) is not one of ``SHAPES``.
+    """
+    if (tile, rows_per_thread) not in SHAPES:
+        raise ValueError(f"(tile, rows_per_thread) must be one of {SHAPES}, found "
+                         f"{(tile, rows_per_thread)!r}")
+    reason, m = _plan(ctx)
+    if reason is not None:
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    p = m.grid.parsed
+    gx, gy = m.grid.x, m.grid.y
+    w = structural.Layout(ctx)
+    kt, kr, kstep = w.fresh("kTile"), w.fresh("kRows"), w.fresh("kStep")
+    ys, xs, accs = w.fresh(f"{m.y_name}_tile"), w.fresh(f"{m.x_name}_tile"), w.fresh(f"{m.acc}_r")
+    k0, kk, r, yrow = w.fresh(f"{m.var}0"), w.fresh(f"{m.var}{m.var}"), w.fresh("r"), w.fresh("yrow")
+    y_t, x_t = dtypes.normalize_c_type(gy.ctype), dtypes.normalize_c_type(gx.ctype)
+    decl_type = p.text_of(m.acc_decl.child_by_field_name("type"))
+    init = p.text_of(m.acc_decl.children_by_field_name("declarator")[0].child_by_field_name("value"))
+    y_first = f"blockIdx.y * {kt} + threadIdx.y"
+    x_here = f"blockIdx.x * {kt} + threadIdx.x"
+    w(1, f"// cudalens tiled_matmul: {tile}x{tile} tiles of {m.y_name} and {m.x_name} staged in "
+         f"shared memory, each thread computing")
+    w(1, f"// {rows_per_thread} output{'s' if rows_per_thread > 1 else ''} of one column; "
+         f"every output adds the same terms in the same order as before.")
+    w(1, f"constexpr int {kt} = {tile};")
+    w(1, f"constexpr int {kr} = {rows_per_thread};")
+    w(1, f"constexpr int {kstep} = {kt} / {kr};  // threads per column of the block")
+    w(1, f"__shared__ {m.y_type} {ys}[{kt}][{kt}];")
+    w(1, f"__shared__ {m.x_type} {xs}[{kt}][{kt}];")
+    w(1, f"{decl_type} {accs}[{kr}];")
+    w(1, "#pragma unroll")
+    w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {accs}[{r}] = {init};")
+    w(1, f"for (int {k0} = 0; {k0} < ({m.bound}); {k0} += {kt}) {{")
+    w(2, "#pragma unroll")
+    w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
+    w(3, f"const int {yrow} = threadIdx.y + {r} * {kstep};")
+    w(3, f"const {y_t} {gy.var} = blockIdx.y * {kt} + {yrow};")
+    w(3, f"const int {m.var} = {k0} + threadIdx.x;")
+    w(3, f"{ys}[{yrow}][threadIdx.x] = ({gy.var} < {gy.bound} && {m.var} < ({m.bound})) ? "
+         f"{p.text_of(m.read_y)} : ({m.y_type})0;")
+    w(2, "}")
+    w(2, "#pragma unroll")
+    w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
+    w(3, f"const int {yrow} = threadIdx.y + {r} * {kstep};")
+    w(3, f"const int {m.var} = {k0} + {yrow};")
+    w(3, f"const {x_t} {gx.var} = {x_here};")
+    w(3, f"{xs}[{yrow}][threadIdx.x] = ({m.var} < ({m.bound}) && {gx.var} < {gx.bound}) ? "
+         f"{p.text_of(m.read_x)} : ({m.x_type})0;")
+    w(2, "}")
+    w(2, "__syncthreads();")
+    acc_nodes = [n for n in walk(m.statement) if n.type == "identifier" and p.text_of(n) == m.acc]
+    stmt = structural.text_with(p, m.statement, [(m.read_y, f"{ys}[threadIdx.y + {r} * {kstep}][{kk}]"),
+                                                 (m.read_x, f"{xs}[{kk}][threadIdx.x]")]
+                                + [(n, f"{accs}[{r}]") for n in acc_nodes])
+    # A whole tile runs a loop of constant trip count, which the compiler unrolls; the last,
+    # partial tile stops at K.
+    w(2, f"if ({k0} + {kt} <= ({m.bound})) {{")
+    w(3, "#pragma unroll")
+    w(3, f"for (int {kk} = 0; {kk} < {kt}; ++{kk}) {{")
+    w(4, "#pragma unroll")
+    w(4, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
+    w.text_block(5, stmt)
+    w(4, "}")
+    w(3, "}")
+    w(2, "} else {")
+    w(3, f"for (int {kk} = 0; {k0} + {kk} < ({m.bound}); ++{kk}) {{")
+    w(4, "#pragma unroll")
+    w(4, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
+    w.text_block(5, stmt)
+    w(4, "}")
+    w(3, "}")
+    w(2, "}")
+    w(2, "__syncthreads();")
+    w(1, "}")
+    w(1, "#pragma unroll")
+    w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
+    w(2, f"const {y_t} {gy.var} = {y_first} + {r} * {kstep};")
+    w(2, f"const {x_t} {gx.var} = {x_here};")
+    w(2, f"if ({m.grid.guard}) {{")
+    for node in m.post:
+        accs_in = [n for n in walk(node) if n.type == "identifier" and p.text_of(n) == m.acc]
+        w.text_block(3, structural.text_with(p, node, [(n, f"{accs}[{r}]") for n in accs_in]))
+    w(2, "}")
+    w(1, "}")
+    source = w.source()
+    launch = dataclasses.replace(
+        ctx.launch, block=(str(tile), str(tile // rows_per_thread)),
+        grid=(f"ceil_div({gx.bound_spec}, {tile})", f"ceil_div({gy.bound_spec}, {tile})"))
+    coalesced = " and coalesced" if all(m.coalesced) else ""
+    reuse = (f", and each {m.x_name} value read from shared memory serves {rows_per_thread} "
+             f"outputs held in registers" if rows_per_thread > 1 else "")
+    explanation = (f"{tile}x{tile} shared-memory tiles: each element of {m.y_name} and "
+                   f"{m.x_name} is loaded from global memory once per tile{coalesced} instead "
+                   f"of once per thread ({tile}x fewer global loads){reuse}; block "
+                   f"{tile}x{tile // rows_per_thread}; same terms added in the same order, so "
+                   f"the results are unchanged")
+    tags = ("tiled-matmul", f"tile={tile}x{rows_per_thread}", f"block={tile}x{tile // rows_per_thread}")
+    return PassResult(source=source, launch=launch, tags=tags, explanation=explanation)

@@ -1,0 +1,283 @@
+"""Pass ``tiled_transpose``: a naive 2D transpose staged through a padded shared-memory tile.
+
+A naive transpose ``out[col * rows + row] = in[row * cols + col]`` reads along rows and
+writes along columns (or the reverse), so one side of every warp request touches 32
+different 32-byte sectors for 32 elements. Staging a 32x32 tile in shared memory lets a
+block read the tile with consecutive threads on consecutive input elements and write it
+with consecutive threads on consecutive output elements, so both sides are coalesced. The
+tile is 33 columns wide so that reading it by columns maps the 32 lanes of a warp to 32
+different banks (M. Harris, "An Efficient Matrix Transpose in CUDA C/C++", NVIDIA developer
+blog, 2013; CUDA C++ Best Practices Guide, "Shared Memory and Memory Banks").
+
+Recognized (``cudalens.optimizer.index2d`` for the indices and the guard): the guarded body
+is optional local declarations and one statement ``out[F] = E;`` where ``E`` reads one
+other pointer parameter once, ``in[G]`` (or ``__ldg(&in[G])``), with scalars, literals and
+pure math calls around it, and where ``G`` and ``F`` are affine in the two indices with
+coefficient 1 on *different* indices (one side contiguous along each index): a transpose.
+Index macros and either index order are fine; any leading dimensions are, since the rewrite
+pastes the original index expressions and guard.
+
+The rewrite (each thread moves ``32 / block_rows`` elements each way)::
+
+    __shared__ T tile[32][33];
+    for (j = threadIdx.y; j < 32; j += blockDim.y)   // read: threadIdx.x along in's rows
+        { a = tileA * 32 + threadIdx.x; b = tileB * 32 + j; if (guard) tile[j][tx] = E; }
+    __syncthreads();
+    for (j = threadIdx.y; j < 32; j += blockDim.y)   // write: threadIdx.x along out's rows
+        { a = tileA * 32 + j; b = tileB * 32 + threadIdx.x; if (guard) out[F] = tile[tx][j]; }
+
+with block ``32 x block_rows`` and grid ``ceil_div(A, 32) x ceil_div(B, 32)``, where ``a``
+is the index contiguous in ``in`` and ``b`` the one contiguous in ``out``.
+
+Parameters: ``block_rows`` (8, 16, 4, 32; 8 is the blog's choice).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer import index2d, structural
+from cudalens.optimizer.affine import Scope, poly_of, split_linear
+from cudalens.optimizer.aliasing import aliased_arguments
+from cudalens.optimizer.candidate import PassResult
+from cudalens.optimizer.context import PassContext, PassNotApplicable
+from cudalens.optimizer.pointer_uses import pointer_uses
+from cudalens.optimizer.syntax import Parsed, identifiers, named_children, unparen, walk
+from cudalens.spec import dtypes
+from cudalens.spec.model import BufferDecl
+from cudalens.spec.poly import Poly
+
+name = "tiled_transpose"
+
+TILE = 32
+BLOCK_ROWS = (8, 16, 4, 32)
+
+
+@dataclass(frozen=True)
+class _Match:
+    grid: index2d.Grid2D
+    decls: tuple[tree_sitter.Node, ...]
+    store: tree_sitter.Node  # the assignment expression out[F] = E
+    out: str
+    src: str
+    fast_in: index2d.Axis  # the index with coefficient 1 in in's subscript
+    fast_out: index2d.Axis
+    out_type: str
+    element_bytes: int
+
+
+def _fail(msg: str) -> index2d.NoMatch:
+    return index2d.NoMatch(msg)
+
+
+def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str,
+                     text: str, line: int) -> index2d.Axis:
+    found = []
+    for ax in axes:
+        try:
+            coef, _ = split_linear(p, ax.var)
+        except ValueError:
+            raise _fail(f"the {what} index '{text}' (line {line}) is not affine in "
+                        f"{ax.var}") from None
+        if coef == Poly():
+            raise _fail(f"the {what} index '{text}' (line {line}) does not use {ax.var}: not a "
+                        f"2D transpose")
+        found.append((ax, coef))
+    unit = [ax for ax, coef in found if coef == Poly.const(1)]
+    if len(unit) != 1:
+        raise _fail(f"the {what} index '{text}' (line {line}) is not contiguous along exactly "
+                    f"one of {axes[0].var}, {axes[1].var}")
+    return unit[0]
+
+
+def _match(ctx: PassContext) -> _Match:
+    g = index2d.match(ctx)
+    parsed = g.parsed
+    if ctx.spec.atomics:
+        raise _fail("the spec marks the kernel as using atomics")
+    stmts = list(g.statements)
+    store_stmt = stmts[-1]
+    decls = stmts[:-1]
+    locals_: dict[str, tuple[Parsed, tree_sitter.Node]] = {}
+    for d in decls:
+        if d.type != "declaration":
+            raise _fail(f"expected only local declarations before the final store, found "
+                        f"'{index2d._first_line(parsed.text_of(d))}' at line {parsed.line_of(d)}")
+        for decl in d.children_by_field_name("declarator"):
+            if decl.type != "init_declarator" or \
+                    decl.child_by_field_name("declarator").type != "identifier":
+                raise _fail(f"the declaration at line {parsed.line_of(d)} is not 'T name = "
+                            f"value;'")
+            locals_[parsed.text_of(decl.child_by_field_name("declarator"))] = \
+                (parsed, decl.child_by_field_name("value"))
+    expr = named_children(store_stmt)[0] if store_stmt.type == "expression_statement" and \
+        named_children(store_stmt) else None
+    if expr is None or expr.type != "assignment_expression" or \
+            expr.child_by_field_name("operator").type != "=":
+        raise _fail(f"expected the guarded body to end with 'out[...] = in[...];', found "
+                    f"'{index2d._first_line(parsed.text_of(store_stmt))}' at line "
+                    f"{parsed.line_of(store_stmt)}")
+    for node in stmts:
+        tied = structural.thread_tied(node, parsed)
+        if tied:
+            raise _fail(f"the body uses {tied}; threads cooperate already")
+        call = structural.impure_call(node, parsed, g.macros)
+        if call:
+            raise _fail(f"the body calls {call}, which may have side effects or depend on "
+                        f"the thread")
+        builtin = structural.builtin_uses(node, parsed)
+        if builtin:
+            raise _fail(f"the body uses {builtin} beyond the two indices")
+        for n in walk(node):
+            if n.type in ("assignment_expression", "update_expression") and n != expr:
+                raise _fail(f"the body assigns at line {parsed.line_of(n)} "
+                            f"('{parsed.text_of(n)}'); expected one store")
+    pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
+    uses = [u for s in stmts for u in pointer_uses(s, parsed, pointers)]
+    writes = [u for u in uses if u.kind != "read"]
+    reads = [u for u in uses if u.kind == "read"]
+    left = unparen(expr.child_by_field_name("left"))
+    if len(writes) != 1 or writes[0].access is None or writes[0].access != left or \
+            writes[0].form != "subscript" or writes[0].index is None:
+        shown = ", ".join(f"'{u.text}' (line {u.line})" for u in writes) or "none"
+        raise _fail(f"expected exactly one store 'out[...] = ...', found writes {shown}")
+    out = writes[0].name
+    if len(reads) != 1 or reads[0].form != "subscript" or reads[0].index is None or \
+            reads[0].name == out:
+        shown = ", ".join(f"'{u.text}' (line {u.line})" for u in reads) or "none"
+        raise _fail(f"expected the stored value to read one other buffer once as in[...], "
+                    f"found reads {shown}")
+    src = reads[0].name
+    scope = Scope(macros=g.macros, locals=locals_)
+    axes = (g.x, g.y)
+    p_out = poly_of(writes[0].index, parsed, scope)
+    p_in = poly_of(reads[0].index, parsed, scope)
+    for p, u, what in ((p_out, writes[0], "output"), (p_in, reads[0], "input")):
+        if p is None:
+            raise _fail(f"cannot read the {what} index '{parsed.text_of(u.index)}' (line "
+                        f"{u.line}) as an integer polynomial of the indices")
+    fast_in = _coefficient_one(p_in, axes, "input", parsed.text_of(reads[0].index), reads[0].line)
+    fast_out = _coefficient_one(p_out, axes, "output", parsed.text_of(writes[0].index),
+                                writes[0].line)
+    if fast_in.var == fast_out.var:
+        raise _fail(f"{src} and {out} are both contiguous along {fast_in.var}: a copy, not a "
+                    f"transpose (already coalesced on both sides)")
+    decl = ctx.spec.param(out) if out in {p.name for p in ctx.spec.params} else None
+    if not isinstance(decl, BufferDecl):
+        raise _fail(f"the spec has no in/out/inout line for {out}")
+    out_type = ctx.kernel.parameter(out).type
+    return _Match(g, tuple(decls), expr, out, src, fast_in, fast_out, out_type,
+                  structural.element_bytes(decl.type))
+
+
+def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    if any(dim in ctx.text[ctx.kernel.body_start_byte:ctx.kernel.body_end_byte]
+           for dim in ("threadIdx.z", "blockIdx.z", "blockDim.z")):
+        return "the kernel indexes along z; the pass rewrites 2D transposes", None
+    reason = structural.block_dependence(ctx)
+    if reason:
+        return reason, None
+    try:
+        m = _match(ctx)
+    except index2d.NoMatch as exc:
+        return str(exc), None
+    alias = aliased_arguments(ctx)
+    if alias:
+        return alias, None
+    return None, m
+
+
+def check(ctx: PassContext) -> Optional[str]:
+    """None when the kernel is a naive 2D transpose the pass can tile, else the reason."""
+    return _plan(ctx)[0]
+
+
+def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
+    """One application per block height, 32x8 first."""
+    return tuple({"block_rows": r} for r in BLOCK_ROWS)
+
+
+def _needed_decls(decls: tuple[tree_sitter.Node, ...], use: tree_sitter.Node,
+                  parsed: Parsed) -> list[tree_sitter.Node]:
+    """The local declarations ``use`` needs, directly or through other locals, in order (so
+    each phase computes only what it uses: the write phase does not re-read the input)."""
+    names = identifiers(use, parsed)
+    keep: list[tree_sitter.Node] = []
+    for d in reversed(decls):
+        declared = {parsed.text_of(x.child_by_field_name("declarator"))
+                    for x in d.children_by_field_name("declarator")}
+        if declared & names:
+            keep.append(d)
+            names |= identifiers(d, parsed)
+    return list(reversed(keep))
+
+
+def _decl_line(ax: index2d.Axis, value: str) -> str:
+    ctype = dtypes.normalize_c_type(ax.ctype)
+    return f"const {ctype} {ax.var} = {value};"
+
+
+def apply(ctx: PassContext, block_rows: int = 8) -> PassResult:
+    """The tiled kernel with block ``32 x block_rows``.
+
+    Raises:
+        PassNotApplicable: the precondition fails (the message says why).
+        ValueError: ``block_rows`` is not one of ``BLOCK_ROWS``.
+    """
+    if block_rows not in BLOCK_ROWS:
+        raise ValueError(f"block_rows must be one of {BLOCK_ROWS}, found {block_rows!r}")
+    reason, m = _plan(ctx)
+    if reason is not None:
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    parsed = m.grid.parsed
+    w = structural.Layout(ctx)
+    tile_n, tile, j = w.fresh("kTile"), w.fresh("tile"), w.fresh("j")
+    a, b = m.fast_in, m.fast_out
+    rhs_node = m.store.child_by_field_name("right")
+    lhs_node = m.store.child_by_field_name("left")
+    rhs, lhs = parsed.text_of(rhs_node), parsed.text_of(lhs_node)
+    needed = {"read": _needed_decls(m.decls, rhs_node, parsed),
+              "write": _needed_decls(m.decls, lhs_node, parsed)}
+    w(1, f"// cudalens tiled_transpose: a {TILE}x{TILE} tile staged in shared memory, padded to "
+         f"{TILE + 1} columns")
+    w(1, f"// so that reading it by columns is free of bank conflicts; {m.src} is read with "
+         f"threadIdx.x along {a.var}")
+    w(1, f"// and {m.out} written with threadIdx.x along {b.var}, so both sides are coalesced.")
+    w(1, f"constexpr int {tile_n} = {TILE};")
+    w(1, f"__shared__ {m.out_type} {tile}[{tile_n}][{tile_n} + 1];")
+    for phase in ("read", "write"):
+        if phase == "write":
+            w(1, "__syncthreads();")
+        w(1, f"for (int {j} = threadIdx.y; {j} < {tile_n}; {j} += blockDim.y) {{")
+        lane_a = "threadIdx.x" if phase == "read" else j
+        lane_b = j if phase == "read" else "threadIdx.x"
+        w(2, _decl_line(a, f"blockIdx.x * {tile_n} + {lane_a}"))
+        w(2, _decl_line(b, f"blockIdx.y * {tile_n} + {lane_b}"))
+        w(2, f"if ({m.grid.guard}) {{")
+        for d in needed[phase]:
+            w.text_block(3, parsed.text_of(d))
+        if phase == "read":
+            w(3, f"{tile}[{j}][threadIdx.x] = {rhs};")
+        else:
+            w(3, f"{lhs} = {tile}[threadIdx.x][{j}];")
+        w(2, "}")
+        w(1, "}")
+    source = w.source()
+    launch = dataclasses.replace(
+        ctx.launch, block=(str(TILE), str(block_rows)),
+        grid=(f"ceil_div({a.bound_spec}, {TILE})", f"ceil_div({b.bound_spec}, {TILE})"))
+    sectors = max(1, 32 // m.element_bytes)
+    explanation = (f"{TILE}x{TILE} shared-memory tile padded to {TILE + 1} columns: reads of "
+                   f"{m.src} and writes of {m.out} are both coalesced (a warp moves "
+                   f"{TILE * m.element_bytes} contiguous bytes per request instead of touching "
+                   f"{TILE} separate 32-byte sectors, {sectors}x the bytes it needs, on the "
+                   f"strided side), and the padding keeps the column reads of the tile free of "
+                   f"shared-memory bank conflicts; block {TILE}x{block_rows}, "
+                   f"{TILE // block_rows} elements per thread")
+    return PassResult(source=source, launch=launch,
+                      tags=("tiled-transpose", f"block={TILE}x{block_rows}"),
+                      explanation=explanation)

@@ -1,0 +1,530 @@
+"""Pass ``warp_per_row``: a one-thread-per-row kernel becomes one warp per row.
+
+Kernels such as a row softmax, a layer norm or a row sum often give each thread a whole row
+and loop over its columns. Neighbouring threads then read addresses a row apart, so every
+warp request touches 32 different 32-byte sectors (uncoalesced), and a matrix of ``R`` rows
+runs only ``R`` threads. With a warp per row, the 32 lanes read 32 consecutive elements of
+the row (one 128-byte request for 4-byte elements), the grid has 32x the threads, and each
+per-row reduction is combined across the lanes with ``__shfl_xor_sync``, which leaves the
+result in every lane (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory";
+CUDA C++ Programming Guide, "Warp Shuffle Functions").
+
+Recognized::
+
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= rows) return;                      // or if (row < rows) { ... }
+    ...straight-line statements and loops for (int c = S; c < B; ++c) { ... }...
+
+where every loop's statements are per-column work: accumulations into variables declared
+outside the loops (``acc += E``, ``acc = acc + E``, ``acc = fmaxf(acc, E)``, ``fminf``, ``max``,
+``min``; a sum must start from 0), loop-local temporaries, and stores. Buffers are reached as
+parameters or through local pointers ``T* yr = y + offset;``. A buffer the kernel writes must
+be accessed only inside the loops as ``p[c]``, through one pointer, so each element is
+written and read back by the lane that owns its column, or only by statements outside the
+loops that store one value per row (``y[row] = acc;``), which lane 0 then executes (every
+lane holds the same combined value: a butterfly of commutative combines); buffers only read
+may be indexed anyhow. Nothing else may change between loops except variables computed from
+finished accumulators.
+
+The rewrite edits the original text in place: ``row`` becomes the warp's index, each loop
+starts at ``S + lane`` and steps by 32, and after a loop with accumulations each accumulator
+is combined across the warp (5 ``__shfl_xor_sync`` steps). Sums are added in a different
+order (within the tolerance the runner checks, not bit for bit); maxima and minima are exact.
+
+Parameters: ``warps_per_block`` (4, 8, 2): block ``32 * warps_per_block``, grid
+``ceil_div(rows, warps_per_block)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer import structural
+from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
+from cudalens.optimizer.aliasing import aliased_arguments
+from cudalens.optimizer.candidate import PassResult
+from cudalens.optimizer.context import PassContext, PassNotApplicable
+from cudalens.optimizer.index2d import NoMatch, spec_text
+from cudalens.optimizer.macros import file_macros
+from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, find_definition, first_error,
+                                       fresh_name, identifiers, line_indent, named_children,
+                                       parse, unparen, walk)
+from cudalens.spec.model import BufferDecl
+
+name = "warp_per_row"
+
+WARPS_PER_BLOCK = (4, 8, 2)
+WARP = 32
+COMBINES = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
+_ZERO = re.compile(r"^\(?\s*0+(\.0*)?[fF]?\s*\)?$|^\(?\s*0?\.0+[fF]?\s*\)?$")
+
+
+@dataclass(frozen=True)
+class _Loop:
+    node: tree_sitter.Node
+    var: str
+    start: tree_sitter.Node
+    update: tree_sitter.Node
+    accumulators: tuple[tuple[str, str], ...]  # (name, "+" or a function), in first-use order
+
+
+@dataclass(frozen=True)
+class _Match:
+    parsed: Parsed
+    index: str
+    index_value: tree_sitter.Node
+    index_decl: tree_sitter.Node
+    bound_spec: str
+    loops: tuple[_Loop, ...]
+    row_stores: tuple[tree_sitter.Node, ...] = ()
+
+
+def _fail(msg: str) -> NoMatch:
+    return NoMatch(msg)
+
+
+def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
+    text = " ".join(parsed.text_of(node).split())
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _assignment_target(n: tree_sitter.Node) -> Optional[tree_sitter.Node]:
+    if n.type == "assignment_expression":
+        return unparen(n.child_by_field_name("left"))
+    if n.type == "update_expression":
+        return unparen(n.child_by_field_name("argument"))
+    return None
+
+
+class _Analysis:
+    def __init__(self, ctx: PassContext, parsed: Parsed, stmts: list[tree_sitter.Node],
+                 index: str):
+        self.ctx, self.p, self.stmts, self.index = ctx, parsed, stmts, index
+        self.params = {q.name for q in ctx.kernel.parameters if q.is_pointer}
+        self.aliases: dict[str, str] = {}  # local pointer -> parameter
+        self.scope = Scope(macros=file_macros(parsed))
+        self.row_stores: list[tree_sitter.Node] = []  # statements storing one value per row
+
+    def run(self) -> tuple[_Loop, ...]:
+        p = self.p
+        loops: list[_Loop] = []
+        outer_locals: set[str] = set()
+        if not any(s.type == "for_statement" for s in self.stmts):
+            raise _fail("no loop over the row's columns: each thread handles one element, not "
+                        "a row")
+        for stmt in self.stmts:
+            for n in walk(stmt):
+                if n.type in ("return_statement", "goto_statement", "break_statement",
+                              "continue_statement"):
+                    raise _fail(f"'{_short(p, n)}' at line {p.line_of(n)}: the rows' work "
+                                f"must run straight through")
+            tied = structural.thread_tied(stmt, p)
+            if tied:
+                raise _fail(f"the body uses {tied}; threads cooperate already")
+            builtin = structural.builtin_uses(stmt, p)
+            if builtin:
+                raise _fail(f"the body uses {builtin} beyond the row index")
+            call = structural.impure_call(stmt, p, self.scope.macros)
+            if call:
+                raise _fail(f"the body calls {call}, which may have side effects")
+            if stmt.type == "declaration":
+                self._declaration(stmt, outer_locals)
+            elif stmt.type == "for_statement":
+                loops.append(self._loop(stmt, outer_locals))
+            elif stmt.type == "expression_statement":
+                targets = [t for t in (_assignment_target(n) for n in walk(stmt)) if t is not None]
+                if len(targets) == 1 and targets[0].type == "subscript_expression" and \
+                        p.text_of(targets[0].child_by_field_name("argument")) in \
+                        self.params | set(self.aliases):
+                    self.row_stores.append(stmt)  # a per-row result: lane 0 stores it
+                    continue
+                if not targets or any(t.type != "identifier" or p.text_of(t) not in outer_locals
+                                      for t in targets):
+                    raise _fail(f"'{_short(p, stmt)}' at line {p.line_of(stmt)}: between the "
+                                f"loops only local variables and per-row results may change")
+            else:
+                raise _fail(f"'{_short(p, stmt)}' at line {p.line_of(stmt)}: expected "
+                            f"declarations, assignments and column loops only")
+        if not loops:
+            raise _fail("no loop over the row's columns")
+        self._buffers()
+        return tuple(loops)
+
+    def _declaration(self, stmt: tree_sitter.Node, outer: set[str]) -> None:
+        p = self.p
+        for d in stmt.children_by_field_name("declarator"):
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if inner is not None and inner.type == "pointer_declarator":
+                value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                base = self._pointer_base(value)
+                ident = inner
+                while ident is not None and ident.type != "identifier":
+                    ident = ident.child_by_field_name("declarator")
+                if base is None or ident is None:
+                    raise _fail(f"'{_short(p, stmt)}' (line {p.line_of(stmt)}): a local pointer "
+                                f"must be a parameter plus an offset")
+                self.aliases[p.text_of(ident)] = base
+                continue
+            if inner is not None and inner.type == "identifier":
+                outer.add(p.text_of(inner))
+
+    def _pointer_base(self, value: Optional[tree_sitter.Node]) -> Optional[str]:
+        if value is None:
+            return None
+        node = strip_casts(value, self.p)
+        if node.type == "identifier" and self.p.text_of(node) in self.params:
+            return self.p.text_of(node)
+        if node.type == "binary_expression" and node.child_by_field_name("operator").type == "+":
+            for side in ("left", "right"):
+                s = strip_casts(node.child_by_field_name(side), self.p)
+                if s.type == "identifier" and self.p.text_of(s) in self.params:
+                    other = node.child_by_field_name("right" if side == "left" else "left")
+                    names = {self.p.text_of(n) for n in walk(other) if n.type == "identifier"}
+                    if names & (self.params | set(self.aliases)):
+                        return None
+                    return self.p.text_of(s)
+        return None
+
+    def _loop(self, loop: tree_sitter.Node, outer: set[str]) -> _Loop:
+        p = self.p
+        bad = _fail(f"the loop at line {p.line_of(loop)} ('{_short(p, loop)}') is not 'for (int "
+                    f"c = start; c < end; ++c)' over the row")
+        init = loop.child_by_field_name("initializer")
+        cond = loop.child_by_field_name("condition")
+        update = loop.child_by_field_name("update")
+        if init is None or init.type != "declaration" or cond is None or update is None:
+            raise bad
+        decls = init.children_by_field_name("declarator")
+        if len(decls) != 1 or decls[0].type != "init_declarator":
+            raise bad
+        var = p.text_of(decls[0].child_by_field_name("declarator"))
+        cond = unparen(cond)
+        if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" \
+                or p.text_of(unparen(cond.child_by_field_name("left"))) != var:
+            raise bad
+        if p.text_of(unparen(update)).replace(" ", "") not in (f"++{var}", f"{var}++",
+                                                               f"{var}+=1"):
+            raise bad
+        body = loop.child_by_field_name("body")
+        accs: list[tuple[str, str]] = []
+        for n in walk(body):
+            if n.type in ("for_statement", "while_statement", "do_statement"):
+                raise _fail(f"nested loop at line {p.line_of(n)}")
+            target = _assignment_target(n)
+            if target is None:
+                continue
+            if target.type == "identifier":
+                word = p.text_of(target)
+                if word == var:
+                    raise _fail(f"the loop at line {p.line_of(loop)} changes {var} in its body")
+                if word in outer:
+                    kind = self._reduction(n, word)
+                    if kind is None:
+                        raise _fail(f"'{_short(p, n)}' (line {p.line_of(n)}) changes {word} "
+                                    f"across columns but is not 'acc += value' or 'acc = "
+                                    f"fmaxf(acc, value)'")
+                    if any(a == word and k != kind for a, k in accs):
+                        raise _fail(f"{word} is combined in two ways in the loop at line "
+                                    f"{p.line_of(loop)}")
+                    if (word, kind) not in accs:
+                        accs.append((word, kind))
+        for word, kind in accs:
+            if kind == "+" and not self._starts_at_zero(word):
+                raise _fail(f"the sum {word} does not start from 0 (each lane would add its "
+                            f"starting value once)")
+            reads = [n for n in walk(body) if n.type == "identifier" and p.text_of(n) == word
+                     and not self._in_own_update(n, word)]
+            if reads:
+                raise _fail(f"{word} is read inside the loop at line {p.line_of(reads[0])} "
+                            f"before the loop has finished it")
+        return _Loop(loop, var, decls[0].child_by_field_name("value"), update, tuple(accs))
+
+    def _reduction(self, n: tree_sitter.Node, acc: str) -> Optional[str]:
+        p = self.p
+        if n.type != "assignment_expression":
+            return None
+        op = n.child_by_field_name("operator").type
+        right = unparen(n.child_by_field_name("right"))
+        mentions = lambda node: any(x.type == "identifier" and p.text_of(x) == acc
+                                    for x in walk(node))
+        if op == "+=":
+            return None if mentions(right) else "+"
+        if op != "=":
+            return None
+        if right.type == "binary_expression" and right.child_by_field_name("operator").type == "+":
+            a, b = right.child_by_field_name("left"), right.child_by_field_name("right")
+            for x, y in ((a, b), (b, a)):
+                if p.text_of(unparen(x)) == acc and not mentions(y):
+                    return "+"
+        if right.type == "call_expression":
+            fn = p.text_of(right.child_by_field_name("function"))
+            args = named_children(right.child_by_field_name("arguments"))
+            if fn in COMBINES and len(args) == 2:
+                for x, y in ((args[0], args[1]), (args[1], args[0])):
+                    if p.text_of(unparen(x)) == acc and not mentions(y):
+                        return fn
+        return None
+
+    def _in_own_update(self, ident: tree_sitter.Node, acc: str) -> bool:
+        """``ident`` is the accumulator's own mention in its update statement."""
+        cur = ident
+        while cur is not None and cur.type != "assignment_expression":
+            cur = cur.parent
+        if cur is None or self._reduction(cur, acc) is None:
+            return False
+        left = unparen(cur.child_by_field_name("left"))
+        if left == ident:
+            return True
+        right = unparen(cur.child_by_field_name("right"))
+        if right.type == "binary_expression":
+            return any(unparen(c) == ident for c in (right.child_by_field_name("left"),
+                                                     right.child_by_field_name("right")))
+        if right.type == "call_expression":
+            return any(unparen(c) == ident
+                       for c in named_children(right.child_by_field_name("arguments")))
+        return False
+
+    def _starts_at_zero(self, acc: str) -> bool:
+        p = self.p
+        for stmt in self.stmts:
+            if stmt.type != "declaration":
+                continue
+            for d in stmt.children_by_field_name("declarator"):
+                if d.type == "init_declarator" and \
+                        p.text_of(d.child_by_field_name("declarator")) == acc:
+                    return bool(_ZERO.match(p.text_of(d.child_by_field_name("value"))))
+        return False
+
+    def _buffers(self) -> None:
+        """Written buffers only as ``alias[c]`` in loops, through one pointer."""
+        p = self.p
+        names = self.params | set(self.aliases)
+        accesses: dict[str, list[tuple[tree_sitter.Node, bool, Optional[str], str]]] = {}
+        for stmt in self.stmts:
+            loop_var = None
+            if stmt.type == "for_statement":
+                init = stmt.child_by_field_name("initializer")
+                loop_var = p.text_of(init.children_by_field_name("declarator")[0]
+                                     .child_by_field_name("declarator"))
+            for n in walk(stmt):
+                if n.type != "identifier" or p.text_of(n) not in names:
+                    continue
+                parent = n.parent
+                if parent is not None and parent.type in ("pointer_declarator", "init_declarator") \
+                        and parent.child_by_field_name("declarator") == n:
+                    continue  # the name being declared
+                if stmt.type == "declaration" and self._is_alias_init(n):
+                    continue
+                if parent is None or parent.type != "subscript_expression" or \
+                        parent.child_by_field_name("argument") != n:
+                    raise _fail(f"'{_short(p, parent or n)}' (line {p.line_of(n)}) uses "
+                                f"{p.text_of(n)} other than as {p.text_of(n)}[...]")
+                idx = named_children(parent.child_by_field_name("indices"))
+                written = any(_assignment_target(a) == parent for a in walk(stmt)
+                              if a.type in ("assignment_expression", "update_expression"))
+                word = p.text_of(n)
+                base = self.aliases.get(word, word)
+                accesses.setdefault(base, []).append(
+                    (parent, written, loop_var if len(idx) == 1 and
+                     p.text_of(unparen(idx[0])) == loop_var else None, word))
+        for base, uses in accesses.items():
+            if not any(w for _, w, _, _ in uses):
+                continue
+            role = None
+            try:
+                decl = self.ctx.spec.param(base)
+                role = decl.role if isinstance(decl, BufferDecl) else None
+            except KeyError:
+                pass
+            if role == "in":
+                raise _fail(f"the body writes {base}, which the spec calls in")
+            spellings = {w for _, _, _, w in uses}
+            stored = [node for node, _, _, _ in uses if any(
+                r.start_byte <= node.start_byte < r.end_byte for r in self.row_stores)]
+            if stored:
+                if len(stored) != len(uses) or not all(w for _, w, _, _ in uses):
+                    raise _fail(f"{base} holds a per-row result (line {p.line_of(stored[0])}) "
+                                f"and is also read or written by column")
+                continue
+            for node, _, by_col, _ in uses:
+                if by_col is None:
+                    raise _fail(f"{base} is written, and '{_short(p, node)}' (line "
+                                f"{p.line_of(node)}) is not an access by the loop's column")
+            if len(spellings) > 1:
+                raise _fail(f"{base} is written and reached through {', '.join(sorted(spellings))}"
+                            f"; the pass needs one pointer")
+
+    def _is_alias_init(self, ident: tree_sitter.Node) -> bool:
+        cur = ident
+        while cur is not None and cur.type != "init_declarator":
+            cur = cur.parent
+        if cur is None:
+            return False
+        value = cur.child_by_field_name("value")
+        return value is not None and value.start_byte <= ident.start_byte < value.end_byte and \
+            self._pointer_base(value) is not None
+
+
+def _match(ctx: PassContext) -> _Match:
+    k = ctx.kernel
+    parsed = parse(ctx.text)
+    definition = find_definition(parsed, k)
+    if definition is None:
+        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
+                    f"(parse errors around it)")
+    body = definition.child_by_field_name("body")
+    if first_error(body) is not None:
+        raise _fail(f"tree-sitter cannot read the body of {k.name} at line "
+                    f"{parsed.line_of(first_error(body))}")
+    stmts = named_children(body)
+    expected = "expected the body to start with 'int row = blockIdx.x * blockDim.x + threadIdx.x;'"
+    if not stmts or stmts[0].type != "declaration":
+        raise _fail(expected)
+    decls = stmts[0].children_by_field_name("declarator")
+    scope = Scope(macros=file_macros(parsed))
+    if len(decls) != 1 or decls[0].type != "init_declarator" or \
+            not is_global_index(poly_of(decls[0].child_by_field_name("value"), parsed, scope), "x"):
+        raise _fail(f"{expected}, found '{_short(parsed, stmts[0])}' at line "
+                    f"{parsed.line_of(stmts[0])}")
+    index = parsed.text_of(decls[0].child_by_field_name("declarator"))
+    if len(stmts) < 2 or stmts[1].type != "if_statement" or \
+            stmts[1].child_by_field_name("alternative") is not None:
+        raise _fail(f"expected the guard 'if ({index} >= rows) return;' or 'if ({index} < rows) "
+                    f"{{...}}' after the index")
+    guard = stmts[1]
+    cond = unparen(guard.child_by_field_name("condition"))
+    consequence = guard.child_by_field_name("consequence")
+    inner = consequence
+    if inner.type == "compound_statement" and len(named_children(inner)) == 1:
+        inner = named_children(inner)[0]
+    exit_ = inner.type == "return_statement" and not named_children(inner)
+    lt, gt = (">=", "<=") if exit_ else ("<", ">")
+    bound = None
+    if cond.type == "binary_expression":
+        op = cond.child_by_field_name("operator").type
+        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        if op == lt and parsed.text_of(unparen(left)) == index:
+            bound = right
+        elif op == gt and parsed.text_of(unparen(right)) == index:
+            bound = left
+    if bound is None:
+        raise _fail(f"expected the guard 'if ({index} >= rows) return;' or 'if ({index} < rows) "
+                    f"{{...}}', found 'if ({parsed.text_of(cond)})' at line {parsed.line_of(guard)}")
+    if exit_:
+        work = stmts[2:]
+    else:
+        if len(stmts) > 2:
+            raise _fail(f"statements follow the guard at line {parsed.line_of(stmts[2])}")
+        work = named_children(consequence) if consequence.type == "compound_statement" \
+            else [consequence]
+    for n in walk(body):
+        t = _assignment_target(n)
+        if t is not None and t.type == "identifier" and parsed.text_of(t) == index:
+            raise _fail(f"the body changes {index} (line {parsed.line_of(n)})")
+    analysis = _Analysis(ctx, parsed, work, index)
+    loops = analysis.run()
+    return _Match(parsed, index, decls[0].child_by_field_name("value"), stmts[0],
+                  spec_text(bound, parsed, ctx, scope.macros), loops, tuple(analysis.row_stores))
+
+
+def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    body = ctx.text[ctx.kernel.body_start_byte:ctx.kernel.body_end_byte]
+    if re.search(r"\b(threadIdx|blockIdx|blockDim)\s*\.\s*[yz]\b", body):
+        return "the kernel indexes along y or z; the pass rewrites 1D row kernels", None
+    if ctx.spec.atomics:
+        return "the spec marks the kernel as using atomics", None
+    if any(b.strip() != "1" for b in ctx.launch.block[1:]):
+        return f"the spec's block ({', '.join(ctx.launch.block)}) is not 1D", None
+    reason = structural.block_dependence(ctx)
+    if reason:
+        return reason, None
+    try:
+        m = _match(ctx)
+    except NoMatch as exc:
+        return str(exc), None
+    alias = aliased_arguments(ctx)
+    if alias:
+        return alias, None
+    return None, m
+
+
+def check(ctx: PassContext) -> Optional[str]:
+    """None when the kernel gives each thread a row the pass can spread over a warp."""
+    return _plan(ctx)[0]
+
+
+def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
+    """One application per block size in warps, 4 warps (128 threads) first."""
+    return tuple({"warps_per_block": w} for w in WARPS_PER_BLOCK)
+
+
+def _combine(acc: str, kind: str, other: str) -> str:
+    return f"{acc} += {other};" if kind == "+" else f"{acc} = {kind}({acc}, {other});"
+
+
+def apply(ctx: PassContext, warps_per_block: int = 4) -> PassResult:
+    """The warp-per-row kernel.
+
+    Raises:
+        PassNotApplicable: the precondition fails (the message says why).
+        ValueError: ``warps_per_block`` is not one of ``WARPS_PER_BLOCK``.
+    """
+    if warps_per_block not in WARPS_PER_BLOCK:
+        raise ValueError(f"warps_per_block must be one of {WARPS_PER_BLOCK}, found "
+                         f"{warps_per_block!r}")
+    reason, m = _plan(ctx)
+    if reason is not None:
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    p = m.parsed
+    taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
+    lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
+    indent = line_indent(p.data, m.index_decl.start_byte)
+    edits = [
+        Edit(m.index_decl.start_byte, m.index_decl.start_byte,
+             f"// cudalens warp_per_row: one warp per {m.index}; lane L of the warp takes "
+             f"columns L, L + {WARP}, ...\n{indent}"),
+        Edit(m.index_value.start_byte, m.index_value.end_byte,
+             f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u"),
+        Edit(m.index_decl.end_byte, m.index_decl.end_byte,
+             f"\n{indent}const unsigned int {lane} = threadIdx.x % {WARP}u;"),
+    ]
+    accumulated = []
+    for loop in m.loops:
+        start = p.text_of(loop.start).strip()
+        edits.append(Edit(loop.start.start_byte, loop.start.end_byte,
+                          lane if start == "0" else f"({start}) + {lane}"))
+        edits.append(Edit(loop.update.start_byte, loop.update.end_byte, f"{loop.var} += {WARP}"))
+        if loop.accumulators:
+            li = line_indent(p.data, loop.node.start_byte)
+            lines = [f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2) {{"]
+            for acc, kind in loop.accumulators:
+                lines.append(f"    {_combine(acc, kind, f'__shfl_xor_sync(0xffffffffu, {acc}, {off})')}")
+                accumulated.append(acc)
+            lines.append("}")
+            text = "".join(f"\n{li}{l}" for l in lines)
+            edits.append(Edit(loop.node.end_byte, loop.node.end_byte,
+                              f"\n{li}// every lane gets the warp's combined value{text}"))
+    for stmt in m.row_stores:
+        edits.append(Edit(stmt.start_byte, stmt.start_byte, f"if ({lane} == 0) "))
+    source = apply_edits(p.data, edits)
+    launch = dataclasses.replace(ctx.launch, block=(str(WARP * warps_per_block),),
+                                 grid=(f"ceil_div({m.bound_spec}, {warps_per_block})",))
+    sums = any(k == "+" for l in m.loops for _, k in l.accumulators)
+    order = (" (sums are added in a different order: results may differ in the last bits, "
+             "within the tolerance the runner checks)" if sums else "")
+    combined = (f"; {', '.join(accumulated)} combined across the warp with 5 __shfl_xor_sync "
+                f"steps" if accumulated else "")
+    stores = (f"; lane 0 stores the per-{m.index} result{'s' if len(m.row_stores) > 1 else ''}"
+              if m.row_stores else "")
+    explanation = (f"one warp per {m.index} instead of one thread: the 32 lanes read 32 "
+                   f"consecutive elements of the {m.index} (coalesced 128-byte requests "
+                   f"instead of 32 sectors a {m.index} apart), and the grid runs 32x the "
+                   f"threads{combined}{stores}; block {WARP * warps_per_block}{order}")
+    return PassResult(source=source, launch=launch,
+                      tags=("warp-per-row", f"block={WARP * warps_per_block}"),
+                      explanation=explanation)

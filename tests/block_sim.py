@@ -1,0 +1,306 @@
+"""Running a CUDA kernel's source on the CPU with real threads per block, for kernels whose
+threads cooperate (``__syncthreads``, ``__shared__``, warp shuffles).
+
+``host_sim`` runs threads one after another, which cannot run a kernel with a barrier. Here
+every block of the grid runs as one OS thread per CUDA thread (blocks one after another):
+``__syncthreads()`` is a ``std::barrier`` over the block's threads, ``__shared__`` variables
+are function-local statics (one copy, shared by the block's threads; blocks do not overlap
+in time), ``threadIdx`` is thread-local, and the warp shuffles exchange values through a
+per-warp slot array between two barriers over the warp's threads. That checks the data flow
+of a cooperative kernel (which thread reads which shared slot after which barrier, which
+lane's value a shuffle returns), not its timing or memory model. A shuffle executed by only
+some lanes of a warp deadlocks here, as its ``0xffffffff`` mask makes it undefined on a GPU;
+``run`` stops such a program after a timeout.
+
+Buffers are passed with 8 guard elements after their length, filled with the poison value
+77 like the outputs; the program prints every element, guards included, so an out-of-bounds
+write shows as a difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+import pytest
+
+from cudalens.source.parser import parse_source
+from cudalens.spec import expr as spec_expr
+from cudalens.spec.expr import Dim3
+from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl
+from cudalens.spec.resolve import resolve_launch
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found on PATH")
+
+GUARD = 8
+DYNAMIC_SHARED_BYTES = 49152  # what an extern __shared__ array gets
+
+_C_TYPES = {"float": "float", "double": "double", "int": "int", "unsigned": "unsigned int",
+            "size_t": "size_t", "int32": "int", "uint32": "unsigned int", "int64": "long long",
+            "uint64": "unsigned long long", "long": "long", "float32": "float",
+            "float64": "double", "uint8": "unsigned char", "int8": "signed char"}
+_FORMATS = {"float": "f", "double": "d"}
+
+_HEADERS = """
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+"""
+_HEADER_NAME = "cudalens_block_sim.h"
+_FLAGS = ["-std=c++20", "-O0", "-pthread", "-w"]
+
+_PRELUDE = f'#include "{_HEADER_NAME}"\n' + r"""
+struct host_dim3 { unsigned int x = 1, y = 1, z = 1; };
+static thread_local host_dim3 threadIdx;
+static host_dim3 blockIdx, blockDim, gridDim;
+static const int warpSize = 32;
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __shared__ static
+namespace sim {
+std::barrier<>* block_barrier;
+std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
+unsigned long long slots[32][32];
+std::mutex atomic_mutex;
+inline unsigned linear() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+template <typename T> T exchange(T v, unsigned src) {
+    static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+    const unsigned t = linear(), w = t / 32, lane = t % 32;
+    std::memcpy(&slots[w][lane], &v, sizeof(T));
+    warp_barriers[w]->arrive_and_wait();
+    T out;
+    std::memcpy(&out, &slots[w][src % 32], sizeof(T));
+    warp_barriers[w]->arrive_and_wait();
+    return out;
+}
+}  // namespace sim
+inline void __syncthreads() { sim::block_barrier->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { sim::warp_barriers[sim::linear() / 32]->arrive_and_wait(); }
+template <typename T> T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+    const unsigned lane = sim::linear() % 32;
+    return sim::exchange(v, (lane % width) + delta < (unsigned)width ? lane + delta : lane);
+}
+template <typename T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+    const unsigned lane = sim::linear() % 32;
+    return sim::exchange(v, (lane % width) >= delta ? lane - delta : lane);
+}
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+    const unsigned lane = sim::linear() % 32, src = lane ^ (unsigned)mask;
+    return sim::exchange(v, src / width == lane / width ? src : lane);
+}
+template <typename T> T __shfl_sync(unsigned, T v, int src, int width = 32) {
+    const unsigned lane = sim::linear() % 32;
+    return sim::exchange(v, lane / width * width + (unsigned)src % width);
+}
+template <typename T> T atomicAdd(T* p, T v) {
+    std::lock_guard<std::mutex> g(sim::atomic_mutex); T old = *p; *p = old + v; return old;
+}
+template <typename T> T atomicMax(T* p, T v) {
+    std::lock_guard<std::mutex> g(sim::atomic_mutex); T old = *p; *p = std::max(old, v); return old;
+}
+template <typename T> T atomicMin(T* p, T v) {
+    std::lock_guard<std::mutex> g(sim::atomic_mutex); T old = *p; *p = std::min(old, v); return old;
+}
+template <typename A, typename B> auto min(A a, B b) { return a < b ? a : b; }
+template <typename A, typename B> auto max(A a, B b) { return a < b ? b : a; }
+template <typename T> T __ldg(const T* p) { return *p; }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
+"""
+
+
+_EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+([A-Za-z_][\w:<>\s]*?)\s+"
+                            r"([A-Za-z_]\w*)\s*\[\s*\]")
+
+
+def _host_text(source: str) -> str:
+    """``source`` without ``#include`` lines (the prelude has what kernels use), and with
+    each ``extern __shared__ T name[];`` made a static array of ``DYNAMIC_SHARED_BYTES``."""
+    text = "\n".join("" if line.lstrip().startswith("#include") else line
+                     for line in source.split("\n"))
+    return _EXTERN_SHARED.sub(lambda m: f"static {m.group(1)} {m.group(2)}"
+                                        f"[{DYNAMIC_SHARED_BYTES} / sizeof({m.group(1)})]", text)
+
+
+def program(source: str, kernel: str, spec: KernelSpec) -> str:
+    """A host program running ``kernel`` of ``source``.
+
+    argv: ``GX GY GZ BX BY BZ`` then, per kernel parameter in order, a buffer's ``LENGTH LOW
+    HIGH`` or a scalar's value. Inputs hold a fixed pattern (integers drawn from [LOW, HIGH)),
+    outputs and guards the poison 77; every element of every buffer is printed as
+    ``name index bits`` after the launch.
+    """
+    model = parse_source(source, "sim.cu").kernel(kernel)
+    tmpl = {}
+    for p in model.parameters:
+        if p.type in model.template_parameters and p.type not in tmpl:
+            tmpl[p.type] = _C_TYPES[spec.param(p.name).type]
+    callee = kernel + (f"<{', '.join(tmpl[t] for t in model.template_parameters)}>"
+                       if tmpl else "")
+    lines = ["int main(int argc, char** argv) {", "    int a = 1;",
+             "    gridDim.x = atoi(argv[a++]); gridDim.y = atoi(argv[a++]); "
+             "gridDim.z = atoi(argv[a++]);",
+             "    blockDim.x = atoi(argv[a++]); blockDim.y = atoi(argv[a++]); "
+             "blockDim.z = atoi(argv[a++]);"]
+    args, dumps = [], []
+    for j, p in enumerate(model.parameters):
+        decl = spec.param(p.name)
+        if isinstance(decl, BufferDecl):
+            ctype = _C_TYPES[decl.type]
+            n = f"len_{p.name}"
+            lines += [
+                f"    const long long {n} = atoll(argv[a++]); const long long lo_{p.name} = "
+                f"atoll(argv[a++]); const long long hi_{p.name} = atoll(argv[a++]);",
+                f"    std::vector<{ctype}> buf_{p.name}({n} + {GUARD});",
+                f"    for (long long k = 0; k < {n} + {GUARD}; ++k) buf_{p.name}[k] = "
+                + (f"({ctype})(((k * 37 + {j} * 11) % 101) / 50.0 - 1.0);"
+                   if ctype in ("float", "double") else
+                   f"({ctype})(lo_{p.name} + (k * 37 + {j}) % (hi_{p.name} - lo_{p.name}));"),
+                f"    for (long long k = {n}; k < {n} + {GUARD}; ++k) buf_{p.name}[k] = ({ctype})77;",
+            ]
+            if decl.role == "out":
+                lines.append(f"    for (long long k = 0; k < {n}; ++k) buf_{p.name}[k] = ({ctype})77;")
+            args.append(f"buf_{p.name}.data()")
+            dumps.append((p.name, ctype))
+        else:
+            assert isinstance(decl, ScalarDecl)
+            ctype = _C_TYPES.get(decl.type, decl.type)
+            conv = "atof" if ctype in ("float", "double") else "atoll"
+            lines.append(f"    const {ctype} arg_{p.name} = ({ctype}){conv}(argv[a++]);")
+            args.append(f"arg_{p.name}")
+    lines += [
+        "    const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;",
+        "    for (unsigned bz = 0; bz < gridDim.z; ++bz)",
+        "    for (unsigned by = 0; by < gridDim.y; ++by)",
+        "    for (unsigned bx = 0; bx < gridDim.x; ++bx) {",
+        "        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;",
+        "        std::barrier<> bar(nthreads);",
+        "        sim::block_barrier = &bar;",
+        "        sim::warp_barriers.clear();",
+        "        for (unsigned w = 0; w * 32 < nthreads; ++w)",
+        "            sim::warp_barriers.emplace_back(new std::barrier<>(std::min(32u, nthreads - w * 32)));",
+        "        std::vector<std::thread> threads;",
+        "        for (unsigned t = 0; t < nthreads; ++t)",
+        "            threads.emplace_back([&, t] {",
+        "                threadIdx.x = t % blockDim.x; threadIdx.y = t / blockDim.x % blockDim.y;",
+        "                threadIdx.z = t / (blockDim.x * blockDim.y);",
+        f"                {callee}({', '.join(args)});",
+        "            });",
+        "        for (auto& th : threads) th.join();",
+        "    }",
+    ]
+    for name, ctype in dumps:
+        lines += [f"    for (long long k = 0; k < len_{name} + {GUARD}; ++k) {{",
+                  f"        unsigned long long bits = 0; memcpy(&bits, &buf_{name}[k], sizeof({ctype}));",
+                  f"        printf(\"{name} %lld %llx\\n\", k, bits);",
+                  "    }"]
+    lines += ["    return 0;", "}"]
+    return _PRELUDE + _host_text(source) + "\n" + "\n".join(lines) + "\n"
+
+
+@functools.lru_cache(maxsize=1)
+def _header_dir() -> Path:
+    """A directory holding the standard headers the programs use, precompiled once per test
+    session (g++ then skips parsing them: about 1 s less per program). Where precompiling
+    fails the plain header is used."""
+    tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-pch-"))
+    header = tmp / _HEADER_NAME
+    header.write_text(_HEADERS)
+    subprocess.run(["g++", *_FLAGS, "-x", "c++-header", str(header), "-o", str(header) + ".gch"],
+                   capture_output=True, text=True, timeout=120)
+    return tmp
+
+
+@functools.lru_cache(maxsize=64)
+def build(text: str) -> str:
+    """Compiles a ``program`` with g++ (C++20, threads); returns the executable's path.
+
+    Raises AssertionError with g++'s diagnostics when it does not compile.
+    """
+    digest = hashlib.sha1(text.encode()).hexdigest()[:16]
+    tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-"))
+    src, exe = tmp / f"{digest}.cpp", tmp / digest
+    src.write_text(text)
+    proc = subprocess.run(["g++", *_FLAGS, "-I", str(_header_dir()), "-o", str(exe), str(src)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"g++ failed on {src}:\n{proc.stderr[:3000]}"
+    return str(exe)
+
+
+@dataclass(frozen=True)
+class Result:
+    """Every buffer after the launch: name -> values (guards included), as numbers."""
+
+    buffers: dict[str, list]
+
+
+def _decode(bits: int, ctype: str):
+    if ctype == "float":
+        return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+    if ctype == "double":
+        return struct.unpack("<d", struct.pack("<Q", bits))[0]
+    return bits
+
+
+def run(source: str, kernel: str, spec: KernelSpec, sizes: Mapping[str, int],
+        launch: Optional[LaunchDecl] = None, timeout: float = 60) -> Result:
+    """Runs ``kernel`` with the spec's buffers and scalars evaluated at ``sizes`` and the
+    launch ``launch`` (default: the spec's), resolved as the runner resolves it (``sm_count``
+    132). Raises AssertionError when the program fails or hangs."""
+    env: dict[str, object] = dict(sizes)
+    resolved = resolve_launch(launch or spec.launch, sizes, 132)
+    argv = [str(v) for v in resolved.grid + resolved.block]
+    own = resolve_launch(spec.launch, sizes, 132).block  # buffers are sized with the spec's block
+    model = parse_source(source, "sim.cu").kernel(kernel)
+    ctypes = {}
+    for p in model.parameters:
+        decl = spec.param(p.name)
+        if isinstance(decl, BufferDecl):
+            length = spec_expr.evaluate(decl.length, {**env, "block": Dim3(*own)})
+            lo = spec_expr.evaluate(decl.low, env) if decl.low else 0
+            hi = spec_expr.evaluate(decl.high, env) if decl.high else 100
+            argv += [str(int(length)), str(int(lo)), str(int(hi))]
+            ctypes[p.name] = _C_TYPES[decl.type]
+        else:
+            argv.append(repr(spec_expr.evaluate(decl.expr, env)))
+    exe = build(program(source, kernel, spec))
+    try:
+        proc = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{kernel} did not finish in {timeout} s (a barrier or shuffle "
+                             f"that not every thread reaches?)") from None
+    assert proc.returncode == 0, f"{kernel} {argv}: exit {proc.returncode}: {proc.stderr[:2000]}"
+    out: dict[str, list] = {name: [] for name in ctypes}
+    for line in proc.stdout.splitlines():
+        name, _, bits = line.split()
+        out[name].append(_decode(int(bits, 16), ctypes[name]))
+    return Result(out)
