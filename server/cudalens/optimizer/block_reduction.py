@@ -35,8 +35,8 @@ from cudalens.optimizer import structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import file_macros
-from cudalens.optimizer.syntax import (Parsed, find_definition, first_error, named_children,
-                                       parse, unparen, walk)
+from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, named_children,
+                                       unparen, walk)
 from cudalens.spec.poly import Poly
 
 COMBINE_FUNCTIONS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
@@ -262,17 +262,10 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
     Raises:
         NotTreeReduction: the kernel does not fit; the message says why, with the line.
     """
-    k = ctx.kernel
-    parsed = parse(ctx.text)
-    definition = find_definition(parsed, k)
-    if definition is None:
-        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
-                    f"(parse errors around it)")
-    body = definition.child_by_field_name("body")
-    bad = first_error(body)
-    if bad is not None:
-        raise _fail(f"tree-sitter cannot read the body of {k.name} at line {parsed.line_of(bad)}"
-                    f" (often a macro); the pass needs the whole body")
+    try:
+        parsed, body = readable_body(ctx)
+    except UnreadableBody as exc:
+        raise _fail(str(exc)) from None
     stmts = named_children(body)
     decl, shared, etype = _shared_declaration(stmts, body, parsed)
     barrier = next((i for i, s in enumerate(stmts) if _is_barrier(s, parsed)), None)

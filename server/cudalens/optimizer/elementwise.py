@@ -29,8 +29,8 @@ import tree_sitter
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import (Parsed, find_definition, first_error, named_children,
-                                       parse, unparen, walk)
+from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, named_children,
+                                       unparen, walk)
 from cudalens.spec import dtypes
 from cudalens.spec.model import BufferDecl, ScalarDecl
 
@@ -381,16 +381,10 @@ def match(ctx: PassContext) -> Elementwise:
             the reason in a CUDA developer's words, with the line where it applies.
     """
     k = ctx.kernel
-    parsed = parse(ctx.text)
-    definition = find_definition(parsed, k)
-    if definition is None:
-        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
-                    f"(parse errors around it)")
-    body = definition.child_by_field_name("body")
-    bad = first_error(body)
-    if bad is not None:
-        raise _fail(f"tree-sitter cannot read the body of {k.name} at line {parsed.line_of(bad)} "
-                    f"(often a macro); the pass needs the whole body")
+    try:
+        parsed, body = readable_body(ctx)
+    except UnreadableBody as exc:
+        raise _fail(str(exc)) from None
     text = parsed.text_of(body)
     for dim in ("y", "z"):
         if re.search(rf"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*{dim}\b", text):

@@ -24,8 +24,8 @@ import tree_sitter
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, file_macros, int_value
-from cudalens.optimizer.syntax import (Parsed, find_definition, first_error, named_children,
-                                       parse, unparen, walk)
+from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, named_children,
+                                       unparen, walk)
 from cudalens.spec import dtypes
 from cudalens.spec.model import ScalarDecl
 from cudalens.spec.poly import Poly
@@ -191,17 +191,10 @@ def match(ctx: PassContext) -> Grid2D:
     Raises:
         NoMatch: the kernel does not fit; the message says why, with the line.
     """
-    k = ctx.kernel
-    parsed = parse(ctx.text)
-    definition = find_definition(parsed, k)
-    if definition is None:
-        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
-                    f"(parse errors around it)")
-    body = definition.child_by_field_name("body")
-    bad = first_error(body)
-    if bad is not None:
-        raise _fail(f"tree-sitter cannot read the body of {k.name} at line {parsed.line_of(bad)}"
-                    f" (often a macro); the pass needs the whole body")
+    try:
+        parsed, body = readable_body(ctx)
+    except UnreadableBody as exc:
+        raise _fail(str(exc)) from None
     macros = file_macros(parsed)
     scope = Scope(macros=macros)
     stmts = named_children(body)

@@ -109,6 +109,33 @@ def first_error(node: tree_sitter.Node) -> Optional[tree_sitter.Node]:
     return next((n for n in walk(node) if n.type == "ERROR" or n.is_missing), node)
 
 
+class UnreadableBody(ValueError):
+    """The kernel's body cannot be analysed; the message says why, with the line."""
+
+
+def readable_body(ctx) -> tuple[Parsed, tree_sitter.Node]:
+    """The parsed file of ``ctx`` (a ``PassContext``) and its kernel's body, for passes that
+    match a pattern in the body.
+
+    Raises:
+        UnreadableBody: the definition is not one node of the syntax tree, or its body holds
+            a parse error (often a macro the grammar cannot read).
+    """
+    k = ctx.kernel
+    parsed = parse(ctx.text)
+    definition = find_definition(parsed, k)
+    if definition is None:
+        raise UnreadableBody(f"the definition of {k.name} is not one piece in the file's syntax "
+                             f"tree (parse errors around it)")
+    body = definition.child_by_field_name("body")
+    bad = first_error(body)
+    if bad is not None:
+        raise UnreadableBody(f"tree-sitter cannot read the body of {k.name} at line "
+                             f"{parsed.line_of(bad)} (often a macro); the pass needs the whole "
+                             f"body")
+    return parsed, body
+
+
 def parameter_nodes(definition: tree_sitter.Node) -> list[tree_sitter.Node]:
     """The ``parameter_declaration`` nodes of a function definition, in order."""
     declarator = definition.child_by_field_name("declarator")

@@ -51,9 +51,9 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
 from cudalens.optimizer.macros import file_macros
-from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, find_definition, first_error,
+from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Edit, Parsed, apply_edits,
                                        fresh_name, identifiers, line_indent, named_children,
-                                       parse, unparen, walk)
+                                       unparen, walk)
 from cudalens.spec.model import BufferDecl
 
 name = "warp_per_row"
@@ -371,16 +371,10 @@ class _Analysis:
 
 
 def _match(ctx: PassContext) -> _Match:
-    k = ctx.kernel
-    parsed = parse(ctx.text)
-    definition = find_definition(parsed, k)
-    if definition is None:
-        raise _fail(f"the definition of {k.name} is not one piece in the file's syntax tree "
-                    f"(parse errors around it)")
-    body = definition.child_by_field_name("body")
-    if first_error(body) is not None:
-        raise _fail(f"tree-sitter cannot read the body of {k.name} at line "
-                    f"{parsed.line_of(first_error(body))}")
+    try:
+        parsed, body = readable_body(ctx)
+    except UnreadableBody as exc:
+        raise _fail(str(exc)) from None
     stmts = named_children(body)
     expected = "expected the body to start with 'int row = blockIdx.x * blockDim.x + threadIdx.x;'"
     if not stmts or stmts[0].type != "declaration":
