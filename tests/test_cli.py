@@ -144,3 +144,51 @@ def test_optimize_auto_says_it_uses_the_builtin_search_when_no_llm_is_configured
     assert proc.stderr.splitlines()[0].startswith(
         "proposer: the built-in search (no LLM is configured")
     assert proc.returncode == 3
+
+
+def test_check_on_a_directory_is_an_input_error(tmp_path):
+    proc = cudalens("check", str(tmp_path))
+    assert proc.returncode == 2
+    assert f"{tmp_path}: expected a CUDA source file, found a directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_optimize_refuses_a_negative_budget_before_doing_anything():
+    proc = cudalens("optimize", "examples/saxpy.cu", "--budget", "-1")
+    assert proc.returncode == 2
+    assert "Invalid value for '--budget': -1 is not in the range 1<=x<=1000" in proc.stderr
+
+
+def test_optimize_checks_the_json_path_before_running(tmp_path):
+    proc = cudalens("optimize", "examples/saxpy.cu", "--json", "/proc/no/such/dir/r.json")
+    assert proc.returncode == 2
+    assert "--json /proc/no/such/dir/r.json: cannot write there" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_spec_section_naming_no_kernel_is_refused(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    spec = (EXAMPLES / "saxpy.cu.spec").read_text().replace("kernel saxpy", "kernel saxpi")
+    (tmp_path / "saxpy.cu.spec").write_text(spec)
+    for command in ("spec", "optimize"):
+        proc = cudalens(command, str(tmp_path / "saxpy.cu"))
+        assert proc.returncode == 2
+        assert (f"{tmp_path}/saxpy.cu.spec:2: section 'kernel saxpi' names no __global__ kernel "
+                f"of {tmp_path}/saxpy.cu (found: saxpy)") in proc.stderr
+
+
+def test_a_file_that_is_not_utf8_is_reported_at_its_line(tmp_path):
+    src = tmp_path / "latin1.cu"
+    src.write_bytes(b"// ok\n// caf\xe9\n__global__ void k(float* a) { a[0] = 1; }\n")
+    proc = cudalens("spec", str(src))
+    assert proc.returncode == 2
+    assert f"{src}:2: expected UTF-8 text, found byte 0xe9 at column 7" in proc.stderr
+
+
+def test_overloaded_kernels_are_reported_as_ambiguous(tmp_path):
+    src = tmp_path / "over.cu"
+    src.write_text("__global__ void k(float* a) { a[0] = 1; }\n"
+                   "__global__ void k(double* a) { a[0] = 1; }\n")
+    proc = cudalens("spec", str(src), "--kernel", "k")
+    assert proc.returncode == 2
+    assert "2 overloaded kernels are named 'k' (lines 1, 2)" in proc.stderr

@@ -36,12 +36,12 @@ def main() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several).")
 @click.option("--apply", "apply_", is_flag=True, help="Write the winning rewrite into FILE.")
-@click.option("--budget", default=24, show_default=True,
+@click.option("--budget", default=24, show_default=True, type=click.IntRange(1, 1000),
               help="Most candidates the built-in search evaluates.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
-@click.option("--repetitions", default=50, show_default=True,
+@click.option("--repetitions", default=50, show_default=True, type=click.IntRange(1, 100_000),
               help="Timed launches per variant (interleaved).")
-@click.option("--json", "json_path", type=click.Path(path_type=Path),
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
 @agent_options
 def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
@@ -58,6 +58,14 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
 
     console = Console(stderr=False)
     err = Console(stderr=True)
+    if json_path is not None:
+        # Checked before the run, so that a long measurement is not lost to a bad path.
+        try:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            with json_path.open("a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            _fail(err, f"--json {json_path}: cannot write there ({exc.strerror or exc})")
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
@@ -103,7 +111,6 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
         record = result_record(result)
         if agent_result is not None:
             record["agent"] = agent_record(agent_result)
-        json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
@@ -114,12 +121,13 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
     """Print the harness spec of FILE's kernels: the written one, or a draft inferred from the
     signature and body."""
     from cudalens.spec.writer import format_spec
-    from cudalens.target import load_spec, read_source, select_kernel
+    from cudalens.target import check_spec_sections, load_spec, read_source, select_kernel
 
     err = Console(stderr=True)
     try:
         _, source = read_source(file)
         kernels = [select_kernel(source, kernel_name)] if kernel_name else list(source.kernels)
+        check_spec_sections(file, source)
         texts = []
         for kernel in kernels:
             kspec, origin = load_spec(file, source, kernel)
@@ -142,6 +150,8 @@ def check(file: Path, arch: str) -> None:
     err = Console(stderr=True)
     if not file.exists():
         _fail(err, f"{file}: no such file")
+    if not file.is_file():
+        _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
     try:
         result = compile_check(str(file), arch=arch)
     except CheckError as exc:

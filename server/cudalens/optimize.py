@@ -42,6 +42,8 @@ class OptimizeResult:
     evaluation: Evaluation
     rows: tuple[Row, ...]
     winner: Optional[Row]
+    # Candidates whose launch configuration cannot run this problem (label, reason): never sent.
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def best_verified(self) -> Optional[Row]:
@@ -89,19 +91,25 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
     candidates = propose(ctx, budget=budget, seed=seed)
     variants: list[Variant] = []
-    for i, cand in enumerate(candidates):
+    kept: list[Candidate] = []
+    skipped: list[tuple[str, str]] = []
+    for cand in candidates:
         try:
-            variants.append(build_variant(f"c{i + 1}", cand.source, target.kernel.qualified_name,
-                                          target.spec, cand.launch, device.sm_count,
-                                          options=cand.options))
+            variants.append(build_variant(f"c{len(kept) + 1}", cand.source,
+                                          target.kernel.qualified_name, target.spec, cand.launch,
+                                          device.sm_count, options=cand.options))
+            kept.append(cand)
         except SpecError as exc:
-            raise CudalensError(f"candidate {cand.label}: {exc}") from None
+            # The candidate's own launch configuration does not fit these sizes (a grid.y above
+            # 65535, say): the user's spec is fine, the candidate is dropped.
+            skipped.append((cand.label, exc.message))
+    candidates = kept
     say(f"{len(variants)} candidates; verifying and timing on {device.name}")
     evaluation = client.evaluate(problem, baseline, variants, repetitions=repetitions,
                                  progress=say)
-    if evaluation.error:
+    if evaluation.baseline is None:
         raise CudalensError(f"{target.path}: the baseline kernel {target.kernel.name} could not be "
-                            f"measured: {evaluation.error}")
+                            f"measured: {evaluation.error or 'the runner returned no timing for it'}")
     rows = tuple(Row(c, r) for c, r in zip(candidates, evaluation.candidates))
-    return OptimizeResult(target=target, device=device, problem=problem, evaluation=evaluation, rows=rows,
-                          winner=pick_winner(rows))
+    return OptimizeResult(target=target, device=device, problem=problem, evaluation=evaluation,
+                          rows=rows, winner=pick_winner(rows), skipped=tuple(skipped))

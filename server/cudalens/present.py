@@ -84,6 +84,12 @@ def summary_lines(result: OptimizeResult) -> list[str]:
 
 def print_result(console: Console, result: OptimizeResult, applied: bool) -> None:
     console.print(candidates_table(result))
+    if result.evaluation.error:
+        console.print(f"note from the runner: {result.evaluation.error}", markup=False,
+                      highlight=False, soft_wrap=True)
+    for label, reason in result.skipped:
+        console.print(f"skipped {label}: its launch configuration does not fit this problem "
+                      f"({reason})", markup=False, highlight=False, soft_wrap=True)
     for line in summary_lines(result):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     diff = result.diff()
@@ -126,6 +132,7 @@ def result_record(result: OptimizeResult) -> dict:
             "timing": _plain(w.result.timing),
             "speedup": _plain(w.result.speedup),
         },
+        "skipped": [{"label": label, "reason": reason} for label, reason in result.skipped],
         "candidates": [
             {"label": r.candidate.label, "explanation": r.candidate.explanation,
              "passes": list(r.candidate.passes), "launch": _plain(r.candidate.launch),

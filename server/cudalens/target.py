@@ -41,12 +41,23 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
     Raises:
         CudalensError: the file is missing or unreadable, or holds no ``__global__`` kernel.
     """
+    if path.exists() and not path.is_file():
+        raise CudalensError(f"{path}: expected a CUDA source file, found a directory or "
+                            f"special file")
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise CudalensError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CudalensError(f"{path}: cannot read the file ({exc})") from None
+    except OSError as exc:
+        raise CudalensError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CudalensError(f"{path}:{line}: expected UTF-8 text, found byte "
+                            f"0x{data[exc.start]:02x} at column {column}; save the file as UTF-8"
+                            ) from None
     source = parse_source(text, str(path))
     if not source.kernels:
         raise CudalensError(f"{path}: expected at least one __global__ kernel, found none")
@@ -59,18 +70,49 @@ def select_kernel(source: SourceFile, name: Optional[str]) -> Kernel:
     Raises:
         CudalensError: no kernel has that name, or several kernels exist and none was named.
     """
-    names = ", ".join(k.qualified_name for k in source.kernels)
+    names = _names(source)
     if name is None:
         if len(source.kernels) > 1:
             raise CudalensError(
                 f"{source.path}: holds {len(source.kernels)} kernels ({names}); "
                 f"choose one with --kernel NAME")
         return source.kernels[0]
+    same = [k for k in source.kernels if name in (k.name, k.qualified_name)]
+    if not same:
+        raise CudalensError(f"{source.path}: no __global__ kernel named {name!r} (found: {names})")
+    if len({k.qualified_name for k in same}) < len(same):
+        lines = ", ".join(str(k.name_range.start.line + 1) for k in same)
+        raise CudalensError(f"{source.path}: {len(same)} overloaded kernels are named {name!r} "
+                            f"(lines {lines}); cudalens cannot tell them apart yet")
+    return same[0]
+
+
+def _names(source: SourceFile, most: int = 12) -> str:
+    """The file's kernel names for a message, the first ``most`` of them."""
+    names = [k.qualified_name for k in source.kernels]
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def check_spec_sections(path: Path, source: SourceFile) -> None:
+    """Every section of ``path``'s sidecar spec file names a kernel of ``source``.
+
+    Raises:
+        CudalensError: a section names no kernel in the file (a misspelling would otherwise
+            pass silently and the kernel would be run with an inferred draft).
+    """
+    spec_file = spec_parser.spec_path_for(path)
+    if not spec_file.is_file():
+        return
     try:
-        return source.kernel(name)
-    except KeyError:
-        raise CudalensError(f"{source.path}: no __global__ kernel named {name!r} (found: {names})") \
-            from None
+        specs = spec_parser.parse_spec(spec_file.read_text(encoding="utf-8"), str(spec_file))
+    except (SpecError, OSError, UnicodeDecodeError):
+        return  # reported when the kernel's own spec is loaded
+    known = {k.name for k in source.kernels} | {k.qualified_name for k in source.kernels}
+    for name, spec in specs.items():
+        if name not in known:
+            raise CudalensError(f"{spec_file}:{spec.line}: section 'kernel {name}' names no "
+                                f"__global__ kernel of {path} (found: {_names(source)})")
 
 
 def load_spec(path: Path, source: SourceFile, kernel: Kernel) -> tuple[KernelSpec, str]:
@@ -96,6 +138,7 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel) -> tuple[KernelSpe
 def load_target(path: Path, kernel_name: Optional[str] = None) -> Target:
     text, source = read_source(path)
     kernel = select_kernel(source, kernel_name)
+    check_spec_sections(path, source)
     spec, origin = load_spec(path, source, kernel)
     return Target(path=path, text=text, source=source, kernel=kernel, spec=spec,
                   spec_origin=origin)
