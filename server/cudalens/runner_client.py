@@ -32,7 +32,7 @@ ENV_URL = "CUDALENS_RUNNER_URL"
 ENV_TOKEN = "CUDALENS_RUNNER_TOKEN"
 
 
-class RunnerUnavailable(RuntimeError):
+class RunnerUnavailable(CudalensError):
     """No GPU runner can be used; the message says what is missing and what is needed."""
 
 

@@ -295,6 +295,6 @@ def _provenance(client: Any, device) -> str:
 def _failure(exc: Exception) -> str:
     """The message for a failed job: the error's own words for errors meant for users."""
     text = str(exc).strip() or type(exc).__name__
-    if type(exc).__name__ == "RunnerUnavailable":
+    if type(exc).__name__ == "RunnerUnavailable":  # expected where there is no GPU: no traceback
         return f"no GPU runner can be used: {text}"
     return text if isinstance(exc, CudalensError) else f"{type(exc).__name__}: {text}"
