@@ -9,6 +9,7 @@ number other than the one measured.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import sqlite3
 import sys
@@ -21,6 +22,11 @@ sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
 from harness import ROOT, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
 from replay_runner import coverage_problem  # noqa: E402
+
+
+def today() -> str:
+    """The UTC date the server stamps on a run made now (results carry the date of the run)."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
 pytestmark = pytest.mark.asyncio
 
@@ -203,10 +209,10 @@ async def test_stale_candidate_is_refused_with_a_message_and_can_be_rerun(tmp_pa
             lambda: [d for d in client.diagnostics_for(uri)
                      if d.severity == types.DiagnosticSeverity.Warning], what="stale warning")
         assert [(d.range, d.message) for d in warning] == [
-            (NAME, "saxpy: results from 2026-11-29 on H200 are stale: the kernel, its spec or the "
-                   "device changed since; run Optimize again")]
+            (NAME, f"saxpy: results from {today()} on H200 are stale: the kernel, its spec or "
+                   "the device changed since; run Optimize again")]
         assert titles(await client.code_lenses(uri)) == [
-            ("stale: results from 2026-11-29 on H200", ""), ("Optimize", "cudalens.optimize")]
+            (f"stale: results from {today()} on H200", ""), ("Optimize", "cudalens.optimize")]
         assert [a.title for a in await client.code_actions(uri, 5)] == [
             "Optimize kernel saxpy (built-in passes, results are stale)"]
 
@@ -219,8 +225,8 @@ async def test_stale_candidate_is_refused_with_a_message_and_can_be_rerun(tmp_pa
         fresh = dict(apply_v1.arguments[0], version=2)
         refused = await client.run(types.Command(title="Apply", command="cudalens.apply",
                                                  arguments=[fresh]))
-        assert refused["reason"].startswith("the candidate for saxpy is stale (measured "
-                                            "2026-11-29): the kernel, its spec")
+        assert refused["reason"].startswith(f"the candidate for saxpy is stale (measured "
+                                            f"{today()}): the kernel, its spec")
         assert client.applied_edits == []
 
         # back to the measured text: the results are current again and apply works
@@ -337,7 +343,7 @@ async def test_spec_changed_on_disk_marks_results_stale_and_back(tmp_path):
                               what="stale lens after the spec changed on disk")
         warnings = [d.message for d in client.diagnostics_for(uri)
                     if d.severity == types.DiagnosticSeverity.Warning]
-        assert warnings == ["saxpy: results from 2026-11-29 on H200 are stale: the kernel, its "
+        assert warnings == [f"saxpy: results from {today()} on H200 are stale: the kernel, its "
                             "spec or the device changed since; run Optimize again"]
         spec.write_text(original)
         lenses = await client.wait_for(lambda: _lens_titles_containing(client, uri, "us, "),
