@@ -192,3 +192,36 @@ def test_overloaded_kernels_are_reported_as_ambiguous(tmp_path):
     proc = cudalens("spec", str(src), "--kernel", "k")
     assert proc.returncode == 2
     assert "2 overloaded kernels are named 'k' (lines 1, 2)" in proc.stderr
+
+
+@pytest.mark.parametrize("kernel, line, why", [
+    ("s", 2, "'P p' is of type 'P', a struct, class or union, which cudalens cannot fill or "
+             "pass (it passes numbers and pointers to numbers)"),
+    ("r", 3, "'const int& n' is a reference; cudalens passes only pointers and plain numbers"),
+    ("arr", 4, "'float (*m)[16]' is a pointer to an array or to pointers; cudalens passes only "
+               "pointers to numbers and plain numbers"),
+])
+def test_parameters_the_runner_cannot_pass_are_refused_not_guessed(tmp_path, kernel, line, why):
+    src = tmp_path / "odd.cu"
+    src.write_text(
+        "struct P { float a; int b; };\n"
+        "__global__ void s(P p, float* out, int n) { int i = threadIdx.x; if (i < n) out[i] = p.a; }\n"
+        "__global__ void r(const int& n, float* out) { out[0] = n; }\n"
+        "__global__ void arr(float (*m)[16], int rows) { int i = threadIdx.x; if (i < rows) m[i][0] = 1; }\n")
+    proc = cudalens("spec", str(src), "--kernel", kernel)
+    assert proc.returncode == 2
+    name = {"s": "p", "r": "n", "arr": "m"}[kernel]
+    assert f"{src}:{line}: cannot draft a spec for parameter {name} of {kernel}: {why}" \
+        in proc.stderr
+
+
+def test_a_written_spec_cannot_describe_a_reference_parameter(tmp_path):
+    src = tmp_path / "odd.cu"
+    src.write_text("__global__ void r(const int& n, float* out) { out[0] = n; }\n")
+    (tmp_path / "odd.cu.spec").write_text(
+        "kernel r\nsize m = 1024\nscalar n: int = m\nout out: float[m]\n"
+        "block = 256\ngrid = 1\n")
+    proc = cudalens("spec", str(src))
+    assert proc.returncode == 2
+    assert (f"{tmp_path}/odd.cu.spec:3: parameter n of kernel r: 'const int& n' is a reference; "
+            "cudalens passes only pointers and plain numbers") in proc.stderr

@@ -131,7 +131,7 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel) -> tuple[KernelSpe
     try:
         spec = infer_spec(kernel, source.text, source.launch_sites)
     except SpecError as exc:
-        raise CudalensError(f"{path}: cannot draft a spec for {kernel.name}: {exc}") from None
+        raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     return spec, "inferred"
 
 

@@ -72,8 +72,18 @@ def infer_spec(kernel: Kernel, source_text: str,
     and its notes say what was guessed.
 
     Raises:
-        SpecError: the kernel's body cannot be found in ``source_text``.
+        SpecError: the kernel's body cannot be found in ``source_text``, or a parameter has a
+            type the runner cannot pass (``validate.unsupported_parameter``).
     """
+    from cudalens.spec.validate import record_types, unsupported_parameter
+
+    records = record_types(source_text)
+    for param in kernel.parameters:
+        problem = unsupported_parameter(param, kernel, records)
+        if problem:
+            raise SpecError(INFERRED, param.range.start.line + 1,
+                            f"cannot draft a spec for parameter {param.name} of {kernel.name}: "
+                            f"{problem}")
     parsed = parse(source_text)
     try:
         parsed, body = kernel_body_node(parsed, kernel)

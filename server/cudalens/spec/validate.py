@@ -55,7 +55,7 @@ def validate(spec: KernelSpec, kernel: Kernel) -> None:
             raise SpecError(path, decl.line, f"parameter {p.name} of {where} is a pointer "
                             f"('{p.text}'): expected 'in', 'out' or 'inout' {p.name}: "
                             f"TYPE[LENGTH], found 'scalar'")
-        problem = _type_mismatch(decl.type, p)
+        problem = unsupported_parameter(p, kernel) or _type_mismatch(decl.type, p)
         if problem:
             raise SpecError(path, decl.line, f"parameter {p.name} of {where}: {problem}")
     for p in kernel.parameters:
@@ -64,6 +64,39 @@ def validate(spec: KernelSpec, kernel: Kernel) -> None:
                 f"'scalar {p.name}: TYPE = EXPR'"
             raise SpecError(path, spec.line, f"kernel {kernel.name}: parameter {p.name} "
                                              f"('{p.text}') is not in the spec: expected {form}")
+
+
+def unsupported_parameter(p: Parameter, kernel: Kernel, records: frozenset = frozenset()
+                          ) -> Optional[str]:
+    """Why the runner cannot pass ``p`` to ``kernel``, or None when it may.
+
+    The runner passes device buffers for pointers and numbers for scalars; a reference, a
+    pointer to an array or to pointers, or a struct/class/union by value (``records``: the
+    names the source declares as such) would get an argument of the wrong size or meaning.
+    Other unknown type names (template parameters, typedefs) are left to the spec's type.
+    """
+    text = p.text
+    if "&" in text:
+        return f"'{text}' is a reference; cudalens passes only pointers and plain numbers"
+    if "(" in text or text.count("*") > 1 or (p.is_pointer and "[" in text):
+        return (f"'{text}' is a pointer to an array or to pointers; cudalens passes only "
+                f"pointers to numbers and plain numbers")
+    base = dtypes.normalize_c_type(p.type)
+    if not p.is_pointer and base in records and base not in kernel.template_parameters:
+        return (f"'{text}' is of type '{base}', a struct, class or union, which cudalens cannot "
+                f"fill or pass (it passes numbers and pointers to numbers)")
+    return None
+
+
+def record_types(source_text: str) -> frozenset:
+    """Names the source declares as a struct, class or union (``struct P {``, ``} P;`` of a
+    typedef), for ``unsupported_parameter``. A textual scan: enough to refuse a guess."""
+    import re
+
+    names = set(re.findall(r"\b(?:struct|class|union)\s+([A-Za-z_]\w*)", source_text))
+    names |= set(re.findall(r"typedef\s+(?:struct|class|union)\b[^;]*?\}\s*([A-Za-z_]\w*)\s*;",
+                            source_text, flags=re.S))
+    return frozenset(names)
 
 
 def _type_mismatch(spec_type: str, p: Parameter) -> Optional[str]:
