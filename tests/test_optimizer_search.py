@@ -1,11 +1,14 @@
-"""The candidate search (``cudalens.optimizer.search``) and the candidate data class."""
+"""Both candidate searches (``cudalens.optimizer.search``, the default, and
+``cudalens.optimizer.staged_search``) and the candidate data class. Tests taking ``propose``
+run once per search; tests of one search name it. The staged search's own ordering is tested
+in ``test_optimizer_staged_search.py``."""
 
 from __future__ import annotations
 
 import pytest
 
 from cudalens.optimizer.candidate import launch_key, make_label
-from cudalens.optimizer.search import preconditions, propose
+from cudalens.optimizer import search, staged_search
 from cudalens.source.parser import parse_source
 
 from nvcc_util import compile_source, needs_nvcc
@@ -16,34 +19,39 @@ from optimizer_fixtures import context
 SAXPY_TOTAL = 2 * 10 * 5 - 1
 
 
+@pytest.fixture(params=[search, staged_search], ids=["search", "staged_search"])
+def propose(request):
+    return request.param.propose
+
+
 def _summary(cands):
     return [(c.label, c.source, launch_key(c.launch), c.passes) for c in cands]
 
 
-def test_all_combinations_when_the_budget_allows():
+def test_all_combinations_when_the_budget_allows(propose):
     cands = propose(context("elementwise.cu", "saxpy"), budget=1000, seed=0)
     assert len(cands) == SAXPY_TOTAL
     assert len({c.key for c in cands}) == SAXPY_TOTAL
 
 
 @pytest.mark.parametrize("budget", [0, 1, 5, 24])
-def test_budget_is_respected(budget):
+def test_budget_is_respected(propose, budget):
     assert len(propose(context("elementwise.cu", "saxpy"), budget=budget, seed=3)) == budget
 
 
-def test_negative_budget():
+def test_negative_budget(propose):
     with pytest.raises(ValueError, match="budget must be >= 0, found -1"):
         propose(context("elementwise.cu", "saxpy"), budget=-1, seed=0)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 12345])
-def test_deterministic_for_a_seed(seed):
+def test_deterministic_for_a_seed(propose, seed):
     ctx = context("elementwise.cu", "saxpy")
     assert _summary(propose(ctx, budget=24, seed=seed)) == \
         _summary(propose(context("elementwise.cu", "saxpy"), budget=24, seed=seed))
 
 
-def test_seeds_reorder_only_the_non_default_candidates():
+def test_seeds_reorder_only_the_non_default_candidates(propose):
     ctx = context("elementwise.cu", "saxpy")
     a = propose(ctx, budget=1000, seed=1)
     b = propose(ctx, budget=1000, seed=2)
@@ -55,15 +63,16 @@ def test_seeds_reorder_only_the_non_default_candidates():
     assert [c.label for c in a[:2]] == defaults == [c.label for c in b[:2]]
 
 
-def test_baseline_is_never_a_candidate():
+def test_baseline_is_never_a_candidate(propose):
     ctx = context("elementwise.cu", "saxpy")
     cands = propose(ctx, budget=1000, seed=0)
-    assert (ctx.text, launch_key(ctx.launch)) not in {c.key for c in cands}
+    assert (ctx.text, launch_key(ctx.launch), ()) not in {c.key for c in cands}
+    assert all(len(c.key) == 3 for c in cands)
     # the spec's own block appears only together with a source change
     assert all(c.source != ctx.text for c in cands if c.launch.block == ctx.launch.block)
 
 
-def test_candidate_fields():
+def test_candidate_fields(propose):
     ctx = context("elementwise.cu", "saxpy")
     first = propose(ctx, budget=1, seed=0)[0]
     assert first.label == "restrict vec4+gridstride block=512 grid=8*SMs"
@@ -87,6 +96,7 @@ def test_make_label_orders_block_before_grid():
 
 
 def test_preconditions_name_every_pass():
+    preconditions = search.preconditions
     assert preconditions(context("elementwise.cu", "saxpy")) == [
         ("restrict_const", None), ("vectorize_gridstride", None), ("gridstride", None),
         ("launch_config", None)]
@@ -96,12 +106,12 @@ def test_preconditions_name_every_pass():
     assert result["launch_config"].startswith("the spec's grid (4096 / 256) does not depend")
 
 
-def test_nothing_to_propose():
+def test_nothing_to_propose(propose):
     assert propose(context("rejects.cu", "escapes"), budget=10, seed=0) == []
 
 
 def test_2d_kernel_candidates():
-    cands = propose(context("rejects.cu", "transpose"), budget=100, seed=0)
+    cands = search.propose(context("rejects.cu", "transpose"), budget=100, seed=0)
     labels = {c.label for c in cands}
     assert "block=32x8" in labels and "restrict block=64x4" in labels
     assert not any("gridstride" in l for l in labels)
@@ -112,7 +122,7 @@ def test_2d_kernel_candidates():
 @needs_nvcc
 @pytest.mark.parametrize("file,kernel", [("elementwise.cu", "saxpy"), ("elementwise.cu", "scale"),
                                          ("rejects.cu", "relu_masked"), ("rejects.cu", "transpose")])
-def test_every_candidate_source_compiles(file, kernel):
+def test_every_candidate_source_compiles(propose, file, kernel):
     sources = {c.source for c in propose(context(file, kernel), budget=1000, seed=0)}
     assert sources
     for source in sources:
