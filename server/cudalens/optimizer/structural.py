@@ -9,10 +9,11 @@ configuration; the parameter list is never touched, so the signature is the orig
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import tree_sitter
 
+from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, parse_expression
 from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, identifiers, kernel_definition,
@@ -60,6 +61,32 @@ def block_dependence(ctx: PassContext) -> Optional[str]:
     except spec_expr.ExprError as exc:
         return f"cannot read the spec's expressions: {exc}"
     return None
+
+
+M = TypeVar("M")
+
+
+def plan(ctx: PassContext, early: Optional[str], match: Callable[[PassContext], M],
+         no_match: type[Exception]) -> tuple[Optional[str], Optional[M]]:
+    """The precondition steps a structural pass shares, in order: ``early`` (the pass's own
+    first reason, or None), the spec's block dependence (``block_dependence``), the pattern
+    ``match`` (a ``no_match`` exception's message is the reason) and aliased launch arguments.
+
+    Returns (None, the match) when every step passes, else (the first reason, None).
+    """
+    if early:
+        return early, None
+    reason = block_dependence(ctx)
+    if reason:
+        return reason, None
+    try:
+        m = match(ctx)
+    except no_match as exc:
+        return str(exc), None
+    alias = aliased_arguments(ctx)
+    if alias:
+        return alias, None
+    return None, m
 
 
 def thread_tied(node: tree_sitter.Node, parsed: Parsed) -> Optional[str]:

@@ -38,7 +38,6 @@ import tree_sitter
 
 from cudalens.optimizer import index2d, structural
 from cudalens.optimizer.affine import Scope, poly_of, split_linear
-from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
@@ -211,22 +210,16 @@ def _match(ctx: PassContext) -> _Match:
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    return structural.plan(ctx, _early(ctx), _match, index2d.NoMatch)
+
+
+def _early(ctx: PassContext) -> Optional[str]:
     body = ctx.text[ctx.kernel.body_start_byte:ctx.kernel.body_end_byte]
     if any(d in body for d in ("threadIdx.z", "blockIdx.z", "blockDim.z")):
-        return "the kernel indexes along z; the pass rewrites 2D matrix products", None
+        return "the kernel indexes along z; the pass rewrites 2D matrix products"
     if ctx.spec.atomics:
-        return "the spec marks the kernel as using atomics", None
-    reason = structural.block_dependence(ctx)
-    if reason:
-        return reason, None
-    try:
-        m = _match(ctx)
-    except index2d.NoMatch as exc:
-        return str(exc), None
-    alias = aliased_arguments(ctx)
-    if alias:
-        return alias, None
-    return None, m
+        return "the spec marks the kernel as using atomics"
+    return None
 
 
 def check(ctx: PassContext) -> Optional[str]:

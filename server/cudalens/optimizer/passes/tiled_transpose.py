@@ -42,7 +42,6 @@ import tree_sitter
 
 from cudalens.optimizer import index2d, structural
 from cudalens.optimizer.affine import Scope, poly_of, split_linear
-from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
@@ -175,20 +174,14 @@ def _match(ctx: PassContext) -> _Match:
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    return structural.plan(ctx, _early(ctx), _match, index2d.NoMatch)
+
+
+def _early(ctx: PassContext) -> Optional[str]:
     if any(dim in ctx.text[ctx.kernel.body_start_byte:ctx.kernel.body_end_byte]
            for dim in ("threadIdx.z", "blockIdx.z", "blockDim.z")):
-        return "the kernel indexes along z; the pass rewrites 2D transposes", None
-    reason = structural.block_dependence(ctx)
-    if reason:
-        return reason, None
-    try:
-        m = _match(ctx)
-    except index2d.NoMatch as exc:
-        return str(exc), None
-    alias = aliased_arguments(ctx)
-    if alias:
-        return alias, None
-    return None, m
+        return "the kernel indexes along z; the pass rewrites 2D transposes"
+    return None
 
 
 def check(ctx: PassContext) -> Optional[str]:

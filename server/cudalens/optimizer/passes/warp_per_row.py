@@ -46,7 +46,6 @@ import tree_sitter
 
 from cudalens.optimizer import structural
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
-from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
@@ -427,24 +426,18 @@ def _match(ctx: PassContext) -> _Match:
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    return structural.plan(ctx, _early(ctx), _match, NoMatch)
+
+
+def _early(ctx: PassContext) -> Optional[str]:
     body = ctx.text[ctx.kernel.body_start_byte:ctx.kernel.body_end_byte]
     if re.search(r"\b(threadIdx|blockIdx|blockDim)\s*\.\s*[yz]\b", body):
-        return "the kernel indexes along y or z; the pass rewrites 1D row kernels", None
+        return "the kernel indexes along y or z; the pass rewrites 1D row kernels"
     if ctx.spec.atomics:
-        return "the spec marks the kernel as using atomics", None
+        return "the spec marks the kernel as using atomics"
     if any(b.strip() != "1" for b in ctx.launch.block[1:]):
-        return f"the spec's block ({', '.join(ctx.launch.block)}) is not 1D", None
-    reason = structural.block_dependence(ctx)
-    if reason:
-        return reason, None
-    try:
-        m = _match(ctx)
-    except NoMatch as exc:
-        return str(exc), None
-    alias = aliased_arguments(ctx)
-    if alias:
-        return alias, None
-    return None, m
+        return f"the spec's block ({', '.join(ctx.launch.block)}) is not 1D"
+    return None
 
 
 def check(ctx: PassContext) -> Optional[str]:
