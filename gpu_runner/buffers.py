@@ -149,6 +149,35 @@ class DeviceBuffers:
                                    int(hit.size))
         return None
 
+    # -- device-side views (for ``screen``) ----------------------------------------------------
+
+    def data_ptr(self, name: str) -> int:
+        """The device address of buffer ``name``'s data (after its before-guard)."""
+        return self._bufs[name].ptr
+
+    def pristine_ptr(self, name: str) -> int:
+        """The device address of the pristine copy of ``in``/``inout`` buffer ``name``."""
+        return int(self._bufs[name].pristine)
+
+    def output_specs(self) -> list[Buffer]:
+        """The ``out`` and ``inout`` buffers, in parameter order."""
+        return [b.spec for b in self._bufs.values() if b.spec.role != "in"]
+
+    def input_specs(self) -> list[Buffer]:
+        """The ``in`` buffers, in parameter order."""
+        return [b.spec for b in self._bufs.values() if b.spec.role == "in"]
+
+    def snapshot_outputs(self, into: Optional["OutputSnapshot"], stream) -> "OutputSnapshot":
+        """Copy every ``out``/``inout`` buffer's data, on the device, into ``into`` (a
+        snapshot of this object's outputs made earlier) or a new ``OutputSnapshot``; enqueued
+        on ``stream`` (synchronize before reading it). Raises pycuda's ``MemoryError`` when the
+        device is full."""
+        snap = into or OutputSnapshot(self.drv, self.output_specs())
+        for spec in self.output_specs():
+            self.drv.memcpy_dtod_async(snap.ptr(spec.name), self._bufs[spec.name].ptr,
+                                       spec.nbytes, stream)
+        return snap
+
     def free(self) -> None:
         """Release the device memory (safe to call twice)."""
         for buf in self._bufs.values():
@@ -159,3 +188,38 @@ class DeviceBuffers:
                     except self.drv.Error:
                         pass
         self._bufs.clear()
+
+
+class OutputSnapshot:
+    """Device copies of a case's output buffers (``DeviceBuffers.snapshot_outputs``), read
+    back to the host only on demand."""
+
+    def __init__(self, drv, specs: list[Buffer]):
+        self.drv = drv
+        self.specs = {s.name: s for s in specs}
+        self._alloc: dict = {}
+        try:
+            for spec in specs:
+                self._alloc[spec.name] = drv.mem_alloc(max(spec.nbytes, 1))
+        except BaseException:
+            self.free()
+            raise
+
+    def ptr(self, name: str) -> int:
+        return int(self._alloc[name])
+
+    def read(self, name: str) -> np.ndarray:
+        """Buffer ``name``'s copy as a host array of its length and type."""
+        spec = self.specs[name]
+        host = np.empty(spec.length, dtype=spec.dtype)
+        if spec.nbytes:
+            self.drv.memcpy_dtoh(host, self._alloc[name])
+        return host
+
+    def free(self) -> None:
+        for alloc in self._alloc.values():
+            try:
+                alloc.free()
+            except self.drv.Error:
+                pass
+        self._alloc = {}

@@ -15,7 +15,7 @@ Every check returns ``None`` when all is well, else a ``Difference`` naming the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -75,17 +75,25 @@ def output_scale(ref: np.ndarray) -> float:
 def bounds_for(ref: np.ndarray, tolerance: Optional[Tolerance] = None) -> Bounds:
     """The bounds an output with reference values ``ref`` is held to (see the module doc).
     Raises ``ValueError`` for an element type without a default tolerance."""
-    if not is_float(ref.dtype):
+    return resolve_bounds(ref.dtype.name, tolerance, lambda: output_scale(ref))
+
+
+def resolve_bounds(dtype: str, tolerance: Optional[Tolerance],
+                   scale: Callable[[], float]) -> Bounds:
+    """``bounds_for`` given the output's element type and a function returning its scale
+    (max |ref| over the finite elements), called only when the bounds are scaled.
+    Raises ``ValueError`` for an element type without a default tolerance."""
+    if not is_float(dtype):
         return Bounds(0.0, 0.0, exact=True)
     if tolerance is None:
-        if ref.dtype.name not in DEFAULT_RTOL:
-            raise ValueError(f"no default tolerance for element type {ref.dtype.name}; "
+        if dtype not in DEFAULT_RTOL:
+            raise ValueError(f"no default tolerance for element type {dtype}; "
                              f"expected one of {', '.join(DEFAULT_RTOL)}")
-        rtol = atol = DEFAULT_RTOL[ref.dtype.name]
+        rtol = atol = DEFAULT_RTOL[dtype]
         scaled = True
     else:
         rtol, atol, scaled = tolerance.rtol, tolerance.atol, tolerance.scaled
-    return Bounds(rtol=rtol, atol=atol * output_scale(ref) if scaled else atol)
+    return Bounds(rtol=rtol, atol=atol * scale() if scaled else atol)
 
 
 def mismatch(ref: np.ndarray, cand: np.ndarray, bounds: Bounds) -> Optional[Difference]:
@@ -108,6 +116,14 @@ def unwritten(ref: np.ndarray, cand: np.ndarray) -> Optional[Difference]:
     output ``ref`` does not (the baseline wrote it, the candidate did not), or None."""
     _check_shapes(ref, cand)
     return _first(poison_mask(cand) & ~poison_mask(ref), ref, cand)
+
+
+def identical(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` hold the same bits (same shape and type); bit-identical
+    outputs pass every output check, so the checks can be skipped."""
+    _check_shapes(a, b)
+    return bool(np.array_equal(np.ascontiguousarray(a).view(bits_dtype(a.dtype)),
+                               np.ascontiguousarray(b).view(bits_dtype(b.dtype))))
 
 
 def changed(before: np.ndarray, after: np.ndarray) -> Optional[Difference]:

@@ -16,9 +16,21 @@ Two ways, both over a buffer of twice the L2 size:
 
 The buffer is filled once with a nonzero pattern when it is made, so the read kernel never
 reads uninitialised memory.
+
+Persisting lines. A flush by reading or writing only evicts *normal* lines: lines a kernel's
+stream or graph node marked persisting (``cudaAccessPolicyWindow``, CUDA C++ Programming Guide,
+"L2 Cache Access Management") stay in the set-aside part of L2 and would make a later kernel
+that reads the same addresses look faster. ``reset_persisting_l2`` turns every persisting line
+back into a normal one with ``cuCtxResetPersistingL2Cache`` (CUDA driver API, since 11.0) before
+timing starts: through pycuda where it exposes the call, else straight from ``libcuda`` with
+ctypes (the library pycuda itself loaded, so the same context is current).
 """
 
 from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Callable
 
 import numpy as np
 
@@ -61,7 +73,7 @@ class L2Flusher:
         self.calls = 0
 
     def _read_kernel(self):
-        from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415 (optional dependency)
+        from pycuda.compiler import compile as nvcc_compile
 
         major, minor = self.session.device.compute_capability()
         try:
@@ -86,3 +98,61 @@ class L2Flusher:
                 alloc.free()
             except self.drv.Error:
                 pass
+
+
+LIBCUDA_NAMES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
+
+
+def _load_libcuda():
+    """``ctypes.CDLL`` of the CUDA driver library; raises ``OSError`` when none loads."""
+    errors = []
+    for name in LIBCUDA_NAMES + tuple(filter(None, [ctypes.util.find_library("cuda")])):
+        try:
+            return ctypes.CDLL(name)
+        except OSError as e:
+            errors.append(f"{name}: {e}")
+    raise OSError("the CUDA driver library did not load (" + "; ".join(errors) + ")")
+
+
+def _error_name(lib, code: int) -> str:
+    name = ctypes.c_char_p()
+    try:
+        if lib.cuGetErrorName(ctypes.c_int(code), ctypes.byref(name)) == 0 and name.value:
+            return name.value.decode()
+    except (AttributeError, OSError):
+        pass
+    return f"CUresult {code}"
+
+
+def reset_persisting_l2(drv=None, load: Callable[[], object] | None = None) -> str:
+    """Reset all persisting L2 lines of the current context to normal (see the module doc).
+
+    ``drv`` is ``pycuda.driver`` (None: skip the pycuda route); ``load`` returns the driver
+    library as a ``ctypes.CDLL`` (None: ``libcuda``; tests inject a fake). Returns what
+    happened, for the timing record: ``"reset (pycuda)"``, ``"reset (libcuda)"``, or
+    ``"not reset: <why>"`` (no library, no such entry point, or the CUresult's name, e.g.
+    ``CUDA_ERROR_INVALID_CONTEXT`` when no context is current). Never raises.
+    """
+    ctx = getattr(drv, "Context", None) if drv is not None else None
+    method = getattr(ctx, "reset_persisting_l2_cache", None) if ctx is not None else None
+    if method is not None:
+        try:
+            method()
+            return "reset (pycuda)"
+        except Exception as e:  # noqa: BLE001 (fall back to libcuda)
+            pycuda_error = f"pycuda: {e}; "
+    else:
+        pycuda_error = ""
+    try:
+        lib = (load or _load_libcuda)()
+    except OSError as e:
+        return f"not reset: {pycuda_error}{e}"
+    fn = getattr(lib, "cuCtxResetPersistingL2Cache", None)
+    if fn is None:
+        return f"not reset: {pycuda_error}this CUDA driver has no cuCtxResetPersistingL2Cache"
+    fn.restype = ctypes.c_int
+    fn.argtypes = []
+    code = int(fn())
+    if code != 0:
+        return f"not reset: {pycuda_error}cuCtxResetPersistingL2Cache returned {_error_name(lib, code)}"
+    return "reset (libcuda)"

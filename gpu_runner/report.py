@@ -89,6 +89,26 @@ class Timing:
     achieved_gbps: float  # Case.bytes_moved / median
     percent_of_copy: float  # achieved_gbps / DeviceInfo.copy_bandwidth_gbps * 100
     gflops: float = 0.0  # Case.flops / median, 0 when flops unknown
+    # The median's distribution-free 95% confidence interval (stats.median_ci) and its half
+    # width as a percentage of the median; 0.0 where not computed.
+    median_ci_low_us: float = 0.0
+    median_ci_high_us: float = 0.0
+    ci_half_width_pct: float = 0.0
+    # Why the timing loop stopped: "converged" (every variant's median CI half width within
+    # the target), "budget" (time budget ran out first), "repetitions" (the cap); "" unknown.
+    stop_reason: str = ""
+    # NVML, sampled right after the timing loop (gpu_runner.throttle): SM clock in MHz and the
+    # active clocks event reasons; None when unknown, and clock_source says why.
+    sm_clock_mhz: Optional[int] = None
+    throttle_reasons: Optional[tuple[str, ...]] = None
+    clock_source: str = "unknown: not sampled"
+    # What resetting persisting L2 lines before timing did (l2flush.reset_persisting_l2).
+    persisting_l2: str = ""
+    # The roofline check (gpu_runner.roofline): the least time the spec's bytes and FLOPs
+    # allow, and whether the median is below it (then the speedup is not a win).
+    roofline_floor_us: float = 0.0
+    above_roofline: bool = False
+    roofline_note: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from gpu_runner.report import (CandidateResult, DeviceInfo, Evaluation, Speedup,
                                Verdict)
 from gpu_runner.session import GpuSession, NoGpuError
 from gpu_runner.stats import ratio_of_medians_ci
-from gpu_runner.timing import VariantFault, time_variants, timing_of
+from gpu_runner.timing import TARGET_CI_PCT, VariantFault, time_variants, timing_of
+from gpu_runner.screen import DeviceScreen
 from gpu_runner.verdicts import judge_stale, launch_verdict, timeout_verdict
 from gpu_runner.verify import BaselineError, verify
 
@@ -65,9 +66,21 @@ class Runner:
         self.launch_timeout_s = launch_timeout_s
         self.compile_cache_dir = compile_cache_dir
         self.l2_flush = l2_flush
+        self._screen_state = None  # DeviceScreen, or False when it could not be built
 
     def close(self) -> None:
         self._finalizer()
+
+    def _screen(self, say) -> Optional[DeviceScreen]:
+        """The session's verification screen (``gpu_runner.screen``), made on first use; None
+        (checks on the host only, slower) when its kernels cannot be built here."""
+        if self._screen_state is None:
+            try:
+                self._screen_state = DeviceScreen(self._session)
+            except RuntimeError as e:
+                say(f"verification on the host only: {e}")
+                self._screen_state = False
+        return self._screen_state or None
 
     def __enter__(self) -> "Runner":
         return self
@@ -127,7 +140,8 @@ class Runner:
         runnable = [c for c in compiled if c.report.ok]
         try:
             verdicts.update(verify(self._session, problem, base, runnable,
-                                   timeout_s=self.launch_timeout_s, progress=say))
+                                   timeout_s=self.launch_timeout_s, progress=say,
+                                   screen=self._screen(say)))
         except BaselineError as e:
             # Nothing can be judged against this baseline: no candidate results at all.
             return Evaluation(device=info, baseline_compile=base.report, baseline=None,
@@ -155,7 +169,8 @@ class Runner:
                                     repetitions=repetitions, warmup=warmup,
                                     time_budget_s=time_budget_s,
                                     timeout_s=self.launch_timeout_s,
-                                    flush_mode=self.l2_flush, progress=say)
+                                    flush_mode=self.l2_flush, progress=say,
+                                    target_ci_pct=TARGET_CI_PCT, screen=self._screen(say))
                 break
             except VariantFault as fault:
                 wedged = fault.timeout or self._session.after_failure(str(fault))
@@ -168,7 +183,8 @@ class Runner:
                     return f"timing stopped: {self._session.wedged}"
         reference = run.last[base.variant.label].outputs
         for label, samples in run.samples_us.items():
-            timings[label] = timing_of(label, samples, case, info.copy_bandwidth_gbps)
+            timings[label] = timing_of(label, samples, case, info.copy_bandwidth_gbps, run=run,
+                                       l2_bytes=info.l2_bytes)
         for c in variants[1:]:
             label = c.variant.label
             stale = judge_stale(label, case, seed, run.inputs, run.last[label], reference,

@@ -10,6 +10,12 @@ then each candidate still passing runs on the same inputs with poisoned outputs 
 from their pristine device copies and every guard region is refilled, so one candidate's
 damage never reaches the next.
 
+With a ``screen`` (``gpu_runner.screen.DeviceScreen``, what ``Runner`` passes) every check
+first runs on the device against device copies of the baseline's outputs and of a candidate's
+first run; only a launch the screen flags is read back and judged on the host by the same
+functions as without it, so the verdicts and their messages do not depend on the screen. The
+baseline's outputs are read back only when a candidate's verdict needs them.
+
 Faults: a launch the driver rejects or a kernel that faults gives the candidate
 ``launch_error``. A kernel fault leaves CUDA unusable in the process (see ``session``); then, as
 after a kernel that does not finish within ``timeout_s`` (``timeout``), every candidate not yet
@@ -18,10 +24,13 @@ judged gets ``launch_error`` saying it was not verified, and verification stops.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Optional, Sequence
 
-from gpu_runner.buffers import DeviceBuffers
-from gpu_runner.compare import changed
+import numpy as np
+
+from gpu_runner.buffers import DeviceBuffers, OutputSnapshot
+from gpu_runner.compare import Bounds, changed, output_scale, resolve_bounds
 from gpu_runner.compiler import CompiledVariant
 from gpu_runner.inputs import make_inputs
 from gpu_runner.launch import launch_kernel
@@ -38,12 +47,11 @@ class BaselineError(RuntimeError):
     """The baseline cannot serve as the reference (see the module doc)."""
 
 
-def run_once(session: GpuSession, compiled: CompiledVariant, case_index: int,
-             buffers: DeviceBuffers, timeout_s: float) -> RunResult:
-    """Restore inputs, refill guards, poison outputs, launch, wait, read everything back.
+def launch_once(session: GpuSession, compiled: CompiledVariant, case_index: int,
+                buffers: DeviceBuffers, timeout_s: float) -> None:
+    """Restore inputs, refill guards, poison outputs, launch and wait.
 
-    Raises ``LaunchFailure`` (launch rejected, kernel fault, failed read-back) or
-    ``KernelTimeout``.
+    Raises ``LaunchFailure`` (launch rejected, kernel fault) or ``KernelTimeout``.
     """
     drv = session.drv
     stream = session.stream
@@ -58,6 +66,11 @@ def run_once(session: GpuSession, compiled: CompiledVariant, case_index: int,
     except drv.Error as e:
         raise LaunchFailure(str(e)) from e
     session.wait(done, timeout_s)
+
+
+def read_back(session: GpuSession, buffers: DeviceBuffers) -> RunResult:
+    """Host copies of the last launch's outputs, inputs and guard damage. Raises
+    ``LaunchFailure`` when reading fails."""
     try:
         case = buffers.case
         return RunResult(
@@ -65,16 +78,30 @@ def run_once(session: GpuSession, compiled: CompiledVariant, case_index: int,
             inputs_after={a.name: buffers.read(a.name) for a in case.args
                           if isinstance(a, Buffer) and a.role == "in"},
             guard=buffers.guard_damage())
-    except drv.Error as e:
+    except session.drv.Error as e:
         raise LaunchFailure(f"reading the results back failed: {e}") from e
 
 
+def run_once(session: GpuSession, compiled: CompiledVariant, case_index: int,
+             buffers: DeviceBuffers, timeout_s: float) -> RunResult:
+    """Restore inputs, refill guards, poison outputs, launch, wait, read everything back.
+
+    Raises ``LaunchFailure`` (launch rejected, kernel fault, failed read-back) or
+    ``KernelTimeout``.
+    """
+    launch_once(session, compiled, case_index, buffers, timeout_s)
+    return read_back(session, buffers)
+
+
 class _CaseBuffers:
-    """The device buffers of one (seed, case), made on first use."""
+    """The device buffers of one (seed, case), made on first use, and the device snapshots
+    of the baseline's outputs (``ref``) and of a candidate's first run (``first``)."""
 
     def __init__(self, session: GpuSession, case: Case, inputs):
         self.session, self.case, self.inputs = session, case, inputs
         self._bufs: Optional[DeviceBuffers] = None
+        self.ref: Optional[OutputSnapshot] = None
+        self.first: Optional[OutputSnapshot] = None
 
     def get(self) -> DeviceBuffers:
         if self._bufs is None:
@@ -82,26 +109,107 @@ class _CaseBuffers:
         return self._bufs
 
     def drop(self) -> None:
+        for snap in (self.ref, self.first):
+            if snap is not None:
+                snap.free()
+        self.ref = self.first = None
         if self._bufs is not None:
             self._bufs.free()
             self._bufs = None
 
 
+class _LazyOutputs(Mapping):
+    """Host copies of a snapshot's buffers, read on first access."""
+
+    def __init__(self, snap: OutputSnapshot):
+        self.snap, self._host = snap, {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._host:
+            self._host[name] = self.snap.read(name)
+        return self._host[name]
+
+    def __iter__(self):
+        return iter(self.snap.specs)
+
+    def __len__(self) -> int:
+        return len(self.snap.specs)
+
+
+@dataclass
+class _Reference:
+    """The baseline's outputs for one (seed, case): ``outputs`` on the host (lazily when
+    ``snap`` holds them on the device), and the bounds of each output, computed once."""
+
+    outputs: Mapping[str, np.ndarray]
+    snap: Optional[OutputSnapshot] = None
+    _bounds: dict = field(default_factory=dict)
+
+    def bounds(self, spec: Buffer, tolerance, screen) -> Bounds:
+        if spec.name not in self._bounds:
+            if self.snap is not None:
+                scale = lambda: screen.abs_max(self.snap.ptr(spec.name), spec.dtype, spec.length)
+            else:
+                scale = lambda: output_scale(self.outputs[spec.name])
+            self._bounds[spec.name] = resolve_bounds(spec.dtype, tolerance, scale)
+        return self._bounds[spec.name]
+
+
+def _clean_effects(screen, bufs: DeviceBuffers, compare_to: Optional[OutputSnapshot] = None,
+                   bounds: Callable[[Buffer], Optional[Bounds]] = lambda spec: None) -> bool:
+    """Whether the last launch left every guard intact, every ``in`` buffer equal to its
+    pristine copy and (given ``compare_to``) every output within ``bounds(spec)`` of
+    ``compare_to`` (``None`` bounds: bit for bit), judged on the device (module doc)."""
+    if bufs.guard_damage() is not None:
+        return False
+    for spec in bufs.input_specs():
+        if screen.differing_bytes(bufs.data_ptr(spec.name), bufs.pristine_ptr(spec.name),
+                                  spec.nbytes):
+            return False
+    if compare_to is None:
+        return True
+    for spec in bufs.output_specs():
+        b = bounds(spec)
+        ref, cand = compare_to.ptr(spec.name), bufs.data_ptr(spec.name)
+        bad = (screen.differing_bytes(ref, cand, spec.nbytes) if b is None
+               else screen.flagged(ref, cand, spec.dtype, spec.length, b))
+        if bad:
+            return False
+    return True
+
+
 def _baseline_reference(session: GpuSession, problem: Problem, baseline: CompiledVariant,
                         ci: int, case: Case, seed: int, inputs, bufs: _CaseBuffers,
-                        timeout_s: float) -> RunResult:
+                        timeout_s: float, screen=None) -> _Reference:
     where = f"case '{case.label}', seed {seed}"
-    runs = []
+    runs: list[Optional[RunResult]] = []  # None: the screen found the launch clean
     for attempt in range(2):
         try:
-            runs.append(run_once(session, baseline, ci, bufs.get(), timeout_s))
+            if screen is None:
+                runs.append(run_once(session, baseline, ci, bufs.get(), timeout_s))
+                continue
+            launch_once(session, baseline, ci, bufs.get(), timeout_s)
+            if attempt == 0:
+                bufs.ref = bufs.get().snapshot_outputs(bufs.ref, session.stream)
+                session.stream.synchronize()
+                clean = _clean_effects(screen, bufs.get())
+            else:  # the second run must repeat the first bit for bit, unless atomics
+                clean = _clean_effects(screen, bufs.get(),
+                                       None if problem.atomics else bufs.ref)
+            runs.append(None if clean else read_back(session, bufs.get()))
         except LaunchFailure as e:
             session.after_failure(str(e))
             raise BaselineError(f"the baseline failed to run ({where}): {e}") from e
         except KernelTimeout as e:
             raise BaselineError(f"the baseline did not finish ({where}): {e}") from e
-    first, second = runs
+    if screen is None:
+        reference = _Reference(runs[0].outputs)
+    else:
+        reference = _Reference(_LazyOutputs(bufs.ref), bufs.ref)
+    first = runs[0] or RunResult(outputs=dict(reference.outputs))
     for run in runs:
+        if run is None:
+            continue
         if run.guard is not None:
             g = run.guard
             raise BaselineError(
@@ -113,7 +221,8 @@ def _baseline_reference(session: GpuSession, problem: Problem, baseline: Compile
                 raise BaselineError(
                     f"the baseline modified input '{name}' ({where}, index {d.index}: was "
                     f"{fmt(d.expected)}, now {fmt(d.actual)}); declare it 'inout' in the spec")
-    if not problem.atomics:
+    second = runs[1]
+    if not problem.atomics and second is not None:
         for name, values in first.outputs.items():
             d = changed(values, second.outputs[name])
             if d:
@@ -121,14 +230,15 @@ def _baseline_reference(session: GpuSession, problem: Problem, baseline: Compile
                     f"the baseline gave different values for '{name}' in two runs on the same "
                     f"inputs ({where}, index {d.index}: {fmt(d.expected)}, then "
                     f"{fmt(d.actual)}); if it uses atomics, mark the spec 'atomics'")
-    return first
+    return reference
 
 
 def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
            candidates: Sequence[CompiledVariant], *, timeout_s: float = 10.0,
-           progress: Progress = None) -> dict[str, Verdict]:
+           progress: Progress = None, screen=None) -> dict[str, Verdict]:
     """Verdicts (failing ones; a candidate absent from the result passed) keyed by variant
-    label. Needs the session's context current. Raises ``BaselineError``."""
+    label; ``screen`` a ``gpu_runner.screen.DeviceScreen`` to check on the device first
+    (module doc). Needs the session's context current. Raises ``BaselineError``."""
     failed: dict[str, Verdict] = {}
     say = progress or (lambda _m: None)
     for seed in problem.seeds:
@@ -139,12 +249,12 @@ def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
             try:
                 say(f"verify: baseline on case '{case.label}', seed {seed}")
                 reference = _baseline_reference(session, problem, baseline, ci, case, seed,
-                                                inputs, bufs, timeout_s)
+                                                inputs, bufs, timeout_s, screen)
                 for cand in live:
                     label = cand.variant.label
                     say(f"verify: {label} on case '{case.label}', seed {seed}")
                     verdict = _judge(session, problem, cand, ci, case, seed, inputs, bufs,
-                                     reference, timeout_s)
+                                     reference, timeout_s, screen)
                     if verdict is not None:
                         failed[label] = verdict
                     if session.wedged:
@@ -158,27 +268,56 @@ def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
     return failed
 
 
-def _judge(session, problem, cand, ci, case, seed, inputs, bufs, reference, timeout_s):
+def _judge(session, problem, cand, ci, case, seed, inputs, bufs, reference, timeout_s,
+           screen=None):
     label = cand.variant.label
-    runs = []
+    runs: list[Optional[RunResult]] = []  # None: the screen found the launch clean
     for attempt in range(2):
         when = " (second run)" if attempt else ""
         try:
-            runs.append(run_once(session, cand, ci, bufs.get(), timeout_s))
+            if screen is None:
+                runs.append(run_once(session, cand, ci, bufs.get(), timeout_s))
+            else:
+                launch_once(session, cand, ci, bufs.get(), timeout_s)
+                runs.append(_screened(session, problem, bufs, reference, screen, attempt))
         except LaunchFailure as e:
             session.after_failure(str(e))
             return launch_verdict(label, case, seed, str(e), when)
         except KernelTimeout as e:
             return timeout_verdict(label, case, seed, str(e), when)
+        except session.drv.Error as e:  # a screen kernel or copy failed after a kernel fault
+            session.after_failure(str(e))
+            return launch_verdict(label, case, seed, str(e), when)
+        if runs[-1] is None:
+            continue
         if attempt == 0:
             verdict = judge_run(label, case, seed, inputs, runs[0], reference.outputs,
                                 problem.tolerance)
         else:
-            verdict = judge_repeat(label, case, seed, inputs, runs[0], runs[1],
+            first = runs[0] or RunResult(outputs={n: bufs.first.read(n)
+                                                  for n in bufs.first.specs})
+            verdict = judge_repeat(label, case, seed, inputs, first, runs[1],
                                    reference.outputs, problem.tolerance, problem.atomics)
         if verdict is not None:
             return verdict
     return None
+
+
+def _screened(session, problem, bufs, reference, screen, attempt) -> Optional[RunResult]:
+    """None when the screen finds the candidate's launch clean; else its effects read back
+    for the host's judgement. After a first run its outputs are kept on the device, for the
+    second run to be compared with."""
+    dev = bufs.get()
+    if attempt == 0:
+        clean = _clean_effects(screen, dev, bufs.ref,
+                               lambda spec: reference.bounds(spec, problem.tolerance, screen))
+        bufs.first = dev.snapshot_outputs(bufs.first, session.stream)
+        session.stream.synchronize()
+    else:
+        bounds = ((lambda spec: reference.bounds(spec, problem.tolerance, screen))
+                  if problem.atomics else (lambda spec: None))
+        clean = _clean_effects(screen, dev, bufs.first, bounds)
+    return None if clean else read_back(session, dev)
 
 
 def _skip_rest(candidates, failed, why: str) -> None:

@@ -209,6 +209,9 @@ class FakeDriver:
         self.check()
         dst.view(np.uint8)[:] = np.frombuffer(self.view(int(src), dst.nbytes), np.uint8)
 
+    def memcpy_dtoh_async(self, dst, src, stream=None):
+        self.memcpy_dtoh(dst, src)
+
     def memcpy_dtod_async(self, dst, src, n, stream=None):
         self.check()
         self.view(int(dst), n)[:] = bytes(self.view(int(src), n))
@@ -219,6 +222,8 @@ class FakeDriver:
         source = self.cubins[bytes(cubin)]
         if "cudalens_l2_flush" in source:
             return FakeModule(self, ("l2_flush", l2_flush))
+        if "cudalens_screen_bits" in source:
+            return FakeModule(self, None, by_symbol=SCREEN)
         return FakeModule(self, self.emulations[source])
 
 
@@ -247,10 +252,13 @@ class FakeAllocation:
 
 
 class FakeModule:
-    def __init__(self, drv, emulation):
+    def __init__(self, drv, emulation, by_symbol=None):
         self.drv, self.emulation, self.launches = drv, emulation, 0
+        self.by_symbol = by_symbol  # symbol -> emulation, for a module of several kernels
 
     def get_function(self, symbol):
+        if self.by_symbol is not None:
+            return FakeFunction(FakeModule(self.drv, (symbol, self.by_symbol[symbol])))
         return FakeFunction(self)
 
 
@@ -376,6 +384,50 @@ def hang(drv, mod, threads, *args):
 def l2_flush(drv, mod, threads, data, count, sink):
     drv.array(data, np.int32, 4 * int(count)).sum()  # reads the whole flush buffer
     return 30.0  # outside the timed region: must not show in any timing
+
+
+# The verification screen's kernels (gpu_runner/screen.py), emulated with numpy.
+def _count(drv, out, n):
+    drv.array(out, np.uint64, 1)[0] += np.uint64(n)
+    return 1.0
+
+
+def screen_bits(drv, mod, threads, a, b, nbytes, out):
+    n = int(nbytes)
+    return _count(drv, out, np.count_nonzero(drv.array(a, np.uint8, n) != drv.array(b, np.uint8, n)))
+
+
+def _screen_float(dtype, poison):
+    def emulate(drv, mod, threads, ref, cand, n, atol, rtol, out):
+        bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+        rb, cb = drv.array(ref, bits, int(n)), drv.array(cand, bits, int(n))
+        r = drv.array(ref, dtype, int(n)).astype(np.float64)
+        c = drv.array(cand, dtype, int(n)).astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = (r == c) | ((np.abs(c - r) <= float(atol) + float(rtol) * np.abs(r))
+                             & np.isfinite(r) & np.isfinite(c))
+        ok |= np.isnan(r) & np.isnan(c)
+        return _count(drv, out, np.count_nonzero(((cb == poison) & (rb != poison)) | ~ok))
+    return emulate
+
+
+def _abs_max(dtype):
+    def emulate(drv, mod, threads, x, n, out):
+        v = drv.array(x, dtype, int(n)).astype(np.float64)
+        v = np.abs(v[np.isfinite(v)])
+        best = np.float64(v.max() if v.size else 0.0)
+        word = drv.array(out, np.uint64, 1)
+        word[0] = max(int(word[0]), int(np.array([best]).view(np.uint64)[0]))
+        return 1.0
+    return emulate
+
+
+SCREEN = {"cudalens_screen_bits": screen_bits,
+          "cudalens_screen_f16": _screen_float(np.float16, 0x7FFC),
+          "cudalens_screen_f32": _screen_float(np.float32, 0x7FFC7FFC),
+          "cudalens_screen_f64": _screen_float(np.float64, 0x7FFC7FFC7FFC7FFC),
+          "cudalens_absmax_f16": _abs_max(np.float16), "cudalens_absmax_f32": _abs_max(np.float32),
+          "cudalens_absmax_f64": _abs_max(np.float64)}
 
 
 EMULATIONS = {
@@ -537,6 +589,8 @@ def test_interleaving_rotates_the_order(fake):
         fake.launches.clear()
         r.evaluate(saxpy_problem(seeds=(1,)), variant("saxpy.cu"),
                    [variant("saxpy_gridstride.cu")], repetitions=4, warmup=1)
+    # The verification screen's kernels (gpu_runner/screen.py) are not part of this order.
+    fake.launches[:] = [x for x in fake.launches if not x.startswith("cudalens_")]
     # Every timed or warm-up launch comes right after an L2 flush.
     assert fake.launches[8:] == [x for pair in zip(["l2_flush"] * 10, fake.launches[9::2])
                                  for x in pair]

@@ -210,7 +210,8 @@ def test_timing_is_sane(evaluation, runner):
     info = runner.device_info()
     base, cand = evaluation.baseline, _get(evaluation, "saxpy_gridstride")
     for t in (base, cand.timing):
-        assert t.samples == 20
+        # at most 20 rounds; fewer when every median's 95% CI got within 1% first
+        assert 5 <= t.samples <= 20 and (t.samples == 20 or t.stop_reason != "repetitions")
         assert 0 < t.min_us <= t.q1_us <= t.median_us <= t.q3_us
         assert t.median_us < 10_000
         assert t.achieved_gbps == pytest.approx(12 * NOMINAL / t.median_us / 1e3)

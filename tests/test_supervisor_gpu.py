@@ -43,7 +43,7 @@ def test_fault_and_hang_are_contained_and_the_rest_is_measured():
         for label in ("before", "after"):
             c = next(c for c in ev.candidates if c.verdict.variant == label)
             assert c.verdict.status == "passed", c.verdict.reason
-            assert c.timing is not None and c.timing.samples == 20
+            assert c.timing is not None and 5 <= c.timing.samples <= 20
             assert 0.3 < c.speedup.value < 3.0
         assert ev.error == "" and ev.baseline is not None
         assert len([e for e in sup.events if e.kind == "wedged"]) >= 2
