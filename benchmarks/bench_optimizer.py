@@ -262,7 +262,15 @@ def bench_one(path: Path, client, device, args) -> dict:
                              spec.launch, device.sm_count)
 
     print(f"[{name}] cudalens search, budget {args.budget}", flush=True)
-    result = optimize(target, client, budget=args.budget, repetitions=args.repetitions)
+    result = optimize(target, client, budget=args.budget, repetitions=args.repetitions,
+                      progress=lambda m: print(f"    {m}", flush=True)
+                      if not m.startswith(("verify:", "compile:")) else None)
+    if args.record is not None:
+        from cudalens.present import result_record
+        run = result_record(result)
+        run["copy_bandwidth_gbps"] = run.pop("device")["copy_bandwidth_gbps"]
+        run["file"] = str(Path(run["file"]).resolve().relative_to(ROOT))
+        args.recorded.append(run)
     row = result.winner or result.best_verified
     ours = row.candidate if row is not None else None
     rec["ours"] = {"label": ours.label if ours else "baseline (nothing verified was faster)",
@@ -375,8 +383,12 @@ def main() -> int:
     ap.add_argument("--repetitions", type=int, default=50)
     ap.add_argument("--kt-iterations", type=int, default=7,
                     help="Kernel Tuner's launches per configuration (its default: 7)")
+    ap.add_argument("--record", type=Path, default=None,
+                    help="also write every optimize run here in the format of "
+                         "benchmarks/run_examples.py (what the language server's CI replays)")
     ap.add_argument("examples", nargs="*", help="example files (default: examples/*.cu)")
     args = ap.parse_args()
+    args.recorded = []
     try:
         need("kernel_tuner", "kernel_tuner", "tuning the block size with Kernel Tuner")
         need("torch", "torch", "timing the PyTorch operator")
@@ -407,6 +419,14 @@ def main() -> int:
                 result["runs"].append({"file": str(f), "kernel": f.stem,
                                        "error": f"{type(exc).__name__}: {exc}"})
             args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+            if args.record is not None:
+                args.record.write_text(json.dumps({
+                    "benchmark": "cudalens optimize on examples/ (recorded by "
+                                 "benchmarks/bench_optimizer.py)",
+                    "date": result["date"], "commit": args.commit,
+                    "device": result["device"],
+                    "settings": {"budget": args.budget, "repetitions": args.repetitions},
+                    "runs": args.recorded}, indent=2) + "\n")
     print(table(result))
     return 0 if all("error" not in r for r in result["runs"]) else 1
 

@@ -28,8 +28,10 @@ from replay_runner import (ROOT, ReplayMismatch, ReplayRunnerClient, coverage_pr
 from cudalens.optimize import optimize  # noqa: E402
 from cudalens.target import load_target  # noqa: E402
 
+# Kernels with a recording that can be replayed exactly (each evaluation with its sources);
+# older recordings stay in benchmarks/results/ as results, not as replays.
 KERNELS = sorted({r["kernel"] for f in recorded_files() for r in json.loads(f.read_text())["runs"]
-                  if "kernel" in r})
+                  if "kernel" in r and "evaluations" in r})
 
 
 def _body(diff: str) -> list[str]:

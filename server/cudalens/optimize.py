@@ -1,7 +1,11 @@
 """The optimize flow shared by the CLI and the language server.
 
-propose candidates (built-in passes and search) -> resolve each into a runner variant ->
-the runner verifies and times them against the baseline -> pick the winner.
+The built-in search (``cudalens.optimizer.batched``: every pass, compile-pruned, timed in
+batches, steered towards the structures that measure best) -> each batch resolved into runner
+variants, verified and timed against the baseline -> the best verified candidates timed again
+together with the baseline in one final evaluation (the *confirmation*), so the winner's
+speedup and its confidence interval come from launches interleaved with the baseline's in one
+run, never from comparing numbers of different runner calls -> pick the winner.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.errors import CudalensError
 from cudalens.optimizer.candidate import Candidate
 from cudalens.optimizer.context import make_context
-from cudalens.optimizer.search import propose
+from cudalens.optimizer.batched import Budget, Scored, SearchRun, search
 from cudalens.runner_client import RunnerClient
 from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_problem, build_variant
@@ -35,6 +39,15 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Batch:
+    """One runner evaluation: the variants sent (besides the baseline) and what came back,
+    ``evaluation.candidates[i]`` for ``variants[i]``."""
+
+    variants: tuple[Variant, ...]
+    evaluation: Evaluation
+
+
+@dataclass(frozen=True)
 class OptimizeResult:
     target: Target
     device: DeviceInfo
@@ -44,6 +57,13 @@ class OptimizeResult:
     winner: Optional[Row]
     # Candidates whose launch configuration cannot run this problem (label, reason): never sent.
     skipped: tuple[tuple[str, str], ...] = ()
+    # Candidates the compile report ruled out before timing (label, reason).
+    pruned: tuple[tuple[str, str], ...] = ()
+    # Every runner evaluation, in order: the search's batches, then the confirmation (if any).
+    # ``evaluation`` is the one ``rows`` with timings and ``winner`` come from.
+    batches: tuple["Batch", ...] = ()
+    # Why the search stopped, in words ("the budget of 24 timed candidates is used").
+    stop: str = ""
 
     @property
     def best_verified(self) -> Optional[Row]:
@@ -64,19 +84,32 @@ class OptimizeResult:
 
 
 def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
-    """The verified candidate with the highest speedup whose 95% CI lies above 1.0."""
+    """The verified candidate with the highest speedup whose 95% CI lies above 1.0, and
+    whose time is not below what the roofline allows for its bytes and FLOPs (such a time
+    means the measurement, not the kernel, is off: it is flagged, never offered)."""
     good = [r for r in rows if r.result.verdict.ok and r.result.speedup is not None
-            and r.result.speedup.ci_low > SIGNIFICANT_SPEEDUP]
+            and r.result.speedup.ci_low > SIGNIFICANT_SPEEDUP
+            and not (r.result.timing is not None and r.result.timing.above_roofline)]
     return max(good, key=lambda r: r.result.speedup.value, default=None)
 
 
 def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: int = 0,
-             repetitions: int = 50,
+             repetitions: int = 50, seconds: Optional[float] = None, batch: int = 8,
+             confirm: int = 4, prune: bool = True,
              progress: Optional[Callable[[str], None]] = None) -> OptimizeResult:
-    """Proposes up to ``budget`` candidates for ``target``, evaluates them and picks a winner.
+    """Searches for a faster version of ``target``'s kernel and picks a winner.
+
+    ``budget`` timed candidates at most (pruned and unresolvable ones do not count),
+    ``seconds`` of search at most when given, ``batch`` candidates per runner evaluation;
+    then the ``confirm`` fastest distinct verified candidates are timed again together with
+    the baseline when they came from different batches (module doc). The rows are those of
+    the evaluation the winner is picked from, followed by the failed candidates of every batch.
+    With the same target, runner answers, budget and seed (and no ``seconds``) the same
+    candidates are proposed in the same batches.
 
     Raises:
         CudalensError: the spec cannot be resolved, or the baseline itself fails to compile or run.
+        ValueError: a negative budget, a batch below 1, or ``seconds`` not positive.
     """
     say = progress or (lambda _msg: None)
     device = client.device_info()
@@ -89,27 +122,107 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
 
     say(f"proposing candidates for {target.kernel.name}")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
-    candidates = propose(ctx, budget=budget, seed=seed)
-    variants: list[Variant] = []
-    kept: list[Candidate] = []
-    skipped: list[tuple[str, str]] = []
-    for cand in candidates:
-        try:
-            variants.append(build_variant(f"c{len(kept) + 1}", cand.source,
-                                          target.kernel.qualified_name, target.spec, cand.launch,
-                                          device.sm_count, options=cand.options))
-            kept.append(cand)
-        except SpecError as exc:
-            # The candidate's own launch configuration does not fit these sizes (a grid.y above
-            # 65535, say): the user's spec is fine, the candidate is dropped.
-            skipped.append((cand.label, exc.message))
-    candidates = kept
-    say(f"{len(variants)} candidates; verifying and timing on {device.name}")
-    evaluation = client.evaluate(problem, baseline, variants, repetitions=repetitions,
-                                 progress=say)
-    if evaluation.baseline is None:
-        raise CudalensError(f"{target.path}: the baseline kernel {target.kernel.name} could not be "
-                            f"measured: {evaluation.error or 'the runner returned no timing for it'}")
-    rows = tuple(Row(c, r) for c, r in zip(candidates, evaluation.candidates))
+    flow = _Batches(target, client, problem, baseline, device, repetitions, say)
+    arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
+    run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
+                 arch=arch, prune=prune)
+    if not flow.evaluations:  # nothing was left to time: the baseline alone
+        flow.evaluate([])
+    evaluation, rows, winner = flow.final(run, confirm)
     return OptimizeResult(target=target, device=device, problem=problem, evaluation=evaluation,
-                          rows=rows, winner=pick_winner(rows), skipped=tuple(skipped))
+                          rows=rows, winner=winner, skipped=tuple(flow.skipped),
+                          pruned=tuple((d.candidate.label, d.reason) for d in run.dropped),
+                          batches=tuple(flow.sent), stop=run.stop)
+
+
+class _Batches:
+    """The search's ``evaluate``: resolves candidates into variants (labels ``c1``, ``c2``...
+    across batches), sends them to the runner with the baseline, keeps every evaluation."""
+
+    def __init__(self, target: Target, client: RunnerClient, problem: Problem,
+                 baseline: Variant, device: DeviceInfo, repetitions: int,
+                 say: Callable[[str], None]):
+        self.target, self.client, self.problem, self.baseline = target, client, problem, baseline
+        self.device, self.repetitions, self.say = device, repetitions, say
+        self.evaluations: list[Evaluation] = []
+        self.sent: list[Batch] = []
+        self.batches: list[list[Row]] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.count = 0
+
+    def _send(self, candidates: list[Candidate], labels: list[str]) -> Evaluation:
+        spec, name = self.target.spec, self.target.kernel.qualified_name
+        variants = [build_variant(label, c.source, name, spec, c.launch, self.device.sm_count,
+                                  options=c.options) for c, label in zip(candidates, labels)]
+        evaluation = self.client.evaluate(self.problem, self.baseline, variants,
+                                          repetitions=self.repetitions, progress=self.say)
+        if evaluation.baseline is None:
+            raise CudalensError(
+                f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
+                f"measured: {evaluation.error or 'the runner returned no timing for it'}")
+        self.evaluations.append(evaluation)
+        self.sent.append(Batch(tuple(variants), evaluation))
+        return evaluation
+
+    def evaluate(self, candidates) -> list[Scored]:
+        spec, name = self.target.spec, self.target.kernel.qualified_name
+        sendable: list[Candidate] = []
+        labels: list[str] = []
+        for c in candidates:
+            try:
+                build_variant("probe", c.source, name, spec, c.launch, self.device.sm_count,
+                              options=c.options)
+            except SpecError as exc:
+                # The candidate's own launch configuration does not fit these sizes (a grid.y
+                # above 65535, say): the user's spec is fine, the candidate is dropped.
+                self.skipped.append((c.label, exc.message))
+                continue
+            self.count += 1
+            sendable.append(c)
+            labels.append(f"c{self.count}")
+        if not sendable and self.evaluations:
+            return [Scored(c, None) for c in candidates]
+        self.say(f"{self.count} candidates; verifying and timing on {self.device.name}")
+        evaluation = self._send(sendable, labels)
+        rows = [Row(c, r) for c, r in zip(sendable, evaluation.candidates)]
+        self.batches.append(rows)
+        by_key = {row.candidate.key: row for row in rows}
+        out = []
+        for c in candidates:
+            row = by_key.get(c.key)
+            ok = row is not None and row.result.verdict.ok and row.result.speedup is not None
+            out.append(Scored(c, row.result.speedup.value if ok else None,
+                              row.result if row else None))
+        return out
+
+    def final(self, run: SearchRun, confirm: int
+              ) -> tuple[Evaluation, tuple[Row, ...], Optional[Row]]:
+        """The evaluation the result reports, its rows (then every batch's failed rows), and
+        the winner among them."""
+        def timed(row: Row) -> bool:
+            return row.result.verdict.ok and row.result.speedup is not None
+
+        failed = [row for rows in self.batches for row in rows if not timed(row)]
+        with_timed = [i for i, rows in enumerate(self.batches) if any(map(timed, rows))]
+        if not with_timed:
+            return self.evaluations[-1], tuple(failed), None
+        best = sorted((row for i in with_timed for row in self.batches[i] if timed(row)),
+                      key=lambda row: -row.result.speedup.value)
+        top: list[Row] = []
+        for row in best:
+            if all(row.candidate.key != t.candidate.key for t in top):
+                top.append(row)
+        top = top[:max(confirm, 1)]
+        batch_of = {id(row): i for i, rows in enumerate(self.batches) for row in rows}
+        if len(top) > 1 and len({batch_of[id(row)] for row in top}) > 1:
+            labels = [f"c{self.count + i + 1}" for i in range(len(top))]
+            self.say(f"confirming the {len(top)} fastest candidates: timing them again together "
+                     f"with the baseline")
+            evaluation = self._send([row.candidate for row in top], labels)
+            rows = tuple(Row(row.candidate, r) for row, r in zip(top, evaluation.candidates))
+            return evaluation, rows + tuple(failed), pick_winner(rows)
+        keep = batch_of[id(best[0])]
+        rows = tuple(self.batches[keep])
+        others = tuple(row for i, rs in enumerate(self.batches) if i != keep
+                       for row in rs if not timed(row))
+        return self.evaluations[keep], rows + others, pick_winner(rows)

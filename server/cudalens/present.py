@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_runner.report import Timing
-from cudalens.optimize import OptimizeResult, Row
+from cudalens.optimize import Batch, OptimizeResult, Row
 
 
 def fmt_us(t: Optional[Timing]) -> str:
@@ -41,6 +41,9 @@ def candidates_table(result: OptimizeResult) -> Table:
         v = row.result.verdict
         mark = "*" if row is result.winner else ""
         verdict = "verified" if v.ok else f"[red]{v.status}[/red]: {escape(v.reason)}"
+        t = row.result.timing
+        if v.ok and t is not None and t.above_roofline:
+            verdict += f"; [yellow]not offered[/yellow]: {escape(t.roofline_note)}"
         table.add_row(f"{i}{mark}", escape(row.candidate.label),
                       fmt_us(row.result.timing), fmt_speedup(row), fmt_bw(row.result.timing), verdict)
     return table
@@ -142,4 +145,23 @@ def result_record(result: OptimizeResult) -> dict:
             for r in result.rows
         ],
         "diff": result.diff(),
+        "pruned": [{"label": label, "reason": reason} for label, reason in result.pruned],
+        "stop": result.stop,
+        # Every runner evaluation with each variant's source, so a run can be replayed exactly
+        # (tests/data/lsp/replay_runner.py) and its numbers tied to the code they measured.
+        "evaluations": [_batch_record(b) for b in result.batches],
+    }
+
+
+def _batch_record(batch: Batch) -> dict:
+    ev = batch.evaluation
+    return {
+        "baseline": _plain(ev.baseline),
+        "error": ev.error,
+        "variants": [{"label": v.label, "source": v.source, "options": list(v.options),
+                      "launches": _plain(v.launches),
+                      "compile": {k: val for k, val in _plain(r.compile).items() if k != "log"},
+                      "verdict": _plain(r.verdict), "timing": _plain(r.timing),
+                      "speedup": _plain(r.speedup)}
+                     for v, r in zip(batch.variants, ev.candidates)],
     }

@@ -6,31 +6,41 @@ What is replayed, and how it stays honest:
   ``benchmarks/run_examples.py`` during a real run of ``cudalens optimize`` on every example
   on an NVIDIA H200 (each file records the device, driver, commit and date). Nothing here is
   typed in by hand.
-* Those files hold each candidate's label, launch, verdict, timing and speedup, but not its
-  source. The sources come from re-running the optimizer's deterministic search
-  (``cudalens.optimizer.search.propose``, same budget, seed 0) on the same example file and
-  spec: the search is a pure function of its inputs, so it yields the same candidates in the
-  same order with the same labels (``tests/test_lsp_replay.py`` checks the labels, and that
-  the recorded winner's diff is reproduced byte for byte).
-* ``evaluate`` answers only a request it can match exactly: the problem must equal the one
-  the example's spec gives, the baseline must be the example's source with the spec's launch,
-  and every candidate variant must be one of the re-derived candidates (same source, same
-  resolved launches). Each matched variant gets the recorded result of the candidate with the
-  same label. Anything else raises ``ReplayMismatch`` naming what differs, instead of
-  inventing a number.
+* Each run in those files holds every runner evaluation the optimizer made (its batches and
+  the final confirmation) with each variant's exact source, launches and nvcc options, and
+  what the runner found for it. ``evaluate`` answers only a request it can match exactly: the
+  problem must equal the one the example's spec gives, the baseline must be the example's
+  source with the spec's launch, and the candidate variants must be, in order, those of one
+  recorded evaluation (same sources, launches and options; labels may differ). The search is
+  deterministic given the runner's answers, so a search replayed against them asks the same
+  questions in the same order. Anything else raises ``ReplayMismatch`` naming what differs,
+  instead of inventing a number.
 
 * Several recordings may exist; ``evaluate`` answers from the newest one that recorded the
   kernel and every requested candidate.
 
+**Scripted verdicts (test-only, NOT recordings).** The LLM proposer's candidates are written
+by a test's scripted model, so no recording can hold their numbers. A test that drives the
+LLM path names a JSON file in ``CUDALENS_REPLAY_SCRIPTED`` (see ``ScriptedVerdicts``): a
+candidate variant whose source contains one of its markers (a comment such as ``//
+cudalens-test-candidate: good``) gets that entry's scripted verdict and speedup, and its
+timing is the recorded baseline's divided by the scripted speedup. These are inventions of
+the test, labelled as such: their verdict's reason says "scripted test verdict, not a
+measurement", and with a scripted file the client's ``provenance`` says so too. The baseline
+and every candidate without a marker are still answered from the recordings only.
+
 ``make_client(settings)`` is the runner factory the language server is started with in tests
 (``--runner-factory replay_runner:make_client``). Environment: ``CUDALENS_REPLAY_FILE``
 picks one recorded file (default: all of ``benchmarks/results/h200-examples-*.json``);
+``CUDALENS_REPLAY_SCRIPTED`` names a file of scripted verdicts for test-only candidates;
 ``CUDALENS_REPLAY_STEP_S`` sleeps that many seconds between progress messages, so a test
 can cancel a run while it is in flight.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import time
@@ -38,10 +48,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from gpu_runner.problem import Problem, Variant
-from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
-                               Timing, Verdict)
-from cudalens.optimizer.context import make_context
-from cudalens.optimizer.search import propose
+from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Mismatch,
+                               Speedup, Timing, Verdict)
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import load_target
 
@@ -93,8 +101,9 @@ class Recording:
         return next((r for r in self.data["runs"] if r.get("kernel") == kernel), None)
 
     def answer(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant]
-               ) -> tuple[dict, list[tuple[Variant, dict]]]:
-        """The recorded run and, for each variant, its recorded candidate.
+               ) -> tuple[dict, dict, list[tuple[Variant, dict]]]:
+        """The recorded run, the recorded evaluation that asked exactly this, and for each
+        variant its recorded result.
 
         Raises:
             ReplayMismatch: see the module doc.
@@ -102,6 +111,11 @@ class Recording:
         run = self.run(problem.kernel)
         if run is None:
             raise ReplayMismatch(f"{self.path.name} recorded no run of kernel {problem.kernel!r}")
+        if "evaluations" not in run:
+            raise ReplayMismatch(f"{self.path.name} (commit {self.data['commit'][:10]}) holds no "
+                                 f"per-evaluation sources for {problem.kernel}: it predates exact "
+                                 f"replay; record the examples again on a GPU "
+                                 f"(benchmarks/run_examples.py)")
         target = load_target(ROOT / run["file"], run["kernel"])
         device = self.device()
         if problem != build_problem(target.spec, target.kernel):
@@ -112,26 +126,26 @@ class Recording:
         if (baseline.source, baseline.launches) != (own_base.source, own_base.launches):
             raise ReplayMismatch(f"the baseline differs from {run['file']} as recorded in "
                                  f"{self.path.name}: the recorded numbers do not apply to it")
-        ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
-        searched = propose(ctx, budget=self.data["settings"]["budget"], seed=0)
-        labels = {}
-        for i, cand in enumerate(searched):
-            v = build_variant(f"c{i + 1}", cand.source, target.kernel.qualified_name, target.spec,
-                              cand.launch, device.sm_count, options=cand.options)
-            labels[(v.source, v.launches, v.options)] = cand.label
-        recorded = {c["label"]: c for c in run["candidates"]}
-        matched = []
-        for v in candidates:
-            label = labels.get((v.source, v.launches, v.options))
-            rec = recorded.get(label) if label is not None else None
-            if rec is None:
-                raise ReplayMismatch(
-                    f"variant {v.label} ({label or 'not derived by the search'}) of "
-                    f"{run['kernel']} was not measured in {self.path.name}: the optimizer's "
-                    f"candidates changed since commit {self.data['commit'][:10]}; record the "
-                    f"examples again on a GPU (benchmarks/run_examples.py)")
-            matched.append((v, rec))
-        return run, matched
+        asked = [_identity(v) for v in candidates]
+        for ev in run["evaluations"]:
+            if [(r["source"], r["options"], r["launches"]) for r in ev["variants"]] == asked:
+                return run, ev, list(zip(candidates, ev["variants"]))
+        first = next((v.label for v, a in zip(candidates, asked)
+                      if all(a != (r["source"], r["options"], r["launches"])
+                             for ev in run["evaluations"] for r in ev["variants"])), None)
+        what = (f"variant {first} was never measured" if first else
+                "those variants were measured, but never together in one evaluation")
+        raise ReplayMismatch(
+            f"{self.path.name} (commit {self.data['commit'][:10]}) has no evaluation of "
+            f"{run['kernel']} with these {len(candidates)} variants ({what}): the optimizer's "
+            f"candidates changed since; record the examples again on a GPU "
+            f"(benchmarks/run_examples.py)")
+
+
+def _identity(v: Variant) -> tuple:
+    """A variant as recorded: source, nvcc options and launches in JSON form."""
+    launches = json.loads(json.dumps([dataclasses.asdict(x) for x in v.launches]))
+    return (v.source, list(v.options), launches)
 
 
 def newest_recording_of(kernel: str, paths: Optional[Sequence[Path]] = None
@@ -145,26 +159,24 @@ def newest_recording_of(kernel: str, paths: Optional[Sequence[Path]] = None
     return None
 
 
-def coverage_problem(kernel: str, budget: Optional[int] = None) -> Optional[str]:
-    """None when the newest recording of ``kernel`` holds a result for every candidate the
-    optimizer's search proposes today (seed 0, the recording's budget unless ``budget``);
-    else why not, in words. Tests that optimize ``kernel`` through the replay skip with this
-    reason; ``test_lsp_replay.py`` fails with it (re-record on a GPU)."""
+@functools.lru_cache(maxsize=None)
+def coverage_problem(kernel: str) -> Optional[str]:
+    """None when the optimizer, run today on the recorded example with the recording's budget
+    and seed 0, asks only questions the newest recording of ``kernel`` answers; else why not,
+    in words. Tests that optimize ``kernel`` through the replay skip with this reason;
+    ``test_lsp_replay.py`` fails with it (re-record on a GPU). Cached: it runs the search."""
+    from cudalens.optimize import optimize
+
     found = newest_recording_of(kernel)
     if found is None:
         return f"no recorded run of {kernel} in {RESULTS}"
     recording, run = found
     target = load_target(ROOT / run["file"], run["kernel"])
-    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
-    searched = propose(ctx, budget=budget or recording.data["settings"]["budget"], seed=0)
-    recorded = {c["label"] for c in run["candidates"]}
-    missing = [c.label for c in searched if c.label not in recorded]
-    if missing:
-        return (f"the recorded H200 results ({recording.path.name}, commit "
-                f"{recording.data['commit'][:10]}) have no result for {len(missing)} of the "
-                f"{len(searched)} candidates the optimizer now proposes for {kernel} (first: "
-                f"{missing[0]!r}): record the examples again on a GPU with "
-                f"benchmarks/run_examples.py")
+    try:
+        optimize(target, ReplayRunnerClient([recording.path]),
+                 budget=recording.data["settings"]["budget"], seed=0)
+    except ReplayMismatch as exc:
+        return f"the recorded H200 results cannot answer today's optimizer for {kernel}: {exc}"
     return None
 
 
@@ -174,12 +186,20 @@ class ReplayRunnerClient:
     ``evaluate`` uses the newest recording that answers the whole request.
     """
 
-    def __init__(self, paths: Optional[Sequence[Path]] = None, step_s: float = 0.0):
+    def __init__(self, paths: Optional[Sequence[Path]] = None, step_s: float = 0.0,
+                 scripted: Optional["ScriptedVerdicts"] = None):
         self.recordings = [Recording(Path(p)) for p in (paths or recorded_files())]
         if not self.recordings:
             raise ReplayMismatch(f"no recorded results in {RESULTS}")
         self.step_s = step_s
-        self.provenance = self.recordings[0].provenance
+        self.scripted = scripted
+        self.provenance = self._provenance(self.recordings[0])
+
+    def _provenance(self, recording: "Recording") -> str:
+        if self.scripted is None:
+            return recording.provenance
+        return (f"{recording.provenance}; test-only candidates get scripted verdicts from "
+                f"{self.scripted.path.name} (not measurements)")
 
     def device_info(self) -> DeviceInfo:
         return self.recordings[0].device()
@@ -188,18 +208,21 @@ class ReplayRunnerClient:
                  repetitions: int = 50,
                  progress: Optional[Callable[[str], None]] = None) -> Evaluation:
         say = progress or (lambda _m: None)
+        if self.scripted is not None and all(self.scripted.find(v) for v in candidates):
+            return self._scripted_evaluation(problem, baseline, candidates, say)
         reasons = []
         for recording in self.recordings:
             try:
-                run, matched = recording.answer(problem, baseline, candidates)
+                run, ev, matched = recording.answer(problem, baseline, candidates)
             except ReplayMismatch as exc:
                 reasons.append(str(exc))
                 continue
-            self.provenance = recording.provenance
-            return self._replay(recording, run, matched, problem, repetitions, say)
+            self.provenance = self._provenance(recording)
+            return self._replay(recording, run, ev, matched, problem, repetitions, say)
         raise ReplayMismatch("; ".join(reasons))
 
-    def _replay(self, recording: Recording, run: dict, matched: list[tuple[Variant, dict]],
+    def _replay(self, recording: Recording, run: dict, ev: dict,
+                matched: list[tuple[Variant, dict]],
                 problem: Problem, repetitions: int, say: Callable[[str], None]) -> Evaluation:
         case, seed = problem.cases[0].label, problem.seeds[0]
         self._step(say, "compile: baseline")
@@ -214,13 +237,56 @@ class ReplayRunnerClient:
             results.append(CandidateResult(compile=_compile(rec["compile"], v.label),
                                            verdict=verdict, timing=_timing(rec["timing"], v.label),
                                            speedup=speedup))
-        rounds = run["baseline"]["samples"] if run["baseline"] else 0
+        rounds = ev["baseline"]["samples"] if ev["baseline"] else 0
         for r in range(0, rounds, max(rounds // 5, 1)):
             self._step(say, f"timing: round {r + 1} of at most {repetitions}")
         return Evaluation(device=recording.device(run),
                           baseline_compile=_compile(run["baseline_compile"], "baseline"),
-                          baseline=_timing(run["baseline"], "baseline"),
+                          baseline=_timing(ev["baseline"], "baseline"),
+                          error=ev.get("error", ""),
                           candidates=tuple(results))
+
+    def _scripted_evaluation(self, problem: Problem, baseline: Variant,
+                             candidates: Sequence[Variant],
+                             say: Callable[[str], None]) -> Evaluation:
+        """A request made only of test-only candidates (or of none: the LLM proposer measures
+        the original alone first). The baseline's timing is the recorded run's (a real H200
+        measurement of exactly this baseline, checked like ``Recording.answer`` checks it);
+        each candidate gets its scripted verdict (``ScriptedEntry``), not a measurement.
+
+        Raises:
+            ReplayMismatch: no recording of the kernel, or another problem or baseline.
+        """
+        found = newest_recording_of(problem.kernel, [r.path for r in self.recordings])
+        if found is None:
+            raise ReplayMismatch(f"no recorded run of kernel {problem.kernel!r} to take the "
+                                 f"baseline's timing from")
+        recording, run = found
+        target = load_target(ROOT / run["file"], run["kernel"])
+        device = recording.device(run)
+        if problem != build_problem(target.spec, target.kernel):
+            raise ReplayMismatch(f"the problem for {problem.kernel} differs from the one recorded "
+                                 f"with {run['spec']} (sizes, arguments or tolerance)")
+        own = build_variant("baseline", target.text, target.kernel.qualified_name, target.spec,
+                            target.spec.launch, device.sm_count)
+        if (baseline.source, baseline.launches) != (own.source, own.launches):
+            raise ReplayMismatch(f"the baseline differs from {run['file']} as recorded in "
+                                 f"{recording.path.name}: the recorded numbers do not apply to it")
+        self.provenance = self._provenance(recording)
+        case, seed = problem.cases[0].label, problem.seeds[0]
+        for v in ["baseline", *(c.label for c in candidates)]:
+            self._step(say, f"compile: {v}")
+        base = _timing(run["baseline"], "baseline")
+        results = []
+        for v in candidates:
+            self._step(say, f"verify: {v.label} on case '{case}', seed {seed}")
+            results.append(self.scripted.find(v).result(v.label, base, problem))
+        rounds = base.samples if base else 0
+        for r in range(0, rounds, max(rounds // 5, 1)):
+            self._step(say, f"timing: round {r + 1} of at most {rounds}")
+        return Evaluation(device=device,
+                          baseline_compile=_compile(run["baseline_compile"], "baseline"),
+                          baseline=base, candidates=tuple(results))
 
     def _step(self, say: Callable[[str], None], message: str) -> None:
         say(message)
@@ -228,8 +294,65 @@ class ReplayRunnerClient:
             time.sleep(self.step_s)
 
 
+class ScriptedEntry:
+    """One scripted verdict (TEST-ONLY, not a measurement). JSON fields: ``marker`` (text the
+    candidate's source must contain), ``status`` (``passed``, ``mismatch`` or
+    ``compile_error``), ``speedup`` ``[value, ci_low, ci_high]`` (passed), ``mismatch``
+    ``{buffer, index, expected, actual, mismatched, total}`` (mismatch), ``log`` (compile
+    error), ``registers`` (optional)."""
+
+    def __init__(self, d: dict, where: str):
+        missing = [k for k in ("marker", "status") if k not in d]
+        if missing or d["status"] not in ("passed", "mismatch", "compile_error"):
+            raise ValueError(f"{where}: expected marker and status (passed, mismatch or "
+                             f"compile_error), found {d!r}")
+        self.d = d
+
+    @property
+    def marker(self) -> str:
+        return self.d["marker"]
+
+    def result(self, label: str, baseline: Optional[Timing], problem: Problem) -> CandidateResult:
+        d = self.d
+        why = f"scripted test verdict, not a measurement (marker {d['marker']!r})"
+        ok = d["status"] != "compile_error"
+        compile_ = CompileReport(variant=label, ok=ok, registers=int(d.get("registers", 0)),
+                                 log="" if ok else d.get("log", ""))
+        if d["status"] == "compile_error":
+            return CandidateResult(compile_, Verdict(label, "compile_error", why))
+        if d["status"] == "mismatch":
+            m = Mismatch(case=problem.cases[0].label, seed=problem.seeds[0], **d["mismatch"])
+            return CandidateResult(compile_, Verdict(label, "mismatch", why, m))
+        value, low, high = d["speedup"]
+        timing = None
+        if baseline is not None:
+            timing = Timing(variant=label, median_us=baseline.median_us / value,
+                            q1_us=baseline.q1_us / value, q3_us=baseline.q3_us / value,
+                            min_us=baseline.min_us / value, samples=baseline.samples,
+                            achieved_gbps=baseline.achieved_gbps * value,
+                            percent_of_copy=baseline.percent_of_copy * value,
+                            gflops=baseline.gflops * value)
+        return CandidateResult(compile_, Verdict(label, "passed", why), timing,
+                               Speedup(value, low, high))
+
+
+class ScriptedVerdicts:
+    """The scripted verdicts file (``{"candidates": [entry, ...]}``; see ``ScriptedEntry``)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        self.entries = [ScriptedEntry(d, f"{self.path}: candidates[{i}]")
+                        for i, d in enumerate(data["candidates"])]
+
+    def find(self, variant: Variant) -> Optional[ScriptedEntry]:
+        return next((e for e in self.entries if e.marker in variant.source), None)
+
+
 def make_client(settings=None) -> ReplayRunnerClient:
     """The runner factory for ``cudalens lsp --runner-factory replay_runner:make_client``."""
     chosen = os.environ.get("CUDALENS_REPLAY_FILE")
+    scripted = os.environ.get("CUDALENS_REPLAY_SCRIPTED")
     return ReplayRunnerClient([Path(chosen)] if chosen else None,
-                              step_s=float(os.environ.get("CUDALENS_REPLAY_STEP_S", "0")))
+                              step_s=float(os.environ.get("CUDALENS_REPLAY_STEP_S", "0")),
+                              scripted=ScriptedVerdicts(Path(scripted)) if scripted else None)
