@@ -81,5 +81,12 @@ def best_text(label: str, result: CandidateResult) -> str:
             result.speedup is not None else "none yet")
 
 
+def profile_text(label: str, profile) -> str:
+    """One line on where a candidate's time goes (a ``gpu_runner.ncu_csv.Profile``): ``profile
+    of r2c1 (Nsight Compute, one launch): achieved occupancy 61.2%, DRAM throughput 83.4% of
+    peak; top stalls: long scoreboard 9.81 cycles/instruction (72%), ...``."""
+    return f"profile of {label} ({profile.tool}, one launch): {profile.summary()}"
+
+
 def refusal_lines(refusals: Sequence[Refusal]) -> list[str]:
     return [str(r) for r in refusals]

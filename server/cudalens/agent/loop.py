@@ -14,6 +14,11 @@
    with expected and actual values, or the time, speedup and shares of peak.
 4. The loop stops after ``rounds`` rounds, or when the time or token budget is spent, the cancel
    event is set, or the model server or the runner fails.
+   Where the runner can profile (it has ``profile(problem, variant)`` returning a
+   ``gpu_runner.ncu_csv.Profile``), the round's fastest verified candidate, when it is the
+   best so far, is profiled with Nsight Compute and the round's feedback says where its time
+   goes (achieved occupancy, DRAM throughput, the main stall reasons); a profile that fails
+   is noted, never fatal.
 5. When verified candidates come from different batches, the best ``confirm_top`` are timed
    again side by side, and the winner is picked from that batch (speedups from different
    batches are never compared directly).
@@ -33,8 +38,8 @@ from cudalens.agent import prompts
 from cudalens.agent.chat import Cancelled, ChatClient, ChatError, Reply
 from cudalens.agent.config import AgentConfig
 from cudalens.agent.facts import baseline_facts, device_facts
-from cudalens.agent.feedback import (best_text, compile_text, refused_text, result_text,
-                                     tuned_text)
+from cudalens.agent.feedback import (best_text, compile_text, profile_text, refused_text,
+                                     result_text, tuned_text)
 from cudalens.agent.guard import ALLOWED_HEADERS, check_candidate, includes_of
 from cudalens.agent.ledger import Ledger, Usage, cost_of
 from cudalens.agent.precheck import Precheck, arch_of, map_compiler_log, precheck
@@ -113,6 +118,8 @@ class AgentLoop:
         self.rounds: list[RoundRecord] = []
         self.outcomes: list[Outcome] = []  # the current round's
         self.best: Optional[tuple[str, CandidateResult]] = None
+        self.best_variant: Optional[Variant] = None
+        self.profiled: Optional[str] = None  # the round's profile line, for its feedback
         self.started = time.monotonic()
         self.file_includes = includes_of(target.text)
         self.path = str(target.path)
@@ -374,6 +381,7 @@ class AgentLoop:
             raise _Stop(f"the runner failed: {exc}") from None
         by_label = dict(zip((v.label for v in variants), ev.candidates))
         batch = _Batch(ev, [])
+        new_best = False
         outcomes = self.outcomes
         for a in ready:
             tried = [(s, by_label[s.variant.label]) for s in a.settings
@@ -400,6 +408,8 @@ class AgentLoop:
                     f"  - {d}" for d in a.dropped)
             if timed and (self.best is None or best_r.speedup.value > self.best[1].speedup.value):
                 self.best = (f"{a.label} {best_s.setting.label}".strip(), best_r)
+                self.best_variant = best_s.variant
+                new_best = True
             outcomes.append(Outcome(r, a.label, a.proposal.origin, best_r.verdict.status, text,
                                     best_s.candidate, best_r,
                                     tuple((s.setting.label, res) for s, res in tried),
@@ -408,6 +418,25 @@ class AgentLoop:
                      + (f", {best_r.speedup.value:.2f}x" if best_r.speedup else ""))
             self._tool_result(a.proposal.call_id, text)
         self.batches.append(batch)
+        if new_best:
+            self._profile_best(r)
+
+    def _profile_best(self, r: int) -> None:
+        """Profiles the best candidate so far when the runner can (see the module doc)."""
+        profile = getattr(self.runner, "profile", None)
+        if not callable(profile) or self.best is None or self.best_variant is None:
+            return
+        self._check_budgets(tokens=False)
+        label = self.best[0]
+        self.say(f"round {r}: profiling {label} with Nsight Compute")
+        try:
+            found = profile(self.problem, self.best_variant)
+        except Exception as exc:  # noqa: BLE001 - a profile is extra information, never fatal
+            note = f"the profile of {label} failed: {exc}"
+            self.notes.append(note)
+            self.profiled = None
+            return
+        self.profiled = profile_text(label, found)
 
     def _round_feedback(self, r: int, outcomes: list[Outcome], told: set[str]) -> None:
         cfg = self.config
@@ -424,7 +453,8 @@ class AgentLoop:
             "feedback", round=r, rounds=cfg.rounds,
             baseline_time=f"{self.base_eval.baseline.median_us:,.2f} us",
             results=results,
-            best=best_text(*self.best) if self.best else "none yet",
+            best=(best_text(*self.best) + (f"\n{self.profiled}" if self.profiled else "")
+                  if self.best else "none yet"),
             next_step=(f"Propose up to {cfg.candidates_per_round} candidates for round {r + 1}: "
                        f"keep what made the fastest candidate fast, and fix what failed."
                        if r < cfg.rounds else "That was the last round.")))

@@ -1,6 +1,8 @@
 """Code actions on a kernel (the kernel whose definition holds the requested range).
 
-* ``Optimize kernel NAME`` (``refactor``): queue it for background optimization;
+* ``Optimize kernel NAME (PROPOSER)`` (``refactor``): queue it for background optimization;
+  PROPOSER is ``built-in passes``, ``LLM MODEL at URL``, or ``LLM MODEL at URL if it answers,
+  else built-in passes`` (``llm.action_label``; no server is contacted here);
   ``Cancel optimizing NAME`` while queued or running.
 * With a candidate on offer: ``Apply candidate (2.31x, verified)`` (``refactor.rewrite``),
   ``Show diff``, ``Reject candidate``. Apply is a command, not a ready-made edit: the server
@@ -12,14 +14,16 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from lsprotocol import types
 
 from cudalens.lsp import commands as cmd
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.edits import Refused, SpecFile, create_spec_edit
+from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import Job
+from cudalens.lsp.llm import action_label
 from cudalens.lsp.positions import overlaps
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import speedup
@@ -34,11 +38,14 @@ KINDS = [types.CodeActionKind.Refactor, types.CodeActionKind.RefactorRewrite,
 
 
 def code_actions(snapshot: DocumentSnapshot, statuses: list[KernelStatus], rng: types.Range,
-                 jobs: dict[str, Job], proposer: str,
+                 jobs: dict[str, Job], proposer: Union[Settings, str],
                  spec_file: Callable[[str], Optional[SpecFile]]) -> list[types.CodeAction]:
     """Actions for the kernels overlapping ``rng``. ``spec_file(uri)`` gives a spec file's
-    current text and version, or None when it does not exist."""
+    current text and version, or None when it does not exist. ``proposer``: the session's
+    settings (or only ``Settings.proposer``, when the LLM settings are then read from the
+    project file alone)."""
     out: list[types.CodeAction] = []
+    how: Optional[str] = None
     for st in statuses:
         if not overlaps(snapshot.index.range(st.view.kernel.range), rng):
             continue
@@ -49,8 +56,8 @@ def code_actions(snapshot: DocumentSnapshot, statuses: list[KernelStatus], rng: 
             out.append(_action(f"Cancel optimizing {name}", KIND_OPTIMIZE,
                                cmd.command("Cancel", cmd.CANCEL, args)))
         elif st.view.spec is not None:
-            how = "built-in passes" if proposer == "builtin" else \
-                "built-in passes: the LLM proposer is not available in this build"
+            if how is None:
+                how = action_label(proposer, snapshot.path)
             again = " again" if st.current is not None else ""
             stale = ", results are stale" if st.current is None and st.stale is not None else ""
             out.append(_action(f"Optimize kernel {name}{again} ({how}{stale})", KIND_OPTIMIZE,

@@ -6,12 +6,23 @@ notification (``{"cudalens": {...}}``) is read directly. Shape, with defaults::
 
     {
       "runner":   {"url": "", "token": ""},     # "" url: the local GPU, in-process runner
-      "proposer": "builtin",                      # or "llm"
-      "llm":      {"model": "", "baseUrl": ""},   # the API key comes from OPENAI_API_KEY only
+      "proposer": "auto",                         # or "builtin", "llm"
+      "llm":      {"model": "", "baseUrl": "", "apiKeyEnv": "", "temperature": null,
+                   "candidatesPerRound": null, "rounds": null,
+                   "timeBudgetSeconds": null, "tokenBudget": null},
       "budget":   {"candidates": 24, "repetitions": 50, "seed": 0},
       "check":    {"enabled": true, "arch": "sm_90", "nvcc": "nvcc", "options": [],
                    "debounceMs": 400}
     }
+
+``proposer``: ``builtin`` (the optimizer's passes), ``llm`` (the agent loop of
+``cudalens.agent``), ``auto`` (the LLM when a model is configured and its server answers, else
+the built-in passes; the job's progress says which ran). The ``llm`` values are one layer of
+the agent's configuration (``cudalens.agent.config_file.load_agent_config``): the project file
+(``cudalens.toml [agent]``) comes first, then these; a value left out (or null) keeps the
+project file's or the default. ``apiKeyEnv`` is the NAME of the environment variable holding
+the key, read by the server process; a key itself (``llm.apiKey``, or an ``apiKeyEnv`` that
+looks like a key) is refused without being echoed. Budgets of 0 mean no limit.
 
 A value of the wrong type is reported (``cudalens.budget.candidates: expected an integer
 from 1 to 1000, found "many"``) and its default kept; unknown keys are ignored. The token is
@@ -25,7 +36,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
 SECTION = "cudalens"
-PROPOSERS = ("builtin", "llm")
+PROPOSERS = ("auto", "builtin", "llm")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_LLM_KEYS = ("apiKey", "api_key", "key", "token", "secret", "password")
 _ARCH = re.compile(r"^sm_\d{2,3}[a-z]?$")
 
 
@@ -36,9 +49,16 @@ class Settings:
 
     runner_url: str = ""
     runner_token: str = field(default="", repr=False)
-    proposer: str = "builtin"
+    proposer: str = "auto"
     llm_model: str = ""
     llm_base_url: str = ""
+    llm_api_key_env: str = ""
+    llm_temperature: Optional[float] = None
+    llm_candidates_per_round: Optional[int] = None
+    llm_rounds: Optional[int] = None
+    llm_time_budget_s: Optional[float] = None
+    # kept out of repr only because the word "token" there would read like the runner token
+    llm_token_budget: Optional[int] = field(default=None, repr=False)
     budget: int = 24
     repetitions: int = 50
     seed: int = 0
@@ -47,6 +67,16 @@ class Settings:
     nvcc: str = "nvcc"
     nvcc_options: tuple[str, ...] = ()
     debounce_ms: int = 400
+
+    def agent_settings(self) -> dict[str, Any]:
+        """The ``llm`` values that were set, by ``AgentConfig`` field name (the editor's layer
+        of the agent configuration; empty strings and None are left out)."""
+        pairs = {"model": self.llm_model, "base_url": self.llm_base_url,
+                 "api_key_env": self.llm_api_key_env, "temperature": self.llm_temperature,
+                 "candidates_per_round": self.llm_candidates_per_round,
+                 "rounds": self.llm_rounds, "time_budget_s": self.llm_time_budget_s,
+                 "token_budget": self.llm_token_budget}
+        return {k: v for k, v in pairs.items() if v is not None and v != ""}
 
     def runner_identity(self) -> tuple[str, str]:
         """What selects a runner connection: (url, token)."""
@@ -81,6 +111,26 @@ def _arch(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and _ARCH.match(value) else None
 
 
+def _number_between(low: float, high: float) -> Callable[[Any], Optional[float]]:
+    def parse(value: Any) -> Optional[float]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not low <= value <= high:
+            return None
+        return float(value)
+    parse.expected = f"a number from {low:g} to {high:g}"  # type: ignore[attr-defined]
+    return parse
+
+
+def _env_name(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and _ENV_NAME.match(value) else None
+
+
+def _url(value: Any) -> Optional[str]:
+    if isinstance(value, str) and (value == "" or re.match(r"^https?://[^\s/]+", value)):
+        return value
+    return None
+
+
 def _options(value: Any) -> Optional[tuple[str, ...]]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
@@ -91,6 +141,9 @@ _string.expected = "a string"  # type: ignore[attr-defined]
 _bool.expected = "true or false"  # type: ignore[attr-defined]
 _arch.expected = "an architecture like 'sm_90'"  # type: ignore[attr-defined]
 _options.expected = "a list of strings"  # type: ignore[attr-defined]
+_env_name.expected = ("the NAME of an environment variable holding the key (letters, digits "  # type: ignore[attr-defined]
+                      "and _, e.g. OPENAI_API_KEY), not the key")
+_url.expected = "an http:// or https:// URL such as http://localhost:8000/v1"  # type: ignore[attr-defined]
 
 # setting path (below "cudalens") -> (Settings field, parser)
 _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
@@ -98,7 +151,13 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
     ("runner", "token"): ("runner_token", _string),
     ("proposer",): ("proposer", _choice(PROPOSERS)),
     ("llm", "model"): ("llm_model", _string),
-    ("llm", "baseUrl"): ("llm_base_url", _string),
+    ("llm", "baseUrl"): ("llm_base_url", _url),
+    ("llm", "apiKeyEnv"): ("llm_api_key_env", _env_name),
+    ("llm", "temperature"): ("llm_temperature", _number_between(0.0, 2.0)),
+    ("llm", "candidatesPerRound"): ("llm_candidates_per_round", _int_between(1, 16)),
+    ("llm", "rounds"): ("llm_rounds", _int_between(1, 50)),
+    ("llm", "timeBudgetSeconds"): ("llm_time_budget_s", _number_between(0, 86400)),
+    ("llm", "tokenBudget"): ("llm_token_budget", _int_between(0, 100_000_000)),
     ("budget", "candidates"): ("budget", _int_between(1, 1000)),
     ("budget", "repetitions"): ("repetitions", _int_between(5, 10000)),
     ("budget", "seed"): ("seed", _int_between(0, 2**31 - 1)),
@@ -131,10 +190,21 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
         value = parse(node)
         if value is None:
             problems.append(f"{SECTION}.{'.'.join(path)}: expected {parse.expected}, found "
-                            f"{_shown(node, secret=name == 'runner_token')}; using the default")
+                            f"{_shown(node, secret=name in _SECRET_FIELDS)}; using the default")
             continue
         values[name] = value
+    llm = raw.get("llm")
+    if isinstance(llm, dict):
+        for key in _SECRET_LLM_KEYS:
+            if key in llm:
+                problems.append(f"{SECTION}.llm.{key}: an API key must not be written in settings "
+                                f"(it would end up in files and logs); ignored. Put the key in an "
+                                f"environment variable of the server and set "
+                                f"{SECTION}.llm.apiKeyEnv to that variable's name")
     return Settings(**values), problems
+
+
+_SECRET_FIELDS = ("runner_token", "llm_api_key_env")  # a wrong apiKeyEnv may be the key itself
 
 
 def _shown(value: Any, secret: bool) -> str:

@@ -17,6 +17,15 @@ case 'nominal', seed 1``, ``timing: round 7 of at most 50``) and the optimize fl
 (``12 candidates; verifying and timing on NVIDIA H200``); ``describe_progress`` turns them
 into what the editor shows. The runner reports candidates' speedups only when the
 interleaved timing loop ends, so the best speedup appears in the final message.
+
+The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): ``builtin`` runs the
+optimize flow above; ``llm`` runs the agent loop (``cudalens.agent.loop.run_agent``) with the
+job's cancel event, so a cancel stops a request to the model in flight at once and a runner
+batch at its next progress message; ``auto`` runs the LLM when one is configured and answers,
+else the built-in passes. The job's first progress message says which ran and why, its last
+one names it again; a fallback from ``auto`` is also shown as a warning. The LLM's progress
+is per round (``round 2/4, best 1.80x: timing round 7/50``; ``llm.AgentProgress``). Its
+winner is stored and offered like a built-in candidate (code lens, apply, reject).
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from lsprotocol import types
 from cudalens.errors import CudalensError
 from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
+from cudalens.lsp import llm
 from cudalens.optimize import optimize
 from cudalens.store.from_optimize import run_record
 from cudalens.store.keys import device_id, result_key
@@ -67,6 +77,7 @@ class Job:
     state: str = "queued"
     message: str = ""
     candidates: int = 0  # known once the flow says how many it proposed
+    proposer: str = ""  # the proposer that ran: llm.Choice.label, once chosen
 
     @property
     def uri(self) -> str:
@@ -192,10 +203,7 @@ class Jobs:
         self.session.kernel_state_changed(job.uri)
 
     def _title(self, job: Job) -> str:
-        proposer = "built-in passes"
-        if job.settings.proposer == "llm":
-            proposer = "built-in passes; the LLM proposer is not available in this build"
-        return f"Optimize {job.kernel} ({proposer})"
+        return f"Optimize {job.kernel} ({llm.action_label(job.settings, job.snapshot.path)})"
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -225,8 +233,12 @@ class Jobs:
             else:
                 if job.state == "running":  # not cancelled while the thread finished
                     job.state = "done"
+                    record, agent = record if isinstance(record, tuple) else (record, None)
                     self.session.record_run(record, job)
-                    job.message = outcome(record)
+                    job.message = outcome(record) if agent is None else \
+                        llm.agent_outcome(record, agent)
+                    if agent is None and job.proposer:
+                        job.message += f" ({job.proposer})"
                     self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
             finally:
                 self.running = None
@@ -253,8 +265,9 @@ class Jobs:
                 except Exception as exc:  # noqa: BLE001 - closing must not fail the server
                     log.warning("closing a runner client failed: %s", exc)
 
-    def _run(self, job: Job, loop: asyncio.AbstractEventLoop) -> RunRecord:
-        """Runs in the worker thread: the whole optimize flow for one job."""
+    def _run(self, job: Job, loop: asyncio.AbstractEventLoop) -> Any:
+        """Runs in the worker thread: the whole optimize flow (or agent session) for one job;
+        returns its ``RunRecord``, or ``(RunRecord, AgentResult)`` for the LLM."""
         def progress(message: str) -> None:
             if job.cancel.is_set():
                 raise JobCancelled()
@@ -264,21 +277,56 @@ class Jobs:
             job.message = text
             loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
 
+        def report(text: str, percent: Optional[int] = None) -> None:
+            job.message = text
+            loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
+
+        choice = llm.choose(job.settings, job.snapshot.path)
+        job.proposer = choice.label
+        report(f"proposer: {choice.reason}", 0)
+        if choice.fallback:
+            loop.call_soon_threadsafe(self.session.show_message,
+                                      f"cudalens: optimizing {job.kernel} with {choice.reason}",
+                                      types.MessageType.Warning)
         client = self._client(job.settings)
         if job.cancel.is_set():
             raise JobCancelled()
         device = client.device_info()
         loop.call_soon_threadsafe(self.session.device_seen, job.settings, device)
         target = job.snapshot.target(job.view)
-        result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
-                          repetitions=job.settings.repetitions, progress=progress)
+        agent = None
+        if choice.kind == "llm":
+            agent = self._run_agent(job, target, client, choice, report)
+            result = agent.optimize
+        else:
+            result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
+                              repetitions=job.settings.repetitions, progress=progress)
         if job.cancel.is_set():
             raise JobCancelled()
         provenance = getattr(client, "provenance", None) or _provenance(client, device)
         key = result_key(job.view.material, device_id(result.evaluation.device))
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        return run_record(result, key=key, provenance=provenance, created=created,
-                          budget=job.settings.budget, seed=job.settings.seed)
+        record = run_record(result, key=key, provenance=provenance, created=created,
+                            budget=job.settings.budget, seed=job.settings.seed)
+        return record if agent is None else (record, agent)
+
+    def _run_agent(self, job: Job, target, client, choice: "llm.Choice",
+                   report: Callable[[str, Optional[int]], None]):
+        """The agent session of one job (in the worker thread); ``AgentResult``. The job's
+        cancel event is the loop's: it abandons a request to the model at once."""
+        from cudalens.agent.loop import run_agent
+
+        shown = llm.AgentProgress(choice.config.rounds)
+
+        def say(message: str) -> None:
+            text, percent = shown.describe(message)
+            report(text, percent)
+
+        result = run_agent(target, client, choice.config, cancel=job.cancel, progress=say,
+                           repetitions=job.settings.repetitions)
+        log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
+                 result.stop_reason, result.requests, result.usage.total_tokens)
+        return result
 
     def shutdown(self) -> None:
         for job in list(self.queue) + ([self.running] if self.running else []):

@@ -1,0 +1,201 @@
+"""The LLM proposer in the editor: which proposer a job uses, and what its progress says.
+
+``choose(settings, path)`` builds the agent configuration for a kernel file (the project file
+found from ``path``, then the editor's ``cudalens.llm`` settings: ``Settings.agent_settings``)
+and picks the proposer the way ``cudalens optimize --proposer`` does: ``builtin``; ``llm`` (an
+error when no model is configured or its server does not answer); ``auto`` (the LLM when a
+model is configured and its server answers, else the built-in passes, saying why).
+
+``AgentProgress`` turns the agent loop's status lines (``cudalens.agent.loop``: ``round 2:
+asking ...``, ``round 2: r2c1 passed, 1.80x``) and the runner's (``compile: r2c1``, ``timing:
+round 7 of at most 50``) into what the editor shows: ``round 2/4, best 1.80x: timing round
+7/50``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Union
+
+from cudalens.agent.config import AgentConfig, ConfigError
+from cudalens.agent.config_file import load_agent_config
+from cudalens.errors import CudalensError
+from cudalens.lsp.config import Settings
+from cudalens.store.records import RunRecord
+
+BUILTIN = "built-in passes"
+_HOW = ("set cudalens.llm.model (and cudalens.llm.baseUrl for a server other than OpenAI's) "
+        "in the editor's settings, or model in the [agent] table of cudalens.toml")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The proposer a job runs: ``kind`` ``llm`` (with its ``config``) or ``builtin``;
+    ``reason`` says which and why (``the built-in passes (no LLM is configured)``); ``fallback`` is True when ``auto`` wanted
+    the LLM but could not use it."""
+
+    kind: str
+    reason: str
+    config: Optional[AgentConfig] = None
+    fallback: bool = False
+
+    @property
+    def label(self) -> str:
+        """``LLM fake-coder at http://...`` or ``built-in passes``."""
+        return f"LLM {self.config.endpoint}" if self.kind == "llm" and self.config else BUILTIN
+
+
+def agent_config(settings: Settings, path: Path) -> AgentConfig:
+    """The agent configuration for a kernel in ``path``.
+
+    Raises:
+        ConfigError: the project file or a setting is unusable (the message names it).
+    """
+    return load_agent_config(start=path, settings=settings.agent_settings())
+
+
+def _probe(config: AgentConfig) -> Optional[str]:
+    from cudalens.cli_agent import probe_server
+
+    return probe_server(config)
+
+
+def choose(settings: Settings, path: Path,
+           probe: Callable[[AgentConfig], Optional[str]] = _probe) -> Choice:
+    """The proposer for a job (see the module doc). Blocks for the reachability check (at
+    most ``probe_timeout_s``): call it off the event loop.
+
+    Raises:
+        ConfigError: ``llm`` is asked and the agent configuration is unusable or names no
+            model (``auto`` falls back to the built-in passes, saying why).
+        CudalensError: ``llm`` is asked and its server cannot be used.
+    """
+    if settings.proposer == "builtin":
+        return Choice("builtin", "the built-in passes (cudalens.proposer is builtin)")
+    try:
+        config = agent_config(settings, path)
+    except ConfigError as exc:
+        if settings.proposer == "llm":
+            raise
+        return Choice("builtin", f"the built-in passes (the LLM settings are unusable: {exc})",
+                      fallback=True)
+    if not config.configured:
+        if settings.proposer == "llm":
+            raise ConfigError(f"cudalens.proposer is llm but no model is configured: {_HOW}")
+        return Choice("builtin", "the built-in passes (no LLM is configured)")
+    problem = probe(config)
+    if problem is None:
+        key = "" if config.api_key() else f" (no key in ${config.api_key_env}; sent none)"
+        return Choice("llm", f"the LLM {config.endpoint}{key}", config)
+    if settings.proposer == "llm":
+        raise CudalensError(f"the LLM {config.endpoint} cannot be used: {problem}")
+    return Choice("builtin", f"the built-in passes (the LLM {config.endpoint} cannot be used: "
+                             f"{problem})", config, fallback=True)
+
+
+def action_label(settings: Union[Settings, str], path: Path) -> str:
+    """How the Optimize code action names its proposer, without contacting any server:
+    ``built-in passes``, ``LLM MODEL at URL``, ``LLM MODEL at URL if it answers, else
+    built-in passes``, or what is missing for ``llm``."""
+    if isinstance(settings, str):  # only the proposer is known
+        settings = Settings(proposer=settings)
+    if settings.proposer == "builtin":
+        return BUILTIN
+    try:
+        config = agent_config(settings, path)
+    except ConfigError:
+        return f"{BUILTIN}: the LLM settings are unusable" if settings.proposer == "auto" \
+            else "LLM: its settings are unusable"
+    if not config.configured:
+        return BUILTIN if settings.proposer == "auto" else "LLM: no model is configured"
+    if settings.proposer == "auto":
+        return f"LLM {config.endpoint} if it answers, else {BUILTIN}"
+    return f"LLM {config.endpoint}"
+
+
+_ROUND_ASK = re.compile(r"^round (\d+): asking ")
+_ROUND_MEASURE = re.compile(r"^round (\d+): verifying and timing (\d+) variant")
+_ROUND_OUTCOME = re.compile(r"^round (\d+): (r\d+c\d+) (.+?)(?:, (\d+(?:\.\d+)?)x)?$")
+_MEASURING = re.compile(r"^measuring the original (\S+) on (.+)$")
+_COMPILE = re.compile(r"^compile: (\S+)$")
+_VERIFY = re.compile(r"^verify: (\S+) on case '([^']*)', seed (\d+)$")
+_TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
+_SIDE = re.compile(r"^timing the best (\d+) candidates side by side$")
+_STOPPED = re.compile(r"^agent stopped: (.+)$")
+
+
+class AgentProgress:
+    """Progress of one agent session as the editor shows it; ``best`` is the fastest
+    verified speedup seen so far (from the loop's ``round R: LABEL passed, S.SSx`` lines).
+
+    Percentages: 0-5 measuring the original, then each of ``rounds`` rounds an equal share of
+    5-95, the final side-by-side timing 95, stopped 99.
+    """
+
+    def __init__(self, rounds: int):
+        self.rounds = max(rounds, 1)
+        self.round = 0
+        self.best: Optional[float] = None
+
+    def _prefix(self) -> str:
+        if self.round == 0:
+            return "measuring the original"
+        best = f", best {self.best:.2f}x" if self.best is not None else ""
+        return f"round {self.round}/{self.rounds}{best}"
+
+    def _percent(self, within: float) -> int:
+        if self.round == 0:
+            return int(5 * within)
+        return int(5 + 90 * (self.round - 1 + within) / self.rounds)
+
+    def describe(self, message: str) -> tuple[str, Optional[int]]:
+        """The text and percentage for one status line (unknown lines are shown as they are,
+        after the round prefix)."""
+        if m := _MEASURING.match(message):
+            return f"measuring the original {m.group(1)} on {m.group(2)}", 0
+        if m := _ROUND_ASK.match(message):
+            self.round = int(m.group(1))
+            return f"{self._prefix()}: asking the model", self._percent(0.0)
+        if m := _ROUND_MEASURE.match(message):
+            self.round = int(m.group(1))
+            return (f"{self._prefix()}: verifying and timing {m.group(2)} variant(s)",
+                    self._percent(0.3))
+        if m := _ROUND_OUTCOME.match(message):
+            self.round = int(m.group(1))
+            status, x = m.group(3), m.group(4)
+            if status == "passed" and x is not None:
+                self.best = max(self.best or 0.0, float(x))
+            shown = f"{m.group(2)} {status}" + (f", {x}x" if x is not None else "")
+            return f"{self._prefix()}: {shown}", self._percent(0.95)
+        if m := _COMPILE.match(message):
+            return f"{self._prefix()}: compiling {m.group(1)}", self._percent(0.35)
+        if m := _VERIFY.match(message):
+            return (f"{self._prefix()}: verifying {m.group(1)} against the original",
+                    self._percent(0.5))
+        if m := _TIMING.match(message):
+            r, total = int(m.group(1)), int(m.group(2))
+            return (f"{self._prefix()}: timing round {r}/{total}",
+                    self._percent(0.6 + 0.35 * r / max(total, 1)))
+        if message.startswith("timing: warm-up"):
+            return f"{self._prefix()}: timing warm-up", self._percent(0.6)
+        if m := _SIDE.match(message):
+            return f"timing the best {m.group(1)} candidates again side by side", 95
+        if m := _STOPPED.match(message):
+            return f"LLM stopped: {m.group(1)}", 99
+        return f"{self._prefix()}: {message}", None
+
+
+def agent_outcome(record: RunRecord, result) -> str:
+    """The final progress message of an LLM job (``AgentResult`` ``result``): ``best 1.90x
+    (verified) from the LLM fake-coder at URL; 2 round(s), 2 proposal(s): 1 mismatch, 1
+    passed; stopped: all 2 rounds done``."""
+    offers = record.offers()
+    counts = result.counts()
+    shown = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items()))
+    head = (f"best {offers[0].result.speedup.value:.2f}x (verified)" if offers else
+            "no candidate faster beyond noise")
+    return (f"{head} from the LLM {result.endpoint}; {len(result.rounds)} round(s), "
+            f"{sum(counts.values())} proposal(s)" + (f": {shown}" if shown else "")
+            + f"; stopped: {result.stop_reason}")
