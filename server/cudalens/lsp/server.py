@@ -15,6 +15,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
+from cudalens.lsp import editor_support
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
@@ -168,5 +169,14 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     @server.command(commands.SHOW_DIFF)
     async def cmd_show_diff(ls: CudalensServer, *args: Any) -> dict:
         return await candidates.show_diff(session(), kernel_args(commands.SHOW_DIFF, args, True))
+
+    @server.command(editor_support.CANDIDATE_SOURCE)
+    def cmd_candidate_source(ls: CudalensServer, *args: Any) -> dict:
+        return editor_support.candidate_source(
+            session(), kernel_args(editor_support.CANDIDATE_SOURCE, args, True))
+
+    @server.command(editor_support.RUNNER_STATUS)
+    def cmd_runner_status(ls: CudalensServer, *args: Any) -> dict:
+        return editor_support.runner_status(session())
 
     return server

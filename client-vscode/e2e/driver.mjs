@@ -1,0 +1,184 @@
+// Drives a code-server (VS Code in a browser) that has the cudalens .vsix installed, through
+// headless Chromium with playwright-core, and checks what a user sees. Started by run.sh.
+//
+// Environment: E2E_URL (code-server, e.g. http://127.0.0.1:8080), E2E_WORKSPACE (folder with
+// saxpy.cu, saxpy.cu.spec and broken.cu), E2E_SHOTS (screenshot folder), E2E_CHROMIUM
+// (browser executable), E2E_CHECK_NVCC ("1": expect nvcc's compile-error squiggle),
+// E2E_REPLAY_GAP (non-empty: the replaying runner cannot answer today's optimizer, so the
+// steps from optimize on are skipped, printing why).
+// Exits 1 on the first failed check, naming it; screenshots taken so far stay in E2E_SHOTS.
+import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const URL = process.env.E2E_URL;
+const WS = process.env.E2E_WORKSPACE;
+const SHOTS = process.env.E2E_SHOTS;
+const SAXPY = join(WS, "saxpy.cu");
+const ORIGINAL = readFileSync(SAXPY, "utf8");
+const t0 = Date.now();
+
+function step(text) {
+  console.log(`e2e [${((Date.now() - t0) / 1000).toFixed(1)} s] ${text}`);
+}
+
+function check(ok, what) {
+  if (!ok) {
+    throw new Error(`check failed: ${what}`);
+  }
+  step(`ok: ${what}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.E2E_CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+let shot = 0;
+async function screenshot(name) {
+  shot += 1;
+  const file = join(SHOTS, `${String(shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  step(`screenshot ${file}`);
+}
+
+async function openFile(name) {
+  const tab = page.locator(`.tab[data-resource-name="${name}"]`);
+  if (await tab.count() === 0) {
+    await page.keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ state: "visible" });
+    await input.fill(name);
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor();
+    await page.keyboard.press("Enter");
+  } else {
+    await tab.first().click();
+  }
+  await page.locator(`.tab.active[data-resource-name="${name}"]`).waitFor();
+}
+
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+const lens = (text) => page.locator(".codelens-decoration a, .codelens-decoration span", { hasText: text });
+const status = page.locator(".statusbar-item", { hasText: "cudalens:" });
+const toast = (text) => page.locator(".notifications-toasts .notification-toast", { hasText: text });
+
+class Skip extends Error {}
+let failed = false;
+try {
+  await page.goto(`${URL}/?folder=${encodeURIComponent(WS)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+  step("workbench loaded");
+
+  // 1. the code lens above the kernel, and the runner's status
+  await openFile("saxpy.cu");
+  await lens("Optimize").first().waitFor({ timeout: 60000 });
+  check(await lens("Optimize").count() === 1, "one 'Optimize' code lens above the kernel");
+  await status.waitFor({ timeout: 20000 });
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
+    .some((e) => e.textContent.includes("cudalens: idle")), null, { timeout: 20000 });
+  check((await status.first().textContent()).includes("cudalens: idle"),
+    "the status bar says the runner is idle");
+  await screenshot("code-lens");
+
+  // 2. nvcc's compile error as a squiggle on the broken line
+  if (process.env.E2E_CHECK_NVCC === "1") {
+    await openFile("broken.cu");
+    await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: 90000 });
+    await page.keyboard.press("Control+Shift+M");
+    const problem = page.locator(".markers-panel .monaco-list-row", { hasText: "missing_factor" });
+    await problem.first().waitFor({ timeout: 20000 });
+    const text = await problem.first().textContent();
+    check(/identifier "missing_factor" is undefined/.test(text) && text.includes("[Ln 8"),
+      `nvcc's error is on line 8 of broken.cu (problems panel: ${text.trim()})`);
+    await screenshot("compile-error");
+    await page.keyboard.press("Control+Shift+M");
+  } else {
+    step("SKIPPED: the compile-error squiggle (nvcc is not on PATH)");
+  }
+
+  // 3. optimize the kernel under the cursor, against the replaying runner
+  if (process.env.E2E_REPLAY_GAP) {
+    throw new Skip(`optimize, diff, reject, accept: cannot replay: ${process.env.E2E_REPLAY_GAP}`);
+  }
+  await openFile("saxpy.cu");
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type("6");
+  await page.keyboard.press("Enter");
+  await runCommand("cudalens: Optimize Kernel at Cursor");
+  await toast("Optimize saxpy").first().waitFor({ timeout: 30000 });
+  await toast("Optimize saxpy").first().locator(".monaco-button", { hasText: "Cancel" }).first()
+    .waitFor({ timeout: 10000 });
+  check(true, "a progress notification 'Optimize saxpy' with a Cancel button appeared");
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
+    .some((e) => e.textContent.includes("optimizing saxpy")), null, { timeout: 20000 });
+  check(true, "the status bar says 'optimizing saxpy' while it runs");
+  await page.waitForTimeout(600); // let the notification finish sliding in
+  await screenshot("optimizing");
+  await lens("faster candidate: show diff").first().waitFor({ timeout: 120000 });
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
+    .some((e) => e.textContent.includes("idle · NVIDIA H200")), null, { timeout: 20000 });
+  check(true, "after the run the status bar names the GPU: 'idle · NVIDIA H200'");
+  const measured = await page.locator(".codelens-decoration").first().textContent();
+  check(/us, \d+% of peak bandwidth, H200/.test(measured), `the lens shows the measurement (${measured.trim()})`);
+  await screenshot("results");
+
+  // 4. the diff editor over a read-only candidate document; reject leaves the file as it was
+  const firstOffer = (await lens("faster candidate: show diff").first().textContent()).trim();
+  await lens("faster candidate: show diff").first().click();
+  await page.locator(".monaco-diff-editor").first().waitFor({ timeout: 20000 });
+  const diffTab = page.locator(".tab.active", { hasText: "(candidate, read-only)" });
+  await diffTab.waitFor({ timeout: 10000 });
+  check(true, `the diff editor opened: ${(await diffTab.textContent()).trim()}`);
+  await screenshot("diff");
+  await page.locator(".editor-actions a[aria-label^='Reject Candidate']").first().click();
+  await toast("Rejected").first().waitFor({ timeout: 20000 });
+  await diffTab.waitFor({ state: "detached", timeout: 10000 });
+  check(readFileSync(SAXPY, "utf8") === ORIGINAL, "after reject the file on disk is unchanged");
+  await screenshot("rejected");
+
+  // 5. the next candidate: accept writes it to disk
+  await page.waitForFunction((first) => [...document.querySelectorAll(".codelens-decoration a")]
+    .some((a) => a.textContent.includes("faster candidate: show diff") && a.textContent.trim() !== first),
+  firstOffer, { timeout: 20000 });
+  const secondOffer = (await lens("faster candidate: show diff").first().textContent()).trim();
+  check(secondOffer !== firstOffer, `the next candidate is offered (${secondOffer}; was ${firstOffer})`);
+  await lens("faster candidate: show diff").first().click();
+  await page.locator(".tab.active", { hasText: "(candidate, read-only)" }).waitFor({ timeout: 20000 });
+  await page.locator(".editor-actions a[aria-label^='Accept Candidate']").first().click();
+  await toast("Applied").first().waitFor({ timeout: 20000 });
+  await page.locator(".tab", { hasText: "(candidate, read-only)" }).first()
+    .waitFor({ state: "detached", timeout: 10000 });
+  const now = readFileSync(SAXPY, "utf8");
+  check(now !== ORIGINAL && now.includes("__global__"), "after accept the file on disk holds the candidate");
+  await lens("(applied candidate)").first().waitFor({ timeout: 20000 });
+  check(await page.locator(".tab.dirty", { hasText: "saxpy.cu" }).count() === 0,
+    "the editor is saved: its text is the file on disk, and the lens measures the applied candidate");
+  await screenshot("accepted");
+} catch (err) {
+  if (err instanceof Skip) {
+    step(`SKIPPED: ${err.message}`);
+    await browser.close();
+    process.exit(0);
+  }
+  failed = true;
+  console.error(`e2e FAILED: ${err.message}`);
+  try {
+    await screenshot("failure");
+  } catch {
+    // the page is gone
+  }
+} finally {
+  await browser.close();
+}
+step(failed ? "failed" : "all checks passed");
+process.exit(failed ? 1 : 0);

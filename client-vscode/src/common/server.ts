@@ -1,0 +1,114 @@
+/**
+ * Starting and stopping the cudalens language server (`python -m cudalens.cli_lsp`) with
+ * vscode-languageclient. The runner token reaches the server in the answer to its
+ * `workspace/configuration` request (middleware), the LLM API key in its environment.
+ */
+import * as vscode from "vscode";
+import {
+  CodeActionRequest, Command, DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient,
+  LanguageClientOptions, ServerOptions, TransportKind,
+} from "vscode-languageclient/node";
+import { Interpreter } from "./interpreter";
+import { showProgressAsNotifications } from "./progress";
+import { serverLaunch } from "./launch";
+import { clientCommand } from "./lensCommands";
+import { withRunnerToken } from "./serverSettings";
+import { getServerConfig, SECTION, Secrets } from "./settings";
+
+export const CUDA_SELECTOR = [{ scheme: "file", language: "cuda-cpp" }];
+
+function swapCommand(command: vscode.Command | undefined): void {
+  if (command) {
+    command.command = clientCommand(command.command);
+  }
+}
+
+/**
+ * A started client for `interpreter`.
+ * @throws Error when the settings are malformed or the server does not start
+ */
+export async function startServer(interpreter: Interpreter, secrets: Secrets,
+  log: vscode.LogOutputChannel): Promise<LanguageClient> {
+  const cfg = getServerConfig();
+  const launch = serverLaunch(interpreter.path, cfg.args, cfg.env, cfg.logLevel,
+    await secrets.llmApiKey());
+  log.info(`starting: ${launch.command} ${launch.args.join(" ")} (interpreter from ${interpreter.source}; ` +
+    `extra environment: ${Object.keys(launch.env).join(", ")})`);
+  const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const serverOptions: ServerOptions = {
+    command: launch.command,
+    args: launch.args,
+    transport: TransportKind.stdio,
+    options: { env: { ...process.env, ...launch.env }, cwd },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: CUDA_SELECTOR,
+    outputChannel: log,
+    traceOutputChannel: log,
+    middleware: {
+      workspace: {
+        configuration: async (params, token, next) => {
+          const answer = await next(params, token);
+          if (!Array.isArray(answer)) {
+            return answer;
+          }
+          const runnerToken = await secrets.runnerToken();
+          return answer.map((value, i) =>
+            params.items[i]?.section === SECTION ? withRunnerToken(value, runnerToken) : value);
+        },
+      },
+      provideCodeLenses: async (document, token, next) => {
+        const lenses = await next(document, token);
+        lenses?.forEach((lens) => swapCommand(lens.command));
+        return lenses;
+      },
+      provideCodeActions: async (document, range, context, token, next) => {
+        const actions = await next(document, range, context, token);
+        actions?.forEach((a) => {
+          if (a instanceof vscode.CodeAction) {
+            swapCommand(a.command);
+          } else {
+            swapCommand(a as vscode.Command);
+          }
+        });
+        return actions;
+      },
+    },
+  };
+  const client = new LanguageClient(SECTION, "cudalens", serverOptions, clientOptions);
+  await client.start();
+  showProgressAsNotifications(client, (message) => {
+    if (message) {
+      vscode.window.setStatusBarMessage(`cudalens: ${message}`, 15000);
+    }
+  });
+  return client;
+}
+
+/** Asks the server to read its settings again (it pulls them, token included). */
+export function settingsChanged(client: LanguageClient): Promise<void> {
+  return client.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+}
+
+/** Runs the server command `command` with one argument and returns its JSON answer. */
+export function runServerCommand<T>(client: LanguageClient, command: string, arg?: object): Promise<T> {
+  return client.sendRequest(ExecuteCommandRequest.type,
+    { command, arguments: arg === undefined ? [] : [arg] }) as Promise<T>;
+}
+
+/** The argument of the server's optimize action at `selection` of `document`, if any. */
+export async function optimizeArgsAt(client: LanguageClient, document: vscode.TextDocument,
+  selection: vscode.Range): Promise<object | undefined> {
+  const actions = await client.sendRequest(CodeActionRequest.type, {
+    textDocument: { uri: client.code2ProtocolConverter.asUri(document.uri) },
+    range: client.code2ProtocolConverter.asRange(selection),
+    context: { diagnostics: [] },
+  });
+  for (const a of actions ?? []) {
+    const command = Command.is(a) ? a : a.command;
+    if (command?.command === "cudalens.optimize") {
+      return (command.arguments ?? [])[0] as object | undefined;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,31 @@
+/**
+ * The `cudalens` settings object the server reads with `workspace/configuration`, with the
+ * runner token from secret storage added. The token never goes into a settings file; it is
+ * added to the answer the server receives. Pure (no `vscode`).
+ */
+
+/** Keys of VS Code's SecretStorage for this extension. */
+export const SECRET_RUNNER_TOKEN = "cudalens.runner.token";
+export const SECRET_LLM_API_KEY = "cudalens.llm.apiKey";
+
+type Json = { [key: string]: unknown };
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A copy of `section` (the client's `cudalens` settings; anything not an object counts as
+ * empty) with `runner.token` set to `token` when a token is stored, and with any token a
+ * settings file holds removed (it is read from secret storage only). The input is not changed.
+ */
+export function withRunnerToken(section: unknown, token: string | undefined): Json {
+  const copy: Json = isObject(section) ? structuredClone(section) : {};
+  const runner: Json = isObject(copy.runner) ? { ...copy.runner } : {};
+  delete runner.token;
+  if (token) {
+    runner.token = token;
+  }
+  copy.runner = runner;
+  return copy;
+}
