@@ -48,6 +48,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "server"), str(ROOT)]
 
 ELEMENTWISE = {"saxpy", "relu_bias"}
+# Kernel Tuner's PyCUDA backend compiles with nvcc, as the runner does. Its default CUDA backend
+# on the H200 machine is NVRTC (cuda-python), which rejects what nvcc accepts in a .cu file: a
+# host launcher function next to the kernel, INFINITY from math.h (seen 2026-11-30).
+KT_BACKEND = "PYCUDA"
 TWO_X = {"transpose_naive", "block_sum", "block_max"}
 
 
@@ -124,14 +128,15 @@ def kernel_tuner_best(target, case, dims: int, problem_size: tuple[int, ...],
         tune_params["block_size_y"] = sorted({b[1] for b in blocks})
         restrictions = ["32 <= block_size_x * block_size_y <= 1024"]
     results, _env = kt.tune_kernel(target.kernel.name, target.text, problem_size, args,
-                                   tune_params, restrictions=restrictions, lang="CUDA",
+                                   tune_params, restrictions=restrictions, lang=KT_BACKEND,
                                    iterations=iterations, quiet=True, verbose=False)
     timed = [r for r in results if isinstance(r.get("time"), (int, float))]
     if not timed:
         raise RuntimeError(f"Kernel Tuner measured no configuration of {target.kernel.name}")
     best = min(timed, key=lambda r: r["time"])
     block = (best["block_size_x"],) + ((best["block_size_y"],) if dims == 2 else ())
-    return {"block": list(block), "kernel_tuner_ms": best["time"], "configurations": len(timed)}
+    return {"block": list(block), "kernel_tuner_ms": best["time"], "configurations": len(timed),
+            "backend": KT_BACKEND}
 
 
 # ---------------------------------------------------------------- PyTorch equivalents
