@@ -2,14 +2,17 @@
 
 A ``DocumentSnapshot`` is immutable: background work (nvcc, optimization) runs on a
 snapshot while the editor moves on; results are later matched against the document's current
-snapshot by version and by the store key of each kernel. Analysis is cheap (a tree-sitter
-parse, a spec file read) and done on every change.
+snapshot by version and by the store key of each kernel. Analysis is done on every change
+and kept cheap: an ``IncrementalParser`` per document re-parses only around the edit and
+re-reads only the declarations it touched, and ``SpecCache`` redoes spec work (loading,
+inferring, the identity text) only for kernels whose text or launches changed.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +21,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from cudalens.errors import CudalensError
 from cudalens.lsp.positions import LineIndex, contains
+from cudalens.source.incremental import IncrementalParser
 from cudalens.source.model import Kernel, SourceFile
 from cudalens.source.parser import parse_source
 from cudalens.spec.model import KernelSpec
@@ -69,6 +73,11 @@ class DocumentSnapshot:
     def sha(self) -> str:
         return sha256_text(self.text)
 
+    @cached_property
+    def data(self) -> bytes:
+        """``text`` as UTF-8 (the source model's byte offsets index this), encoded once."""
+        return self.text.encode("utf-8")
+
     def kernel(self, name: str) -> KernelView:
         """The kernel called ``name`` (plain or qualified).
 
@@ -92,14 +101,26 @@ class DocumentSnapshot:
         return self.index.range(view.kernel.name_range)
 
     def signature_end(self, view: KernelView) -> types.Position:
-        """Just after the signature's last non-blank character before the body's ``{``."""
-        data = self.text.encode("utf-8")
-        end = view.kernel.body_start_byte
-        while end > view.kernel.start_byte and data[end - 1:end] in (b" ", b"\t", b"\n", b"\r"):
+        """Just after the signature's last non-blank character before the body's ``{``.
+
+        Costs the blank space walked over, not the file: the line is counted back from the
+        body's line."""
+        data = self.data
+        kernel = view.kernel
+        end = kernel.body_start_byte
+        line = kernel.body_range.start.line
+        while end > kernel.start_byte and data[end - 1:end] in (b" ", b"\t", b"\n", b"\r"):
             end -= 1
-        line = data[:end].count(b"\n")
+            if data[end:end + 1] == b"\n":
+                line -= 1
         column = end - (data.rfind(b"\n", 0, end) + 1)
         return self.index.from_byte(line, column)
+
+    def signature_lines(self, view: KernelView) -> tuple[int, int]:
+        """Zero-based first and last line a kernel's signature can reach (its definition's
+        first line to its body's ``{``): a cheap filter before exact positions."""
+        kernel = view.kernel
+        return kernel.range.start.line, kernel.body_range.start.line
 
     def target(self, view: KernelView) -> Target:
         """The optimize flow's input for ``view`` in this snapshot.
@@ -138,11 +159,16 @@ class SpecCache:
 
     def __init__(self, size: int = 4096):
         self.size = size
-        self._entries: OrderedDict[tuple, tuple[Optional[KernelSpec], str, str]] = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[Optional[KernelSpec], str, str, str]] = \
+            OrderedDict()
 
     def get(self, path: Path, source: SourceFile, kernel: Kernel,
-            spec_stat: Optional[tuple[int, int]]) -> tuple[Optional[KernelSpec], str, str]:
-        data = source.text.encode("utf-8")
+            spec_stat: Optional[tuple[int, int]], data: Optional[bytes] = None
+            ) -> tuple[Optional[KernelSpec], str, str, str]:
+        """``(spec, origin, error, identity)`` of ``kernel``: see ``KernelView`` for the first
+        three; ``identity`` is ``spec_identity(spec)`` ("" without a spec). ``data`` is
+        ``source.text`` as UTF-8 when the caller has it (else it is encoded here)."""
+        data = source.text.encode("utf-8") if data is None else data
         key = (str(path), kernel.qualified_name, data[kernel.start_byte:kernel.end_byte],
                tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat)
         hit = self._entries.get(key)
@@ -151,9 +177,10 @@ class SpecCache:
             return hit
         try:
             spec, origin = load_spec(path, source, kernel)
-            value: tuple[Optional[KernelSpec], str, str] = (spec, origin, "")
+            value: tuple[Optional[KernelSpec], str, str, str] = (spec, origin, "",
+                                                                 spec_identity(spec))
         except CudalensError as exc:
-            value = (None, "", str(exc))
+            value = (None, "", str(exc), "")
         self._entries[key] = value
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
@@ -169,29 +196,35 @@ def _stat(path: Path) -> Optional[tuple[int, int]]:
 
 
 def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: str,
-            specs: Optional[SpecCache] = None) -> DocumentSnapshot:
+            specs: Optional[SpecCache] = None,
+            parser: Optional[IncrementalParser] = None) -> DocumentSnapshot:
     """Parses ``text`` (the contents of ``path`` at ``version``) and loads each kernel's spec
-    (through ``specs`` when given).
+    (through ``specs`` when given). ``parser`` is the document's incremental parser, when
+    the caller keeps one (it gives what ``parse_source`` gives, faster after small edits).
 
     Never raises for bad source or specs: a spec problem is kept in ``KernelView.spec_error``.
     """
-    source = parse_source(text, str(path))
+    source = parser.parse(text, str(path)) if parser is not None else parse_source(text, str(path))
+    data = text.encode("utf-8")
     cache = specs or SpecCache()
     spec_stat = _stat(spec_path_for(path))
     loaded = {}
     for kernel in source.kernels:
-        loaded[(kernel.start_byte, kernel.end_byte)] = cache.get(path, source, kernel, spec_stat)
-    identities = {span: spec_identity(spec) for span, (spec, _, _) in loaded.items()
+        loaded[(kernel.start_byte, kernel.end_byte)] = cache.get(path, source, kernel, spec_stat,
+                                                                 data)
+    identities = {span: identity for span, (spec, _, _, identity) in loaded.items()
                   if spec is not None}
     materials = source_materials(source, identities, RUNNER_FLAGS)
     views = []
     for kernel in source.kernels:
         span = (kernel.start_byte, kernel.end_byte)
-        spec, origin, error = loaded[span]
+        spec, origin, error, _ = loaded[span]
         views.append(KernelView(kernel=kernel, spec=spec, spec_origin=origin, spec_error=error,
                                 material=materials.get(span, "")))
-    return DocumentSnapshot(uri=uri, path=path, version=version, text=text, source=source,
-                            index=LineIndex(text, encoding), kernels=tuple(views))
+    snapshot = DocumentSnapshot(uri=uri, path=path, version=version, text=text, source=source,
+                                index=LineIndex(text, encoding), kernels=tuple(views))
+    snapshot.__dict__["data"] = data  # the cached_property, filled with what we have
+    return snapshot
 
 
 def spec_identity(spec: KernelSpec) -> str:

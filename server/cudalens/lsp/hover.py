@@ -27,6 +27,9 @@ def hover(snapshot: DocumentSnapshot, statuses: list[KernelStatus], position: ty
           check: Optional[CheckResult]) -> Optional[types.Hover]:
     """The hover for ``position`` when it lies on a kernel's signature (name to ``{``)."""
     for st in statuses:
+        first, last = snapshot.signature_lines(st.view)
+        if not first <= position.line <= last:
+            continue
         kernel = st.view.kernel
         start = snapshot.index.range(kernel.range).start
         sig = types.Range(start, snapshot.signature_end(st.view))

@@ -19,6 +19,9 @@ def inlay_hints(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
     """Hints for the kernels whose signature ends inside ``visible``."""
     out = []
     for st in statuses:
+        first, last = snapshot.signature_lines(st.view)
+        if last < visible.start.line or first > visible.end.line:
+            continue
         at = snapshot.signature_end(st.view)
         if not contains(visible, at):
             continue

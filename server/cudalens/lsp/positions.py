@@ -50,7 +50,10 @@ class LineIndex:
 
     def from_byte(self, line: int, byte_column: int) -> types.Position:
         """The LSP position of a tree-sitter (line, UTF-8 byte column)."""
-        prefix = self.line(line).encode("utf-8")[:max(byte_column, 0)]
+        text = self.line(line)
+        if text.isascii():  # one byte, one code unit in every encoding
+            return types.Position(line, min(max(byte_column, 0), len(text)))
+        prefix = text.encode("utf-8")[:max(byte_column, 0)]
         return types.Position(line, _units(prefix.decode("utf-8", errors="ignore"), self.encoding))
 
     def from_char(self, line: int, char_column: int) -> types.Position:

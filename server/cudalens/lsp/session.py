@@ -28,6 +28,7 @@ from cudalens.lsp.edits import SpecFile
 from cudalens.lsp.jobs import Job, Jobs, RunnerFactory
 from cudalens.lsp.results import KernelStatus, kernel_statuses
 from cudalens.lsp.watcher import Watcher
+from cudalens.source.incremental import IncrementalParser
 from cudalens.store.keys import device_id
 from cudalens.store.records import RunRecord
 from cudalens.store.sqlite import ResultsStore, StoreError
@@ -52,6 +53,7 @@ class Session:
         self.watcher = Watcher(roots, self.files_changed)
         self._snapshots: dict[str, tuple[int, DocumentSnapshot]] = {}
         self.specs = SpecCache()
+        self._parsers: dict[str, IncrementalParser] = {}  # per open document
         self._generation = 0  # bumped when files on disk (specs, headers) change
 
     # -- setup -----------------------------------------------------------------------------
@@ -140,8 +142,11 @@ class Session:
                 and memo[1].text == doc.source:
             return memo[1]
         encoding = self.server.workspace.position_encoding or "utf-16"
+        parser = self._parsers.get(uri)
+        if parser is None:
+            parser = self._parsers[uri] = IncrementalParser()
         snap = analyze(uri, path, doc.version, doc.source,
-                       str(getattr(encoding, "value", encoding)), self.specs)
+                       str(getattr(encoding, "value", encoding)), self.specs, parser)
         self._snapshots[uri] = (self._generation, snap)
         return snap
 
@@ -159,6 +164,7 @@ class Session:
 
     def closed(self, uri: str) -> None:
         self._snapshots.pop(uri, None)
+        self._parsers.pop(uri, None)
         self.diagnostics.forget(uri)
 
     def files_changed(self, paths: set[str]) -> None:

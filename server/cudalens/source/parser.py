@@ -15,7 +15,7 @@ from dataclasses import replace
 import tree_sitter
 
 from .kernels import GLOBAL, Scope, definition_extent, enclosing_scope, global_token, kernel_from_definition
-from .launches import find_launch_sites, launches_of
+from .launches import LaunchIndex, find_launch_sites
 from .model import Kernel, Range, SourceFile
 from .recovery import Recovery
 from .syntax import ancestors, captures, new_parser, range_of
@@ -40,8 +40,12 @@ def parse_source(text: str, path: str = "<memory>") -> SourceFile:
     if not isinstance(text, str):
         raise TypeError(f"{path}: parse_source expects the source text as str, found {type(text).__name__}")
     src = text.encode("utf-8")
-    tree = new_parser().parse(src)
-    root = tree.root_node
+    return parse_tree(src, text, new_parser().parse(src).root_node, path)
+
+
+def parse_tree(src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:
+    """``parse_source`` from a tree already parsed: ``root`` is the root of ``src``'s tree
+    (``src`` is ``text`` encoded as UTF-8)."""
     keywords = captures(_GLOBAL_QUERY, root, "keyword")
     recovery = Recovery(src, [k.start_byte for k in keywords]) if root.has_error else None
 
@@ -53,8 +57,9 @@ def parse_source(text: str, path: str = "<memory>") -> SourceFile:
             found.setdefault((kernel.start_byte, kernel.end_byte), kernel)
         errors.extend(window_errors)
     launch_sites = find_launch_sites(src, root)
+    index = LaunchIndex(launch_sites)
     kernels = tuple(
-        replace(k, launch_sites=launches_of(k, launch_sites))
+        replace(k, launch_sites=index.of(k))
         for k in sorted(found.values(), key=lambda k: (k.start_byte, k.end_byte))
     )
     return SourceFile(

@@ -1,0 +1,253 @@
+"""Parsing successive versions of one document fast: the language server re-analyzes a file
+after every keystroke, and a 10,000-line file must not cost a full parse each time.
+
+``IncrementalParser.parse(text, path)`` returns exactly what ``parse_source(text, path)``
+returns (``tests/test_source_incremental.py`` compares them over many edits), but:
+
+1. **The tree is reused.** The edit between the previous text and this one is found as the
+   common prefix and suffix of their UTF-8 bytes (one edit, whatever the client sent), given
+   to the previous tree with ``Tree.edit``, and tree-sitter re-parses only around it
+   (tree-sitter's incremental parsing: ``Parser.parse(new, old_tree)``).
+2. **Unchanged declarations are not walked again.** When the tree has no errors, the file is
+   cut into *chunks*: the top-level declarations, looking through ``namespace`` and
+   ``extern "C" { }`` bodies. The kernels and launch sites found in a chunk are cached by the
+   chunk's bytes, its starting column and the containers around it (namespace names and
+   linkage strings, which a kernel's qualified name and ``extern_c`` depend on); a chunk seen
+   before is only moved to its new line and byte offset (``shift_kernel``). Only the edited
+   chunk is queried and turned into ``Kernel`` records. The cache keeps the chunks of the last
+   parse.
+
+A tree with errors takes ``parse_source``'s own path (error ranges, re-parsing suspect kernels
+one by one) on the incrementally parsed tree. Not thread-safe: one parser per document,
+used from one thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterator, Optional
+
+import tree_sitter
+
+from .kernels import GLOBAL, enclosing_scope, global_token, kernel_from_definition
+from .launches import LaunchIndex, launch_site_from_call
+from .model import Kernel, LaunchSite, Position, Range, SourceFile
+from .parser import parse_tree
+from .syntax import captures, new_parser, text_of
+
+_GLOBAL_QUERY = f'"{GLOBAL}" @keyword'
+_LAUNCH_QUERY = "(call_expression (kernel_call_syntax)) @launch"
+# Containers whose body's declarations are chunks of their own (for ``linkage_specification``
+# only when its body is a ``{ }`` list; ``extern "C" __global__ void k()`` is one chunk).
+_CONTAINERS = ("namespace_definition", "linkage_specification")
+
+_ChunkKey = tuple[bytes, int, tuple[tuple[str, str], ...]]
+
+
+class _Chunk:
+    """What one chunk holds, positioned where the chunk was when it was last placed."""
+
+    __slots__ = ("kernels", "launches", "byte", "row")
+
+    def __init__(self, kernels: tuple[Kernel, ...], launches: tuple[LaunchSite, ...],
+                 byte: int, row: int):
+        self.kernels = kernels
+        self.launches = launches
+        self.byte = byte
+        self.row = row
+
+    def moved(self, byte: int, row: int) -> "_Chunk":
+        if (byte, row) == (self.byte, self.row):
+            return self
+        db, dr = byte - self.byte, row - self.row
+        return _Chunk(tuple(shift_kernel(k, dr, db) for k in self.kernels),
+                      tuple(shift_launch(s, dr) for s in self.launches), byte, row)
+
+
+class IncrementalParser:
+    """``parse_source`` for one document's successive texts (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._parser = new_parser()
+        self._src: Optional[bytes] = None
+        self._tree: Optional[tree_sitter.Tree] = None
+        self._chunks: dict[_ChunkKey, _Chunk] = {}
+        # id(kernel of a chunk) -> (that kernel, its launch sites, it with them attached)
+        self._attached: dict[int, tuple[Kernel, tuple[LaunchSite, ...], Kernel]] = {}
+
+    def parse(self, text: str, path: str = "<memory>") -> SourceFile:
+        """``parse_source(text, path)``, reusing the previous call's work.
+
+        Raises ``TypeError`` when ``text`` is not a ``str``. Never raises for malformed C++.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"{path}: IncrementalParser.parse expects the source text as str, "
+                            f"found {type(text).__name__}")
+        src = text.encode("utf-8")
+        if self._tree is not None and self._src is not None:
+            if src != self._src:
+                self._tree.edit(**edit_between(self._src, src))
+                self._tree = self._parser.parse(src, self._tree)
+        else:
+            self._tree = self._parser.parse(src)
+        self._src = src
+        root = self._tree.root_node
+        if root.has_error:  # the chunks of the last clean parse stay for the next one
+            return parse_tree(src, text, root, path)
+        return self._clean(src, text, root, path)
+
+    def _clean(self, src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:
+        kept: dict[_ChunkKey, _Chunk] = {}
+        kernels: list[Kernel] = []
+        launches: list[LaunchSite] = []
+        for node, containers in _chunk_nodes(src, root, ()):
+            start, end = node.start_byte, node.end_byte
+            row, column = node.start_point
+            key = (src[start:end], column, containers)
+            chunk = kept.get(key) or self._chunks.get(key)
+            chunk = chunk.moved(start, row) if chunk is not None else _read_chunk(src, node)
+            kept.setdefault(key, chunk)
+            kernels.extend(chunk.kernels)
+            launches.extend(chunk.launches)
+        self._chunks = kept
+        sites = tuple(launches)
+        index = LaunchIndex(sites)
+        unique: dict[tuple[int, int], Kernel] = {}
+        for k in kernels:
+            unique.setdefault((k.start_byte, k.end_byte), k)
+        ordered = sorted(unique.values(), key=lambda k: (k.start_byte, k.end_byte))
+        attached: dict[int, tuple[Kernel, tuple[LaunchSite, ...], Kernel]] = {}
+        with_sites = []
+        for k in ordered:
+            mine = index.of(k)
+            memo = self._attached.get(id(k))
+            if memo is None or memo[0] is not k or memo[1] != mine:
+                memo = (k, mine, replace(k, launch_sites=mine))
+            attached[id(k)] = memo
+            with_sites.append(memo[2])
+        self._attached = attached
+        return SourceFile(path=path, text=text, kernels=tuple(with_sites), launch_sites=sites,
+                          error_ranges=())
+
+
+def _chunk_nodes(src: bytes, node: tree_sitter.Node, containers: tuple[tuple[str, str], ...]
+                 ) -> Iterator[tuple[tree_sitter.Node, tuple[tuple[str, str], ...]]]:
+    """The chunks under ``node`` with the containers around each (outermost first)."""
+    for child in node.children:
+        if child.type in _CONTAINERS:
+            body = child.child_by_field_name("body")
+            if body is not None and body.type == "declaration_list":
+                field = "name" if child.type == "namespace_definition" else "value"
+                label = child.child_by_field_name(field)
+                here = (child.type, text_of(src, label) if label is not None else "")
+                yield from _chunk_nodes(src, body, containers + (here,))
+                continue
+        if child.type in ("{", "}", "comment"):
+            continue
+        yield child, containers
+
+
+def _read_chunk(src: bytes, node: tree_sitter.Node) -> _Chunk:
+    """The kernels and launch sites in a chunk of a tree without errors, as ``parse_source``
+    finds them in the whole file (kernels without their launch sites yet)."""
+    kernels = []
+    for keyword in captures(_GLOBAL_QUERY, node, "keyword"):
+        definition = keyword.parent
+        if definition is None or definition.type != "function_definition" \
+                or global_token(definition) != keyword:
+            continue
+        scope = enclosing_scope(src, keyword)
+        if scope.in_class:
+            continue
+        kernel = kernel_from_definition(src, definition, scope, has_errors=False)
+        if kernel is not None:
+            kernels.append(kernel)
+    sites = tuple(launch_site_from_call(src, call)
+                  for call in captures(_LAUNCH_QUERY, node, "launch"))
+    return _Chunk(tuple(kernels), sites, node.start_byte, node.start_point[0])
+
+
+def edit_between(old: bytes, new: bytes) -> dict[str, object]:
+    """The single edit turning ``old`` into ``new``, as ``tree_sitter.Tree.edit`` keywords:
+    the longest common prefix and, after it, the longest common suffix are kept; the bytes in
+    between are replaced. Points are (row, byte column), as tree-sitter counts them."""
+    prefix = _common_prefix(old, new)
+    limit = min(len(old), len(new)) - prefix
+    suffix = _common_suffix(old, new, limit)
+    old_end, new_end = len(old) - suffix, len(new) - suffix
+    return {"start_byte": prefix, "old_end_byte": old_end, "new_end_byte": new_end,
+            "start_point": _point(old, prefix), "old_end_point": _point(old, old_end),
+            "new_end_point": _point(new, new_end)}
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix (binary search over slice comparisons: each is a
+    ``memcmp``, so this costs O(n log n) bytes compared at C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """Length of the longest common suffix, at most ``limit``."""
+    lo, hi = 0, limit
+    la, lb = len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[la - mid:la - lo] == b[lb - mid:lb - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    row = data.count(b"\n", 0, offset)
+    return row, offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
+def _copy_with(obj, **changes):
+    """A copy of the frozen dataclass instance ``obj`` with ``changes``: its attribute
+    dictionary copied and updated (what ``dataclasses.replace`` gives for these classes,
+    which have no ``__post_init__`` and no slots, at a fifth of the cost; shifting every kernel
+    below an inserted line is the hot path of re-analysis)."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
+def _position(line: int, column: int) -> Position:
+    new = object.__new__(Position)
+    new.__dict__.update(line=line, column=column)
+    return new
+
+
+def _shift_range(r: Range, rows: int) -> Range:
+    new = object.__new__(Range)
+    start, end = r.start, r.end
+    new.__dict__.update(start=_position(start.line + rows, start.column),
+                        end=_position(end.line + rows, end.column))
+    return new
+
+
+def shift_launch(site: LaunchSite, rows: int) -> LaunchSite:
+    """``site`` moved down by ``rows`` lines (columns unchanged)."""
+    return _copy_with(site, range=_shift_range(site.range, rows))
+
+
+def shift_kernel(k: Kernel, rows: int, nbytes: int) -> Kernel:
+    """``k`` moved down by ``rows`` lines and ``nbytes`` bytes (columns unchanged: the text
+    before it on its first line is the same). Launch sites are kept as they are."""
+    params = tuple(_copy_with(p, range=_shift_range(p.range, rows)) for p in k.parameters)
+    return _copy_with(k, parameters=params, range=_shift_range(k.range, rows),
+                      name_range=_shift_range(k.name_range, rows),
+                      body_range=_shift_range(k.body_range, rows),
+                      start_byte=k.start_byte + nbytes, end_byte=k.end_byte + nbytes,
+                      body_start_byte=k.body_start_byte + nbytes,
+                      body_end_byte=k.body_end_byte + nbytes)
