@@ -1,10 +1,14 @@
-"""Prints the README's results table from the files in benchmarks/results/.
+"""Prints the README's results tables from the files in benchmarks/results/.
 
-Usage: python benchmarks/readme_table.py [RESULTS.json ...]
+Usage: python benchmarks/readme_table.py [--side-by-side] [RESULTS.json ...]
 
-For each kernel the newest run (by date) across the files is shown, with the commit it was
-measured at. Every number comes from the JSON files; nothing is typed by hand. Files whose name
-says ``dirty`` were measured on a working tree with uncommitted changes and are left out.
+Without ``--side-by-side``: ``cudalens optimize`` per example (``h200-examples-*.json``, written
+by ``run_examples.py`` or ``bench_optimizer.py --record``); for each kernel the newest run (by
+date) across the files, with the commit it was measured at. With it: the newest
+``h200-optimizer-*.json`` of ``bench_optimizer.py``, cudalens against Kernel Tuner (block size
+only) and PyTorch, in one run. Every number comes from the JSON files; nothing is typed by hand.
+Files whose name says ``dirty`` were measured on a working tree with uncommitted changes and are
+left out.
 """
 
 from __future__ import annotations
@@ -32,9 +36,25 @@ def newest_runs(files: list[Path]) -> list[tuple[dict, dict]]:
     return sorted(best.values(), key=lambda rr: rr[1]["file"])
 
 
+def counts(run: dict) -> tuple[int, int]:
+    """(verified, distinct candidates timed or judged): over every runner evaluation where the
+    run records them (a candidate timed again in the confirmation counts once, verified only if
+    it passed every time), else over the reported rows."""
+    if "evaluations" not in run:
+        rows = run["candidates"]
+        return sum(1 for c in rows if c["verdict"]["status"] == "passed"), len(rows)
+    passed: dict = {}
+    for ev in run["evaluations"]:
+        for v in ev["variants"]:
+            key = (v["source"], json.dumps(v["launches"]), tuple(v["options"]))
+            ok = v["verdict"]["status"] == "passed"
+            passed[key] = passed.get(key, True) and ok
+    return sum(passed.values()), len(passed)
+
+
 def row(rec: dict, run: dict) -> str:
     b, w = run["baseline"], run["winner"]
-    n_ok = sum(1 for c in run["candidates"] if c["verdict"]["status"] == "passed")
+    n_ok, n = counts(run)
     best = w["timing"] if w else b
     rate = (f"{best['achieved_gbps']:,.0f} GB/s ({best['percent_of_copy']:.0f}%)")
     if best.get("gflops"):
@@ -47,7 +67,7 @@ def row(rec: dict, run: dict) -> str:
         speed = f"**{s['value']:.2f}x** [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
         best_t = f"{w['timing']['median_us']:,.1f} us"
     return (f"| `{run['kernel']}` ({run['file']}) | {b['median_us']:,.1f} us | {best_t} | {speed} "
-            f"| {change} | {rate} | {n_ok} / {len(run['candidates'])} | {rec['commit'][:7]} |")
+            f"| {change} | {rate} | {n_ok} / {n} | {rec['commit'][:7]} |")
 
 
 def table(files: list[Path]) -> str:
@@ -63,6 +83,64 @@ def table(files: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def _sp(x: dict) -> str:
+    s = x.get("speedup")
+    if not isinstance(s, dict):
+        return "n/a"
+    return f"{s['value']:.2f}x [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+
+
+def versus(ours: dict, theirs: dict) -> str:
+    """``ahead``, ``tie`` or ``behind``: ours against theirs by their 95% intervals of the
+    speedup over the same baseline in the same evaluation (overlapping intervals: a tie)."""
+    a, b = ours.get("speedup"), theirs.get("speedup")
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return "n/a"
+    if a["ci_low"] > b["ci_high"]:
+        return "ahead"
+    if a["ci_high"] < b["ci_low"]:
+        return "behind"
+    return "tie"
+
+
+def side_by_side(path: Path) -> str:
+    """The README's table of one ``bench_optimizer.py`` results file."""
+    rec = json.loads(path.read_text())
+    dev = rec["device"]
+    lines = ["| kernel | baseline | cudalens [95% CI] | winning change | Kernel Tuner, block only "
+             "[95% CI] | vs Kernel Tuner | PyTorch | cudalens: of copy bw / GFLOP/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rec["runs"]:
+        if "error" in r:
+            lines.append(f"| `{r['kernel']}` | error: {r['error'][:80]} | | | | | | |")
+            continue
+        kt = r["kernel_tuner"]
+        block = "x".join(map(str, kt.get("block") or [])) or "fixed by the kernel"
+        pt = r.get("pytorch", {})
+        torch = (f"{pt['median_us']:,.1f} us ({pt['speedup']:.2f}x)" if "median_us" in pt
+                 else "none listed")
+        t = r["ours"].get("timing") or {}
+        perf = f"{t.get('percent_of_copy', 0):.0f}%"
+        if t.get("gflops"):
+            perf += f" / {t['gflops']:,.0f}"
+        change = r["ours"]["label"] if r["ours"].get("significant") else "none significant"
+        lines.append(f"| `{r['kernel']}` | {r['baseline']['median_us']:,.1f} us | {_sp(r['ours'])} "
+                     f"| {change} | {_sp(kt)} ({block}) | {versus(r['ours'], kt)} | {torch} "
+                     f"| {perf} |")
+    lines += ["", f"{dev['name']}, driver {dev['driver_version']}, measured copy bandwidth "
+              f"{dev['copy_bandwidth_gbps']:,.0f} GB/s; commit {rec['commit'][:7]}, "
+              f"{rec['date'][:10]}; {rec['settings']['budget']} candidates at most, "
+              f"{rec['settings']['repetitions']} timed rounds at most. From {path.name}."]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    args = [Path(a) for a in sys.argv[1:]] or sorted(RESULTS.glob("*.json"))
-    print(table(args))
+    argv = sys.argv[1:]
+    if argv[:1] == ["--side-by-side"]:
+        files = [Path(a) for a in argv[1:]] or sorted(
+            (f for f in RESULTS.glob("h200-optimizer-*.json") if "dirty" not in f.name),
+            key=lambda f: json.loads(f.read_text())["date"])[-1:]
+        print(side_by_side(files[-1]))
+    else:
+        args = [Path(a) for a in argv] or sorted(RESULTS.glob("h200-examples-*.json"))
+        print(table(args))

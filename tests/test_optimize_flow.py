@@ -33,7 +33,8 @@ class PassEverything:
         return Evaluation(self.device_info(), CompileReport("baseline", True), t, tuple(
             CandidateResult(CompileReport(c.label, True), Verdict(c.label, "passed", "ok"),
                             dataclasses.replace(t, variant=c.label),
-                            Speedup(1.0 + 0.01 * (first + i), 0.9, 1.1))
+                            Speedup(1.0 + 0.01 * (first + i), 1.0 + 0.01 * (first + i) - 0.005,
+                                    1.0 + 0.01 * (first + i) + 0.005))
             for i, c in enumerate(candidates)))
 
 
@@ -57,3 +58,39 @@ def test_candidates_whose_launch_cannot_run_the_problem_are_skipped_with_the_rea
     assert [r.result.verdict.variant for r in result.rows] == [v.label for v in client.calls[-1]]
     assert len(client.calls[-1]) == 4
     assert len(result.batches) == len(client.calls)
+
+
+
+def test_the_best_of_different_batches_are_confirmed_together_and_the_winner_comes_from_that():
+    from cudalens.present import search_lines
+
+    # budget 16 in batches of 8: the four fastest (c13..c16) all ran in the second batch, so
+    # that batch's evaluation is the one reported, with no confirmation run
+    client = PassEverything()
+    result = optimize(load_target(EXAMPLES / "saxpy.cu"), client, budget=16, seed=0,
+                      prune=False)
+    assert [len(c) for c in client.calls] == [8, 8]
+    assert not result.confirmed
+    assert result.evaluation is result.batches[1].evaluation
+    assert result.winner.result.verdict.variant == "c16"
+    assert not any(line.startswith("The table's times") for line in search_lines(result))
+
+    # budget 14 in batches of 6: the four fastest are c14, c13 (third batch) and c12, c11
+    # (second): they are timed again together, as c15..c18, and the winner comes from that run
+    client = PassEverything()
+    result = optimize(load_target(EXAMPLES / "saxpy.cu"), client, budget=14, seed=0, batch=6,
+                      prune=False)
+    assert [len(c) for c in client.calls] == [6, 6, 2, 4]
+    assert result.confirmed and result.evaluation is result.batches[-1].evaluation
+    again = [v.source for v in client.calls[-1]]
+    fastest = [client.sent[i].source for i in (13, 12, 11, 10)]
+    assert again == fastest
+    assert [r.result.verdict.variant for r in result.rows] == ["c15", "c16", "c17", "c18"]
+    # in the confirmation run the last one "measured" fastest
+    assert result.winner.result.verdict.variant == "c18"
+    assert result.winner.candidate.source == client.sent[10].source
+    lines = search_lines(result)
+    assert lines[0] == ("Search: 4 runner evaluation(s), 18 candidate timing(s), 0 pruned before "
+                        "timing by the compile report; stopped: the budget of 14 timed "
+                        "candidates is used.")
+    assert lines[-1].startswith("The table's times come from the last evaluation")

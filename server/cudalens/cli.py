@@ -39,13 +39,15 @@ def main() -> None:
 @click.option("--budget", default=24, show_default=True, type=click.IntRange(1, 1000),
               help="Most candidates the built-in search evaluates.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop the search after this many seconds (checked between batches).")
 @click.option("--repetitions", default=50, show_default=True, type=click.IntRange(1, 100_000),
               help="Timed launches per variant (interleaved).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
 @agent_options
 def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
-             repetitions: int, json_path: Optional[Path], proposer: str,
+             seconds: Optional[float], repetitions: int, json_path: Optional[Path], proposer: str,
              agent_config: Optional[Path], **agent) -> None:
     """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
     time them, and show the fastest verified one as a diff."""
@@ -93,7 +95,7 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
                                                 progress=progress)
                 result = agent_result.optimize
             else:
-                result = run_optimize(target, client, budget=budget, seed=seed,
+                result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
                                       repetitions=repetitions, progress=progress)
     except CudalensError as exc:
         _fail(err, str(exc))

@@ -64,6 +64,8 @@ class OptimizeResult:
     batches: tuple["Batch", ...] = ()
     # Why the search stopped, in words ("the budget of 24 timed candidates is used").
     stop: str = ""
+    # ``evaluation`` is the confirmation: the best of several batches timed again together.
+    confirmed: bool = False
 
     @property
     def best_verified(self) -> Optional[Row]:
@@ -132,7 +134,8 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     return OptimizeResult(target=target, device=device, problem=problem, evaluation=evaluation,
                           rows=rows, winner=winner, skipped=tuple(flow.skipped),
                           pruned=tuple((d.candidate.label, d.reason) for d in run.dropped),
-                          batches=tuple(flow.sent), stop=run.stop)
+                          batches=tuple(flow.sent), stop=run.stop,
+                          confirmed=flow.confirmed)
 
 
 class _Batches:
@@ -146,6 +149,7 @@ class _Batches:
         self.device, self.repetitions, self.say = device, repetitions, say
         self.evaluations: list[Evaluation] = []
         self.sent: list[Batch] = []
+        self.confirmed = False
         self.batches: list[list[Row]] = []
         self.skipped: list[tuple[str, str]] = []
         self.count = 0
@@ -219,6 +223,7 @@ class _Batches:
             self.say(f"confirming the {len(top)} fastest candidates: timing them again together "
                      f"with the baseline")
             evaluation = self._send([row.candidate for row in top], labels)
+            self.confirmed = True
             rows = tuple(Row(row.candidate, r) for row, r in zip(top, evaluation.candidates))
             return evaluation, rows + tuple(failed), pick_winner(rows)
         keep = batch_of[id(best[0])]

@@ -65,9 +65,10 @@ def summary_lines(result: OptimizeResult) -> list[str]:
     s = w.result.speedup
     lines.append(f"Winner: {w.candidate.label}: {s.value:.2f}x faster "
                  f"(95% CI {s.ci_low:.2f}-{s.ci_high:.2f}), {ev.baseline.median_us:,.1f} us -> "
-                 f"{t.median_us:,.1f} us ({fmt_spread(t)}), "
-                 f"{t.achieved_gbps:,.0f} GB/s = {t.percent_of_copy:.0f}% of the measured copy "
-                 f"bandwidth ({result.device.copy_bandwidth_gbps:,.0f} GB/s).")
+                 f"{t.median_us:,.1f} us ({fmt_spread(t)}), achieved "
+                 f"{ev.baseline.achieved_gbps:,.0f} -> {t.achieved_gbps:,.0f} GB/s = "
+                 f"{ev.baseline.percent_of_copy:.0f}% -> {t.percent_of_copy:.0f}% of the measured "
+                 f"copy bandwidth ({result.device.copy_bandwidth_gbps:,.0f} GB/s).")
     seeds = ", ".join(map(str, result.problem.seeds))
     cases = ", ".join(c.label for c in result.problem.cases)
     lines.append(f"What changed: {w.candidate.explanation}")
@@ -85,6 +86,25 @@ def summary_lines(result: OptimizeResult) -> list[str]:
     return lines
 
 
+def search_lines(result: OptimizeResult) -> list[str]:
+    """What the search did: runner evaluations, candidates pruned before timing, why it
+    stopped, and whether the reported numbers come from a confirmation run."""
+    if not result.batches:
+        return []
+    timed = sum(len(b.variants) for b in result.batches)
+    lines = [f"Search: {len(result.batches)} runner evaluation(s), {timed} candidate timing(s), "
+             f"{len(result.pruned)} pruned before timing by the compile report; stopped: "
+             f"{result.stop or 'done'}."]
+    for label, reason in result.pruned[:5]:
+        lines.append(f"  pruned {label}: {reason}")
+    if len(result.pruned) > 5:
+        lines.append(f"  ... and {len(result.pruned) - 5} more pruned")
+    if result.confirmed:
+        lines.append("The table's times come from the last evaluation: the fastest candidates "
+                     "of the batches timed again together with the baseline.")
+    return lines
+
+
 def print_result(console: Console, result: OptimizeResult, applied: bool) -> None:
     console.print(candidates_table(result))
     if result.evaluation.error:
@@ -93,7 +113,7 @@ def print_result(console: Console, result: OptimizeResult, applied: bool) -> Non
     for label, reason in result.skipped:
         console.print(f"skipped {label}: its launch configuration does not fit this problem "
                       f"({reason})", markup=False, highlight=False, soft_wrap=True)
-    for line in summary_lines(result):
+    for line in search_lines(result) + summary_lines(result):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     diff = result.diff()
     if result.winner is not None:
