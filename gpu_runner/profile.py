@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,9 +38,28 @@ DEFAULT_TIMEOUT_S = 180.0
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # the folder holding gpu_runner/
 
 
+# ``ProfileError.kind``: why no profile was taken, for callers that answer "not available".
+NCU_MISSING = "ncu_missing"  # no ncu executable on this machine
+NO_PERMISSION = "no_permission"  # ERR_NVGPUCTRPERM: this user may not read the GPU's counters
+TIMEOUT = "timeout"  # ncu did not finish in time (its process group was killed)
+VARIANT_FAILED = "variant_failed"  # the variant did not compile or launch under ncu
+FAILED = "failed"  # anything else (ncu's error lines say what)
+NO_PROFILE = "no_profile"  # ncu ran but printed no usable profile
+KINDS = (NCU_MISSING, NO_PERMISSION, TIMEOUT, VARIANT_FAILED, FAILED, NO_PROFILE)
+
+# ncu's error code when the driver refuses the performance counters to this user (Nsight
+# Compute documentation, "ERR_NVGPUCTRPERM"; NVIDIA's fix: run as root or allow profiling for
+# all users with the nvidia kernel module option NVreg_RestrictProfilingToAdminUsers=0).
+_PERMISSION_CODE = "ERR_NVGPUCTRPERM"
+
+
 class ProfileError(RuntimeError):
     """The profile could not be taken; the message says why (ncu's own error lines
-    included)."""
+    included), ``kind`` is one of ``KINDS``."""
+
+    def __init__(self, message: str, kind: str = FAILED):
+        super().__init__(message)
+        self.kind = kind
 
 
 def find_ncu() -> Optional[str]:
@@ -82,7 +102,7 @@ def profile_variant(problem: Problem, variant: Variant, *, device_index: int = 0
     ncu = ncu or find_ncu()
     if ncu is None:
         raise ProfileError("Nsight Compute (ncu) was not found on PATH, under $CUDA_HOME/bin or "
-                           "in /usr/local/cuda/bin")
+                           "in /usr/local/cuda/bin", NCU_MISSING)
     request = {"problem": to_dict(problem), "variant": to_dict(variant),
                "device_index": int(device_index)}
     with tempfile.TemporaryDirectory(prefix="cudalens-profile-") as tmp:
@@ -91,21 +111,43 @@ def profile_variant(problem: Problem, variant: Variant, *, device_index: int = 0
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(_PACKAGE_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-        try:
-            done = subprocess.run(ncu_command(ncu, request_file), capture_output=True,
-                                  text=True, timeout=timeout_s, env=env, cwd=tmp, check=False)
-        except subprocess.TimeoutExpired:
-            raise ProfileError(f"ncu did not finish profiling {variant.label} within "
-                               f"{timeout_s:g} s") from None
-        except OSError as exc:
-            raise ProfileError(f"ncu ({ncu}) could not be started: {exc}") from None
-    if done.returncode != 0:
-        why = _errors(done.stdout + "\n" + done.stderr) or done.stderr.strip()[-500:]
+        returncode, stdout, stderr = _run(ncu_command(ncu, request_file), env, tmp, timeout_s,
+                                          variant.label, ncu)
+    if returncode != 0:
+        text = stdout + "\n" + stderr
+        why = _errors(text) or stderr.strip()[-500:]
+        kind = NO_PERMISSION if _PERMISSION_CODE in text else \
+            VARIANT_FAILED if "profile_launch:" in text else FAILED
         raise ProfileError(f"ncu failed profiling {variant.label} (exit status "
-                           f"{done.returncode}): {why or 'no message'}")
+                           f"{returncode}): {why or 'no message'}", kind)
     try:
-        return parse_profile(done.stdout)
+        return parse_profile(stdout)
     except NcuParseError as exc:
-        why = _errors(done.stdout + "\n" + done.stderr)
+        why = _errors(stdout + "\n" + stderr)
+        kind = NO_PERMISSION if _PERMISSION_CODE in why else NO_PROFILE
         raise ProfileError(f"ncu printed no usable profile of {variant.label}: {exc}"
-                           + (f" (ncu said: {why})" if why else "")) from None
+                           + (f" (ncu said: {why})" if why else ""), kind) from None
+
+
+def _run(cmd: list[str], env: dict, cwd: str, timeout_s: float, label: str,
+         ncu: str) -> tuple[int, str, str]:
+    """Runs ``cmd`` in its own process group; on timeout the whole group (ncu and the
+    profiled Python it started) is killed, so no profiled kernel is left on the GPU.
+    (returncode, stdout, stderr); raises ``ProfileError`` (``TIMEOUT``, or ``FAILED`` when
+    ncu cannot be started)."""
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=cwd, start_new_session=True)
+    except OSError as exc:
+        raise ProfileError(f"ncu ({ncu}) could not be started: {exc}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise ProfileError(f"ncu did not finish profiling {label} within {timeout_s:g} s",
+                           TIMEOUT) from None
+    return proc.returncode, stdout, stderr

@@ -7,6 +7,10 @@
 ``GET /v1/devices/{i}``    one GPU's facts; 404 for a device not served
 ``POST /v1/compile``       compile variants on a GPU: resource usage or the compiler's errors
 ``POST /v1/evaluate``      queue an evaluation; 202 with the job's id
+``POST /v1/profile``       Nsight Compute profile of one variant (waits for it; on the GPU's
+                           queue, so never during a timing); 200 ``available: false`` with
+                           the reason where no profile can be taken (no GPU, no ncu, no
+                           permission for the counters, ...)
 ``GET /v1/jobs/{id}``      the job's state, progress lines from ``?since=N``, result
 ``DELETE /v1/jobs/{id}``   cancel (also ``POST /v1/jobs/{id}/cancel``); 404 for unknown ids
 =========================  ==================================================================
@@ -18,6 +22,7 @@ missing; or the workers failed to start).
 
 from __future__ import annotations
 
+import logging
 from contextlib import asynccontextmanager
 from typing import Optional
 
@@ -32,13 +37,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gpu_runner.service.auth import TokenMiddleware
 from gpu_runner.service.body_limit import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware
 from gpu_runner.service.jobs import Job, JobStore
+from gpu_runner.profile import KINDS as PROFILE_KINDS, ProfileError
 from gpu_runner.service.schema import (API_PREFIX, CompileRequest, CompileResponse,
                                        DeviceEntry, DevicesResponse, ErrorBody, EvaluateRequest,
-                                       Health, JobCreated, JobStatus)
-from gpu_runner.service.validate import compile_problems, evaluate_problems
+                                       Health, JobCreated, JobStatus, ProfileRequest,
+                                       ProfileResponse)
+from gpu_runner.service.validate import compile_problems, evaluate_problems, profile_problems
 from gpu_runner.workers.pool import DeviceNotFound, GpuPool
 from gpu_runner.workers.protocol import EvaluateSpec
 from gpu_runner.workers.supervisor import SupervisorError
+
+log = logging.getLogger("cudalens.runner")
 
 TITLE = "cudalens GPU runner"
 VERSION = "1"
@@ -71,11 +80,13 @@ ERRORS = {code: {"model": ErrorBody} for code in (401, 413, 422, 503)}
 
 def create_app(pool: GpuPool, *, token: Optional[str] = None,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, jobs: Optional[JobStore] = None,
-               ready_timeout_s: float = 150.0, compile_timeout_s: float = 900.0) -> FastAPI:
+               ready_timeout_s: float = 150.0, compile_timeout_s: float = 900.0,
+               profile_queue_s: float = 600.0) -> FastAPI:
     """The application serving ``pool``. The pool is started and closed with the app's
     lifespan. ``token``: required bearer token (None: none required; the bind policy is
     ``auth.check_bind``'s job). ``ready_timeout_s``: how long device requests wait for the
-    workers to start."""
+    workers to start; ``profile_queue_s``: how long a profile request waits for the GPU's
+    earlier work, on top of its own ``timeout_s``."""
     jobs = jobs or JobStore()
 
     @asynccontextmanager
@@ -165,6 +176,30 @@ def create_app(pool: GpuPool, *, token: Optional[str] = None,
         except SupervisorError as exc:
             raise ApiError(422 if exc.kind == "bad_request" else 500, exc.kind, str(exc)) from None
         return CompileResponse(device=slot.index, reports=reports)
+
+    @app.post(f"{API_PREFIX}/profile", response_model=ProfileResponse, responses=ERRORS)
+    def profile(req: ProfileRequest) -> ProfileResponse:
+        bad = profile_problems(req.problem, req.variant)
+        if bad:
+            raise ApiError(422, "invalid_request", "; ".join(bad))
+        if pool.wait_ready(ready_timeout_s) == "unavailable":
+            return ProfileResponse(available=False, kind="no_gpu",
+                                   reason=f"no GPU on this runner: {pool.message}")
+        need_gpu()
+        try:
+            device = pool.slot(req.device).index
+            device, found = pool.profile(req.problem, req.variant, device, req.timeout_s,
+                                         profile_queue_s + req.timeout_s)
+        except DeviceNotFound as exc:
+            raise ApiError(422, "unknown_device", str(exc)) from None
+        except TimeoutError as exc:
+            raise ApiError(503, "busy", str(exc)) from None
+        except ProfileError as exc:
+            log.info("no profile of %s: %s", req.variant.label, exc)
+            return ProfileResponse(available=False, device=device,
+                                   kind=exc.kind if exc.kind in PROFILE_KINDS else "failed",
+                                   reason=str(exc))
+        return ProfileResponse(available=True, device=device, profile=found)
 
     @app.post(f"{API_PREFIX}/evaluate", response_model=JobCreated, status_code=202,
               responses=ERRORS)

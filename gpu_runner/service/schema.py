@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
 
@@ -42,6 +43,38 @@ class EvaluateRequest(_Body):
     warmup: int = Field(3, ge=0, le=10_000, description="untimed launches of each variant first")
     time_budget_s: float = Field(60.0, gt=0, le=3600, description="timing loop budget, seconds")
     device: Optional[int] = Field(None, ge=0)
+
+
+class ProfileRequest(_Body):
+    """Profile one launch of ``variant`` on ``problem``'s timed case (the first case, first
+    seed's inputs) with Nsight Compute (``gpu_runner.profile``). Send a variant the runner
+    has verified: the profile of a wrong kernel says nothing. ``timeout_s``: limit of the
+    profile itself, seconds; ``device`` as in ``EvaluateRequest``."""
+
+    problem: Problem
+    variant: Variant
+    timeout_s: float = Field(180.0, gt=0, le=600, description="profile time limit, seconds")
+    device: Optional[int] = Field(None, ge=0)
+
+
+ProfileUnavailableKind = Literal["no_gpu", "ncu_missing", "no_permission", "timeout",
+                                 "variant_failed", "failed", "no_profile"]
+
+
+class ProfileResponse(_Body):
+    """``available``: whether ``profile`` holds a profile (occupancy and DRAM throughput in
+    percent, stall reasons as cycles per issued instruction and share of all stall cycles).
+    When not, ``kind`` and ``reason`` say why: ``no_gpu`` (no GPU here), ``ncu_missing``
+    (Nsight Compute is not installed), ``no_permission`` (the driver refuses this user the
+    performance counters), ``timeout``, ``variant_failed`` (it did not compile or launch under
+    ncu), ``failed`` or ``no_profile`` (ncu ran but printed none). ``device``: the device index
+    profiled on (-1 when none)."""
+
+    available: bool
+    device: int = -1
+    profile: Optional[Profile] = None
+    kind: Optional[ProfileUnavailableKind] = None
+    reason: str = ""
 
 
 class CompileRequest(_Body):

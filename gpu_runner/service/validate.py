@@ -79,3 +79,10 @@ def compile_problems(variants: list[Variant]) -> list[str]:
     for i, v in enumerate(variants):
         out += _variant_problems(f"variants[{i}] '{v.label}'", v, -1)
     return out
+
+
+def profile_problems(problem: Problem, variant: Variant) -> list[str]:
+    """Everything wrong with a profile request (checked as an evaluate request's baseline),
+    or []."""
+    return list(_problem_problems(problem)) + \
+        list(_variant_problems(f"variant '{variant.label}'", variant, len(problem.cases)))

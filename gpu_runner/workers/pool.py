@@ -9,6 +9,12 @@ Work: ``submit(job)`` queues an evaluation on the job's device (or the least bus
 hands its variants to the CPU compile pool (``precompile``) at once; the device's thread waits
 for those compiles, then runs the evaluation through the device's ``Supervisor``. A job is any
 object with the attributes and methods of ``PoolJob``.
+
+Profiles (``profile``) are GPU work like evaluations: they go on the device's queue, so the
+device's thread runs one only while its worker is idle, and no timing on that GPU runs while
+Nsight Compute replays the profiled kernel (ncu also fixes the GPU's clocks while it
+profiles). The profile itself runs ``PoolConfig.profile_fn`` (``gpu_runner.profile.
+profile_variant``: ncu on a fixed launch script, in its own process) from the device's thread.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
-from gpu_runner.problem import Variant
+from gpu_runner.ncu_csv import Profile
+from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, Evaluation
 from gpu_runner.workers.backend import WorkerConfig
 from gpu_runner.workers.limits import Limits
@@ -65,6 +72,9 @@ class PoolConfig:
     limits: Limits = field(default_factory=Limits)
     precompile_threads: Optional[int] = None
     compile_fn: Optional[Callable] = None  # Precompiler's compile function (tests)
+    # profile_fn(problem, variant, device_index=, timeout_s=) -> Profile, raising
+    # gpu_runner.profile.ProfileError; None: gpu_runner.profile.profile_variant (tests set it)
+    profile_fn: Optional[Callable] = None
 
 
 class DeviceNotFound(LookupError):
@@ -74,6 +84,13 @@ class DeviceNotFound(LookupError):
 class _CompileWork:
     def __init__(self, variants: Sequence[Variant]):
         self.variants = tuple(variants)
+        self.future: concurrent.futures.Future = concurrent.futures.Future()
+
+
+class _ProfileWork:
+    def __init__(self, problem: Problem, variant: Variant, timeout_s: float, fn: Callable):
+        self.problem, self.variant, self.timeout_s, self.fn = problem, variant, timeout_s, fn
+        self.cancelled = threading.Event()  # the request stopped waiting: skip it
         self.future: concurrent.futures.Future = concurrent.futures.Future()
 
 
@@ -108,6 +125,8 @@ class Slot:
             try:
                 if isinstance(item, _CompileWork):
                     self._compile(item)
+                elif isinstance(item, _ProfileWork):
+                    self._profile(item)
                 else:
                     self._evaluate(item)
             finally:
@@ -117,6 +136,16 @@ class Slot:
     def _compile(self, work: _CompileWork) -> None:
         try:
             work.future.set_result(self.supervisor.compile(work.variants))
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting request
+            work.future.set_exception(exc)
+
+    def _profile(self, work: _ProfileWork) -> None:
+        if work.cancelled.is_set():
+            work.future.cancel()
+            return
+        try:
+            work.future.set_result(work.fn(work.problem, work.variant, device_index=self.index,
+                                           timeout_s=work.timeout_s))
         except Exception as exc:  # noqa: BLE001 - handed to the waiting request
             work.future.set_exception(exc)
 
@@ -265,3 +294,26 @@ class GpuPool:
             raise TimeoutError(f"compiling took longer than {timeout_s:g} s on device "
                                f"{slot.index} (it waits for the evaluations queued before it)") \
                 from None
+
+    def profile(self, problem: Problem, variant: Variant, device: Optional[int],
+                timeout_s: float, wait_s: float) -> tuple[int, Profile]:
+        """An Nsight Compute profile of one launch of ``variant`` on ``device`` (see the module
+        doc): (device index, profile). ``timeout_s`` bounds the profile itself; ``wait_s`` the
+        wait for the work queued before it plus the profile.
+
+        Raises ``DeviceNotFound``; ``TimeoutError`` (the profile did not start and finish
+        within ``wait_s``; it is dropped if it has not started); what ``profile_fn`` raised
+        (``gpu_runner.profile.ProfileError``)."""
+        if self.config.profile_fn is not None:
+            fn = self.config.profile_fn
+        else:
+            from gpu_runner.profile import profile_variant as fn  # noqa: PLC0415
+        slot = self.slot(device)
+        work = _ProfileWork(problem, variant, timeout_s, fn)
+        slot.put(work)
+        try:
+            return slot.index, work.future.result(timeout=wait_s)
+        except concurrent.futures.TimeoutError:
+            work.cancelled.set()
+            raise TimeoutError(f"profiling took longer than {wait_s:g} s on device "
+                               f"{slot.index} (it waits for the work queued before it)") from None

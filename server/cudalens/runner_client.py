@@ -9,7 +9,9 @@ contract data classes as JSON (``gpu_runner.service.schema``); nothing here impo
 
 Errors: ``RunnerUnavailable`` when no runner can be used (no GPU there: the runner's own
 message; unreachable; token refused); ``RunnerError`` (a ``CudalensError``) when the runner
-refuses a request or fails an evaluation.
+refuses a request or fails an evaluation; ``ProfileUnavailable`` (a ``RunnerError``) from
+``profile`` when the runner answers that it cannot profile (``try_profile`` returns that
+answer instead of raising).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from __future__ import annotations
 import os
 import time
 import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import httpx
 from pydantic import ValidationError
 
 from cudalens.errors import CudalensError
+from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant, to_dict
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
 from gpu_runner.service.local import LocalRunner, LocalRunnerError
@@ -38,6 +42,26 @@ class RunnerUnavailable(CudalensError):
 
 class RunnerError(CudalensError):
     """The runner refused a request or could not finish an evaluation; the message says why."""
+
+
+class ProfileUnavailable(RunnerError):
+    """The runner cannot profile (no GPU, no Nsight Compute, no permission for the GPU's
+    performance counters, ...); ``kind`` is the runner's code (``ProfileResponse.kind``) and
+    the message its reason."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class ProfileAnswer:
+    """What the runner answered to a profile request: the ``profile``, or None with ``kind``
+    and ``reason`` saying why there is none (``gpu_runner.service.schema.ProfileResponse``)."""
+
+    profile: Optional[Profile]
+    kind: str = ""
+    reason: str = ""
 
 
 def _close(http: httpx.Client, local: Optional[LocalRunner]) -> None:
@@ -209,3 +233,34 @@ class RunnerClient:
             if state == "cancelled":
                 raise RunnerError(f"the evaluation was cancelled on {self.where}")
             time.sleep(self.poll_interval_s)
+
+    def try_profile(self, problem: Problem, variant: Variant, *,
+                    timeout_s: float = 180.0) -> ProfileAnswer:
+        """An Nsight Compute profile of one launch of ``variant`` (verified before, by an
+        evaluation) on ``problem``'s timed case, or None with the runner's reason (no GPU,
+        ncu missing, counters not permitted, timeout, ...). ``timeout_s`` bounds the profile on
+        the runner; this waits up to 10 more minutes for the GPU's earlier work.
+
+        Raises ``RunnerUnavailable`` (unreachable, busy) and ``RunnerError`` (request refused,
+        or an answer this client cannot read)."""
+        body = self._request("POST", "/profile", timeout=timeout_s + 660.0,
+                             json={"problem": to_dict(problem), "variant": to_dict(variant),
+                                   "timeout_s": timeout_s, "device": self.device_index})
+        if not isinstance(body, dict) or not isinstance(body.get("available"), bool):
+            raise RunnerError(f"{self.where} answered POST /profile with no 'available' field: "
+                              f"{str(body)[:200]}")
+        if not body["available"]:
+            return ProfileAnswer(None, str(body.get("kind") or "failed"),
+                                 str(body.get("reason") or "no reason given"))
+        return ProfileAnswer(self._decode(Profile, body.get("profile")))
+
+    def profile(self, problem: Problem, variant: Variant, *,
+                timeout_s: float = 180.0) -> Profile:
+        """``try_profile``'s profile. Raises ``ProfileUnavailable`` with the runner's reason
+        where there is none (so a caller that only wants profiles can catch one error), and
+        what ``try_profile`` raises."""
+        answer = self.try_profile(problem, variant, timeout_s=timeout_s)
+        if answer.profile is None:
+            raise ProfileUnavailable(f"no profile of {variant.label}: {answer.reason}",
+                                     answer.kind)
+        return answer.profile

@@ -15,7 +15,9 @@ shared memory, with the per-architecture limits of the CUDA C++ Programming Guid
 "Technical Specifications per Compute Capability", and the allocation rules of NVIDIA's CUDA
 Occupancy Calculator (registers allocated per warp in units of 256; shared memory in units
 of 128 bytes with 1 KB reserved per block from compute capability 8.0 on). It is the
-theoretical occupancy, not the achieved one (that needs a profiler).
+theoretical occupancy, not the achieved one (that needs a profiler: ``profile_summary``
+words the achieved occupancy, DRAM throughput and main stall reasons that Nsight Compute
+measured, ``gpu_runner.ncu_csv``).
 """
 
 from __future__ import annotations
@@ -126,3 +128,17 @@ def roofline(flops: int, bytes_moved: int, median_us: float, copy_gbps: float,
         bound = "compute"
     return Roofline(intensity=intensity, ridge=ridge, bound=bound,
                     percent_of_bound=100.0 * gflops / attainable)
+
+
+def _share(pct: float) -> str:
+    return "<1%" if 0 < pct < 0.5 else f"{pct:.0f}%"
+
+
+def profile_summary(profile) -> str:
+    """A ``gpu_runner.ncu_csv.Profile`` in a few words: ``achieved occupancy 62%, DRAM
+    throughput 81% of peak, main stalls: long scoreboard 41%, wait 20%`` (each stall reason's
+    share of all stall cycles Nsight Compute reported; the largest first)."""
+    stalls = ", ".join(f"{s.reason} {_share(s.share_pct)}" for s in profile.stalls)
+    return (f"achieved occupancy {profile.achieved_occupancy_pct:.0f}%, DRAM throughput "
+            f"{profile.dram_throughput_pct:.0f}% of peak, main stalls: "
+            f"{stalls or 'none reported'}")

@@ -12,8 +12,13 @@ notification (``{"cudalens": {...}}``) is read directly. Shape, with defaults::
                    "timeBudgetSeconds": null, "tokenBudget": null},
       "budget":   {"candidates": 24, "repetitions": 50, "seed": 0},
       "check":    {"enabled": true, "arch": "sm_90", "nvcc": "nvcc", "options": [],
-                   "debounceMs": 400}
+                   "debounceMs": 400},
+      "profile":  true                            # Nsight Compute profile after a run
     }
+
+``profile``: after an optimize job, ask the runner for an Nsight Compute profile of the
+winner (else the baseline) and show it in the hover; where the runner cannot profile (no
+ncu, counters not permitted, a runner without profiling) the run is kept without one.
 
 ``proposer``: ``builtin`` (the optimizer's passes), ``llm`` (the agent loop of
 ``cudalens.agent``), ``auto`` (the LLM when a model is configured and its server answers, else
@@ -67,6 +72,7 @@ class Settings:
     nvcc: str = "nvcc"
     nvcc_options: tuple[str, ...] = ()
     debounce_ms: int = 400
+    profile: bool = True
 
     def agent_settings(self) -> dict[str, Any]:
         """The ``llm`` values that were set, by ``AgentConfig`` field name (the editor's layer
@@ -166,6 +172,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
     ("check", "nvcc"): ("nvcc", _string),
     ("check", "options"): ("nvcc_options", _options),
     ("check", "debounceMs"): ("debounce_ms", _int_between(0, 60000)),
+    ("profile",): ("profile", _bool),
 }
 
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}

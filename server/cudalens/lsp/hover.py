@@ -3,10 +3,11 @@
 Markdown, a few lines: the measured time with its spread and where it came from; achieved
 bandwidth and FLOP rate against the roofline (``bottleneck.roofline``); theoretical
 occupancy from the block size, registers and shared memory (``bottleneck.occupancy``);
-registers, stack and spills (the runner's compile report, else the last nvcc check); stall
-reasons when the runner profiled the kernel (it does not yet collect Nsight Compute metrics,
-and the hover says so rather than guessing); the candidate on offer. Without results, the
-compile-check facts and a pointer to Optimize.
+registers, stack and spills (the runner's compile report, else the last nvcc check); the
+Nsight Compute profile stored with the run (achieved occupancy, DRAM throughput, main stall
+reasons: ``bottleneck.profile_summary``), naming what was profiled (the baseline or the
+candidate on offer), or "not profiled" with the reason (never a guess); the candidate on
+offer. Without results, the compile-check facts and a pointer to Optimize.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Optional
 from lsprotocol import types
 
 from cudalens.check.report import CheckResult, KernelResources
-from cudalens.lsp.bottleneck import fp32_peak_gflops, occupancy, roofline
+from cudalens.lsp.bottleneck import fp32_peak_gflops, occupancy, profile_summary, roofline
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.positions import contains
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import fmt_us, no_offer, speedup_ci, stale_note
+from cudalens.store.records import BASELINE
 
 
 def hover(snapshot: DocumentSnapshot, statuses: list[KernelStatus], position: types.Position,
@@ -97,8 +99,7 @@ def _sections(st: KernelStatus, res: Optional[KernelResources]) -> list[str]:
                      f"limited by {occ.limiter})")
     lines.append(f"registers: {regs} per thread; local memory (stack and spills): "
                  f"{run.baseline_compile.local_bytes} B per thread")
-    lines.append("stall reasons: not profiled (the runner does not collect Nsight Compute "
-                 "metrics yet)")
+    lines.append(_profile_line(run))
     out.append("\n".join(f"- {line}" for line in lines))
     if st.offer is not None:
         c = st.offer
@@ -107,3 +108,15 @@ def _sections(st: KernelStatus, res: Optional[KernelResources]) -> list[str]:
     elif run.candidates:
         out.append(no_offer(run, len(st.rejected)).capitalize() + ".")
     return out
+
+
+def _profile_line(run) -> str:
+    """The hover's profile line of ``run`` (a ``RunRecord``)."""
+    prof = run.profile
+    if prof is None:
+        return "stall reasons: not profiled (no Nsight Compute profile was taken for this run)"
+    if prof.profile is None:
+        return f"stall reasons: not profiled ({prof.reason or 'the runner gave no reason'})"
+    what = "the baseline" if prof.subject == BASELINE else f"candidate {prof.label}"
+    return (f"profile ({prof.profile.tool}, one launch of {what}): "
+            f"{profile_summary(prof.profile)}")

@@ -26,11 +26,19 @@ else the built-in passes. The job's first progress message says which ran and wh
 one names it again; a fallback from ``auto`` is also shown as a warning. The LLM's progress
 is per round (``round 2/4, best 1.80x: timing round 7/50``; ``llm.AgentProgress``). Its
 winner is stored and offered like a built-in candidate (code lens, apply, reject).
+
+Profile: when ``Settings.profile`` is on and the runner client can profile (it has
+``try_profile``, as ``RunnerClient`` does; the replay runner does not), the job's last step
+asks the runner for an Nsight Compute profile of the winner, else of the baseline, and stores
+it with the run (``RunRecord.profile``; the hover shows it). A runner that answers "not
+available" (no ncu, counters not permitted, no GPU) leaves the reason in the record and
+nothing on screen; a failing request is logged and the run kept without a profile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import itertools
 import logging
@@ -48,9 +56,9 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.optimize import optimize
-from cudalens.store.from_optimize import run_record
+from cudalens.store.from_optimize import profile_subject, run_record
 from cudalens.store.keys import device_id, result_key
-from cudalens.store.records import RunRecord
+from cudalens.store.records import RunProfile, RunRecord
 
 if TYPE_CHECKING:
     from cudalens.lsp.session import Session
@@ -308,6 +316,12 @@ class Jobs:
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         record = run_record(result, key=key, provenance=provenance, created=created,
                             budget=job.settings.budget, seed=job.settings.seed)
+        if job.settings.profile:
+            profile = take_profile(job, client, result, report)
+            if profile is not None:
+                record = dataclasses.replace(record, profile=profile)
+        if job.cancel.is_set():
+            raise JobCancelled()
         return record if agent is None else (record, agent)
 
     def _run_agent(self, job: Job, target, client, choice: "llm.Choice",
@@ -333,6 +347,30 @@ class Jobs:
             job.cancel.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
         self.forget_clients()
+
+
+def take_profile(job: Job, client, result,
+                 report: Callable[[str, Optional[int]], None]) -> Optional[RunProfile]:
+    """The profile of ``result``'s winner (else baseline) from the runner, or why there
+    is none; None when the client cannot profile or the request failed (module doc)."""
+    try_profile = getattr(client, "try_profile", None)
+    if not callable(try_profile) or job.cancel.is_set():
+        return None
+    subject = profile_subject(result)
+    if subject is None:
+        return None
+    ident, label, variant = subject
+    report(f"profiling {label} with Nsight Compute", None)
+    try:
+        answer = try_profile(result.problem, variant)
+    except Exception as exc:  # noqa: BLE001 - a profile is extra; the run's results stand
+        log.warning("profiling %s of %s failed: %s", label, job.kernel, exc)
+        return None
+    created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    if answer.profile is None:
+        log.info("no profile of %s of %s: %s", label, job.kernel, answer.reason)
+    return RunProfile(subject=ident, label=label, created=created, profile=answer.profile,
+                      reason=answer.reason)
 
 
 def _provenance(client: Any, device) -> str:

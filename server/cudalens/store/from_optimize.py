@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from cudalens.optimize import OptimizeResult
 from cudalens.store.keys import sha256_text
-from cudalens.store.records import CandidateRecord, LaunchRecord, RunRecord, candidate_id
+from cudalens.store.records import (BASELINE, CandidateRecord, LaunchRecord, RunRecord,
+                                    candidate_id)
+from gpu_runner.problem import Variant
 
 
 def launch_record(launch) -> LaunchRecord:
@@ -57,3 +60,25 @@ def _baseline_launch(result: OptimizeResult) -> tuple[int, int]:
     except (SpecError, ValueError, KeyError):
         return 0, 0
     return launch.threads_per_block, launch.shared_bytes
+
+
+def profile_subject(result: OptimizeResult) -> Optional[tuple[str, str, Variant]]:
+    """What to profile after ``result``: its winner, else the baseline, as (``RunProfile.
+    subject``: the candidate's id or ``BASELINE``, the candidate's label as the record shows
+    it, the runner variant built exactly as the optimize flow sent it). None when the variant
+    cannot be built (its launch does not resolve against the spec)."""
+    from cudalens.spec.errors import SpecError
+    from cudalens.spec.resolve import build_variant
+
+    target = result.target
+    name, spec, sms = target.kernel.qualified_name, target.spec, result.device.sm_count
+    try:
+        if result.winner is None:
+            return BASELINE, BASELINE, build_variant(BASELINE, target.text, name, spec,
+                                                     spec.launch, sms)
+        c = result.winner.candidate
+        sent = result.winner.result.verdict.variant or "winner"
+        return (candidate_id(c.source, launch_record(c.launch)), c.label,
+                build_variant(sent, c.source, name, spec, c.launch, sms, options=c.options))
+    except (SpecError, ValueError, KeyError):
+        return None

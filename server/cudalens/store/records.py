@@ -18,6 +18,7 @@ from typing import Optional
 
 import cattrs
 
+from gpu_runner.ncu_csv import Profile
 from gpu_runner.report import CandidateResult, CompileReport, DeviceInfo, Timing
 
 # A candidate is offered only when the low end of its speedup's 95% confidence interval is
@@ -61,6 +62,27 @@ class CandidateRecord:
         return self.verified and self.result.speedup.ci_low > SIGNIFICANT_SPEEDUP
 
 
+BASELINE = "baseline"  # RunProfile.subject of a profile of the run's baseline
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    """The Nsight Compute profile taken after a run (``gpu_runner.ncu_csv.Profile``: achieved
+    occupancy and DRAM throughput in percent, the main warp stall reasons), or why there is
+    none.
+
+    ``subject``: ``BASELINE`` or the profiled candidate's id; ``label``: its label as shown
+    (``baseline``, ``c3``). ``profile``: None when the runner could not profile, and then
+    ``reason`` says why (the runner's words). ``created``: ISO 8601 UTC time.
+    """
+
+    subject: str
+    label: str
+    created: str
+    profile: Optional[Profile] = None
+    reason: str = ""
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One optimize run of one kernel, as stored.
@@ -76,6 +98,9 @@ class RunRecord:
         from). created: ISO 8601 UTC time the run finished. derived_from: set when this
         record was not measured as a baseline but carried over from a candidate of an earlier
         run that the user applied (``"<run key>:<candidate id>"``).
+    profile: the Nsight Compute profile taken after the run (of the winner, else the
+        baseline), None when none was attempted (the runner cannot profile, or profiling is
+        off). Stored in its own column (``sqlite``), not in the record's JSON.
     """
 
     key: str
@@ -96,6 +121,7 @@ class RunRecord:
     budget: int = 0
     seed: int = 0
     derived_from: str = ""
+    profile: Optional[RunProfile] = None
 
     def candidate(self, candidate_id: str) -> CandidateRecord:
         """The candidate with ``candidate_id``.
@@ -137,6 +163,25 @@ _converter = cattrs.Converter()
 def to_dict(record: RunRecord) -> dict:
     """``record`` as a JSON-compatible dict."""
     return _converter.unstructure(record)
+
+
+def profile_to_dict(profile: RunProfile) -> dict:
+    """``profile`` as a JSON-compatible dict."""
+    return _converter.unstructure(profile)
+
+
+def profile_from_dict(data: dict) -> RunProfile:
+    """The inverse of ``profile_to_dict``.
+
+    Raises:
+        ValueError: ``data`` is not a stored run profile (the message names what is wrong).
+    """
+    try:
+        return _converter.structure(data, RunProfile)
+    except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
+        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(
+            exc, cattrs.BaseValidationError) else str(exc)
+        raise ValueError(f"expected a stored run profile, found invalid data: {detail}") from None
 
 
 def from_dict(data: dict) -> RunRecord:
