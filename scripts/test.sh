@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Installs cudalens with its test dependencies into .venv and runs the test suite.
+# Installs cudalens with its test dependencies into .venv and runs the test suite, then the
+# VS Code end-to-end test (client-vscode/e2e/run.sh: code-server driven by headless Chromium,
+# against the runner that replays recorded H200 results). Set CUDALENS_SKIP_VSCODE=1 to run
+# only pytest. The script fails when either fails; with pytest failing, its exit code is kept.
 # GPU tests (marker `gpu`) run where pycuda and an NVIDIA GPU are present and skip elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,4 +11,9 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet -e '.[test]'
 # Neovim (Debian package) for the headless editor test; the test skips, saying why, without it.
 bash tests/data/lsp/install_neovim.sh
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@"
+if [ "${CUDALENS_SKIP_VSCODE:-0}" = 1 ]; then
+  echo "test.sh: CUDALENS_SKIP_VSCODE=1: the VS Code end-to-end test is not run"
+else
+  CUDALENS_E2E_PYTHON="$PWD/.venv/bin/python" bash client-vscode/e2e/run.sh
+fi

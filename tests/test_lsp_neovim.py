@@ -10,7 +10,6 @@ the test skips and says how to get it.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import shutil
 import subprocess
@@ -21,7 +20,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from harness import HERE, ROOT, copy_example, server_env  # noqa: E402
+from expected import expected, spec_launch_lines, speedup_x  # noqa: E402
+from harness import HERE, copy_example, server_env  # noqa: E402
 from replay_runner import coverage_problem  # noqa: E402
 
 NVIM = shutil.which("nvim")
@@ -45,16 +45,14 @@ def test_neovim_optimizes_and_applies_saxpy(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     steps = log.read_text() if log.exists() else ""
     assert proc.returncode == 0, f"nvim exited {proc.returncode}\n{steps}\n{proc.stderr[-2000:]}"
+    saxpy = expected("saxpy")
     assert steps.splitlines() == ["initialized", "action: Optimize kernel saxpy (built-in passes)",
-                                  "action: Apply candidate (1.28x, verified)", "applied",
-                                  "written"]
+                                  f"action: Apply candidate ({speedup_x(saxpy.best)}, verified)",
+                                  "applied", "written"]
 
-    recorded = json.loads((ROOT / "benchmarks/results/h200-examples-2026-11-29-0295825.json")
-                          .read_text())
-    run = next(r for r in recorded["runs"] if r["kernel"] == "saxpy")
     diff = list(difflib.unified_diff(original.splitlines(True), path.read_text().splitlines(True),
                                      "a", "b"))
-    assert diff[2:] == run["diff"].splitlines(True)[2:]
+    assert diff[2:] == saxpy.diff.splitlines(True)[2:]
     spec = (tmp_path / "saxpy.cu.spec").read_text()
-    assert "block = 128\ngrid = ceil_div(n, block.x * 4)\n" in spec
+    assert spec_launch_lines(saxpy.best) in spec
     assert os.path.exists(tmp_path / ".cudalens" / "results.db")

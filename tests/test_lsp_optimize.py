@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
+import difflib
 import sqlite3
 import sys
 from pathlib import Path
@@ -20,7 +20,8 @@ from lsprotocol import types
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from harness import ROOT, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
+from expected import expected, launch_words, spec_launch_lines, speedup_ci, speedup_x  # noqa: E402,E501
+from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
 from replay_runner import coverage_problem  # noqa: E402
 
 
@@ -35,25 +36,14 @@ pytestmark = pytest.mark.asyncio
 _GAP = coverage_problem("saxpy") or coverage_problem("transpose_naive")
 replayable = pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
 
-RECORDED = json.loads((ROOT / "benchmarks/results/h200-examples-2026-11-29-0295825.json")
-                      .read_text())
-SAXPY = next(r for r in RECORDED["runs"] if r["kernel"] == "saxpy")
-OFFERS = sorted((c for c in SAXPY["candidates"] if c["verdict"]["status"] == "passed"
-                 and c["speedup"]["ci_low"] > 1.0), key=lambda c: -c["speedup"]["value"])
-BEST, SECOND = OFFERS[0], OFFERS[1]
-BASE = SAXPY["baseline"]
-MEASURED = f"{BASE['median_us']:,.0f} us, {BASE['percent_of_copy']:.0f}% of peak bandwidth, H200"
+# Every expected number, label and diff below comes from the newest recording of saxpy.
+SAXPY = expected("saxpy")
+BEST, SECOND = SAXPY.best, SAXPY.second
+BASE = SAXPY.baseline
+MEASURED = SAXPY.measured_lens()
 SIGNATURE = "__global__ void saxpy(int n, float a, const float* x, float* y)"
 NAME = types.Range(types.Position(3, 16), types.Position(3, 21))
-
-
-def _x(c: dict) -> str:
-    return f"{c['speedup']['value']:.2f}x"
-
-
-def _ci(c: dict) -> str:
-    s = c["speedup"]
-    return f"{s['value']:.2f}x [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+_x, _ci = speedup_x, speedup_ci
 
 
 def titles(lenses) -> list[tuple[str, str]]:
@@ -94,10 +84,20 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
         assert (reports[0].kind, reports[0].title, reports[0].cancellable) == \
             ("begin", "Optimize saxpy (built-in passes)", True)
         messages = [p.message for p in reports]
-        assert "24 candidates proposed; running on NVIDIA H200" in messages
-        assert "candidate 12/24: verifying against the baseline" in messages
-        assert reports[-1].message == \
-            f"saxpy: best {_x(BEST)} (verified), 24/24 candidates verified"
+        # each search batch of the recorded run, in order, with cumulative counts
+        assert [m for m in messages if "candidates proposed" in m] == SAXPY.proposed_messages()
+        search = messages[:messages.index(SAXPY.confirming_message())] if SAXPY.confirmed \
+            else messages
+        assert [m for m in search if m.endswith(": verifying against the baseline")
+                and m.startswith("candidate ")] == SAXPY.verifying_messages()
+        assert len(SAXPY.verifying_messages()) == sum(SAXPY.search_batches) > 1
+        if SAXPY.confirmed:  # the confirmation run counts its own candidates from 1
+            confirm = messages[messages.index(SAXPY.confirming_message()):]
+            assert [m for m in confirm if m.endswith(": verifying against the baseline")
+                    and m.startswith("candidate ")] == SAXPY.confirming_verify_messages()
+        assert reports[-1].message == SAXPY.final_message()
+        # the label names one recorded row only, so the checks on it below pin that row
+        assert [r["label"] for r in SAXPY.run["candidates"]].count(BEST["label"]) == 1
 
         assert titles(await client.code_lenses(uri)) == [
             (MEASURED, ""), ("Optimize again", "cudalens.optimize"),
@@ -107,7 +107,8 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
                                               if d.source == "cudalens"], what="results")
         assert [(d.severity, d.range, d.message) for d in info] == [
             (types.DiagnosticSeverity.Information, NAME,
-             f"saxpy: verified candidate {_ci(BEST)} faster on NVIDIA H200: {BEST['label']}")]
+             f"saxpy: verified candidate {_ci(BEST)} faster on {SAXPY.device}: {BEST['label']}")]
+        assert BEST["label"] == SAXPY.run["winner"]["label"] != SECOND["label"]
 
         hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
             text_document=types.TextDocumentIdentifier(uri),
@@ -120,15 +121,16 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
             text_document=types.TextDocumentIdentifier(uri), position=types.Position(3, 18)))
         text = hover.contents.value
         assert hover.range == NAME
-        assert f"**saxpy** on NVIDIA H200: **{BASE['median_us']:,.0f} us** median" in text
+        assert f"**saxpy** on {SAXPY.device}: **{BASE['median_us']:,.0f} us** median" in text
         assert f"{BASE['achieved_gbps']:,.0f} GB/s = {BASE['percent_of_copy']:.0f}% of the " \
                "measured copy bandwidth" in text
         assert "**memory-bound**" in text
         assert "occupancy (theoretical): 100% (64/64 warps, 8 blocks of 256 threads per SM" in text
-        assert "registers: 10 per thread" in text
+        assert f"registers: {SAXPY.run['baseline_compile']['registers']} per thread" in text
         assert "stall reasons: not profiled" in text
         assert f"Candidate **{BEST['label']}**: {_ci(BEST)} faster" in text
-        assert "replay of benchmarks/results/h200-examples-2026-11-29-0295825.json" in text
+        assert f"Candidate **{SECOND['label']}**" not in text
+        assert f"replay of {SAXPY.source_path}" in text
 
         actions = await client.code_actions(uri, 5)
         assert [a.title for a in actions] == [
@@ -139,7 +141,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
 
         shown = await client.run(action(actions, "cudalens.showDiff").command)
         assert shown["diff"].splitlines()[:2] == ["--- a/saxpy.cu", "+++ b/saxpy.cu"]
-        assert shown["diff"].splitlines()[2:] == SAXPY["diff"].splitlines()[2:]
+        assert shown["diff"].splitlines()[2:] == SAXPY.diff.splitlines()[2:]
         diff_file = Path(shown["path"])
         assert diff_file.parent == tmp_path / ".cudalens" / "diffs"
         assert diff_file.read_text().endswith(shown["diff"])
@@ -162,20 +164,21 @@ async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
         assert (source_edit.text_document.uri, source_edit.text_document.version) == (uri, 1)
         assert spec_edit.text_document.uri == spec.as_uri()
         # the editor's text now differs from the original exactly by the recorded diff
-        import difflib
         diff = difflib.unified_diff(path.read_text().splitlines(True),
                                     client.text(uri).splitlines(True), "a", "b")
-        assert list(diff)[2:] == SAXPY["diff"].splitlines(True)[2:]
+        assert list(diff)[2:] == SAXPY.diff.splitlines(True)[2:]
         assert client.doc_version(uri) == 2
-        assert "block = 128\ngrid = ceil_div(n, block.x * 4)\n" in spec.read_text()
+        assert spec_launch_lines(BEST) in spec.read_text()
+        assert spec_launch_lines(BEST) != spec_launch_lines(SECOND)  # the launch is told apart
         assert client.messages[-1].message.startswith(
             f"Applied {BEST['label']} to saxpy: {_ci(BEST)} faster, verified against the original "
-            f"on NVIDIA H200. The speedup was measured with block = 128; grid = ceil_div(n, "
-            f"block.x * 4): the spec now says so")
+            f"on {SAXPY.device}. The speedup was measured with {launch_words(BEST)}: the spec now "
+            f"says so")
 
         # the applied kernel shows the time it was measured at, not "stale"
         t = BEST["timing"]
-        want = f"{t['median_us']:.1f} us, {t['percent_of_copy']:.0f}% of peak bandwidth, H200"
+        want = (f"{t['median_us']:.1f} us, {t['percent_of_copy']:.0f}% of peak bandwidth, "
+                f"{SAXPY.short_device}")
         lenses = await client.wait_for(
             lambda: _lens_titles_containing(client, uri, "(applied candidate)"),
             what="applied lens")
@@ -188,7 +191,9 @@ async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
             text_document=types.TextDocumentIdentifier(uri),
             position=types.Position(kernel_line, 18)))
         assert "the applied candidate, as measured in its run" in hover.contents.value
-        assert "blocks of 128 threads per SM" in hover.contents.value
+        threads = BEST["launch"]["block"]
+        assert len(threads) == 1, f"saxpy's winner has a 1-D block, found {threads}"
+        assert f"blocks of {threads[0]} threads per SM" in hover.contents.value
 
 
 async def _lens_titles_containing(client, uri, text):
@@ -247,8 +252,22 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
         assert (await client.run(reject))["ok"] is True
         assert client.messages[-1].message == (f"Rejected {BEST['label']} for saxpy; it will not "
                                                "be offered again for this source.")
+        # the next-best verified candidate of the recorded run is offered now
+        assert SECOND["label"] != BEST["label"]
         assert titles(await client.code_lenses(uri))[2] == \
             (f"{_x(SECOND)} faster candidate: show diff", "cudalens.showDiff")
+        assert await _offered(client, uri) == [
+            "Optimize kernel saxpy again (built-in passes)",
+            f"Apply candidate ({_x(SECOND)}, verified)",
+            f"Show diff of candidate ({SECOND['label']})",
+            f"Reject candidate ({_x(SECOND)}, {SECOND['label']})"]
+        # its diff is the one from the original to the source recorded for it
+        show = action(await client.code_actions(uri, 5), "cudalens.showDiff").command
+        shown = await client.run(show)
+        want = difflib.unified_diff(client.text(uri).splitlines(True),
+                                    SAXPY.source_of(SECOND).splitlines(True))
+        assert shown["diff"].splitlines(True)[2:] == list(want)[2:]
+        assert SAXPY.source_of(SECOND) != SAXPY.source_of(BEST)
 
     assert (tmp_path / ".cudalens" / "results.db").is_file()
     async with editor(tmp_path) as client:  # a new server process: nothing measured this time
@@ -257,7 +276,12 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
             (MEASURED, ""), ("Optimize again", "cudalens.optimize"),
             (f"{_x(SECOND)} faster candidate: show diff", "cudalens.showDiff"),
             ("apply", "cudalens.apply"), ("reject", "cudalens.reject")]
+        assert (await _offered(client, uri))[2] == f"Show diff of candidate ({SECOND['label']})"
         assert client.progress_reports == {}
+
+
+async def _offered(client, uri) -> list[str]:
+    return [a.title for a in await client.code_actions(uri, 5)]
 
 
 @replayable
@@ -303,7 +327,19 @@ async def test_configuration_pushed_and_pulled(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
         uri = client.open(path)
-        pushed = {"budget": {"candidates": 3}, "proposer": "llm",
+        # the LLM proposer asked for without a model: the action says so
+        llm = {**TEST_SETTINGS, "proposer": "llm"}
+        client.set_configuration(llm, section="cudalens")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"cudalens": llm}))
+        await client.wait_for(lambda: _titles_are(client, uri, [
+            "Optimize kernel saxpy (LLM: no model is configured)"]),
+            what="the LLM-without-a-model title")
+
+        # the replay answers only the recorded run's budget: push that, and a repetition
+        # count of our own, which the runner is asked for (its progress says "of at most N")
+        budget = SAXPY.recording.data["settings"]["budget"]
+        pushed = {"budget": {"candidates": budget, "repetitions": 7}, "proposer": "builtin",
                   "check": {"enabled": False, "arch": "sm_1"}}
         client.set_configuration(pushed, section="cudalens")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
@@ -312,22 +348,32 @@ async def test_configuration_pushed_and_pulled(tmp_path):
                                     what="the settings warning")
         assert bad[0].message == ("cudalens settings: cudalens.check.arch: expected an "
                                   "architecture like 'sm_90', found 'sm_1'; using the default")
-        titles_now = [a.title for a in await client.code_actions(uri, 5)]
-        assert titles_now == ["Optimize kernel saxpy (built-in passes: the LLM proposer is not "
-                              "available in this build)"]
+        assert await _offered(client, uri) == ["Optimize kernel saxpy (built-in passes)"]
         started = await optimize(client, uri)
         messages = [p.message for p in client.progress_reports[started["token"]]]
-        assert "3 candidates proposed; running on NVIDIA H200" in messages
-        assert messages[-1].endswith("3/3 candidates verified")
+        assert "timing round 1/7, baseline and candidates interleaved" in messages
+        assert not any(m.startswith("timing round") and "/7," not in m for m in messages)
+        assert messages[-1] == SAXPY.final_message()
 
-        # a client that does not push values: the server asks with workspace/configuration
+        # a client that does not push values: the server asks with workspace/configuration.
+        # A budget of 2 reaches the search; the recording never measured those 2 alone, so
+        # the replay refuses them rather than invent numbers.
         client.set_configuration({**TEST_SETTINGS, "budget": {"candidates": 2}},
                                  section="cudalens")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
         await asyncio.sleep(0.3)
         started = await optimize(client, uri)
         messages = [p.message for p in client.progress_reports[started["token"]]]
-        assert "2 candidates proposed; running on NVIDIA H200" in messages
+        assert f"2 candidates proposed; running on {SAXPY.device}" in messages
+        assert not any("candidate 3/" in m for m in messages)
+        assert messages[-1] == "saxpy: failed"
+        error = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        assert error[-1].startswith("cudalens: optimizing saxpy failed: ReplayMismatch: ")
+        assert "with these 2 variants" in error[-1]
+
+
+async def _titles_are(client, uri, want: list[str]) -> bool:
+    return await _offered(client, uri) == want
 
 
 @replayable

@@ -87,6 +87,16 @@ def test_progress_messages_become_editor_words(message, candidates, shown, perce
     assert describe_progress(message, candidates) == (shown, percent)
 
 
+def test_confirmation_run_counts_its_candidates_from_one():
+    # the optimize flow times the 4 fastest of 24 again as c25..c28
+    assert describe_progress("confirming the 4 fastest candidates: timing them again together "
+                             "with the baseline", 24) == \
+        ("timing the 4 fastest candidates again, together with the baseline", 5)
+    assert describe_progress("compile: c26", 4, offset=24) == ("compiling candidate 2/4", 12)
+    assert describe_progress("verify: c28 on case 'nominal', seed 1", 4, offset=24) == \
+        ("candidate 4/4: verifying against the baseline", 60)
+
+
 def test_text_edits_turn_old_into_new_with_line_edits():
     old = "a\nb\nc\nd"
     new = "a\nB\nB2\nc\nd\ne\n"

@@ -6,7 +6,7 @@ against a server whose runner replays results recorded on an NVIDIA H200.
 
 from __future__ import annotations
 
-import json
+import difflib
 import sys
 from pathlib import Path
 
@@ -15,7 +15,8 @@ from lsprotocol import types
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from harness import ROOT, copy_example, editor
+from expected import expected
+from harness import copy_example, editor
 from replay_runner import coverage_problem
 
 pytestmark = pytest.mark.asyncio
@@ -23,11 +24,9 @@ pytestmark = pytest.mark.asyncio
 _GAP = coverage_problem("saxpy")
 replayable = pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
 
-RECORDED = json.loads((ROOT / "benchmarks/results/h200-examples-2026-11-29-0295825.json")
-                      .read_text())
-SAXPY = next(r for r in RECORDED["runs"] if r["kernel"] == "saxpy")
-BEST = max((c for c in SAXPY["candidates"] if c["verdict"]["status"] == "passed"
-            and c["speedup"]["ci_low"] > 1.0), key=lambda c: c["speedup"]["value"])
+SAXPY = expected("saxpy")
+BEST, SECOND = SAXPY.best, SAXPY.second
+RECORDED = SAXPY.recording.data
 
 
 def _cmd(name: str, *arguments) -> types.Command:
@@ -56,17 +55,21 @@ async def test_candidate_source_is_the_text_apply_leaves(tmp_path):
         args = await _optimized(client, uri)
         shown = await client.run(_cmd("cudalens.candidateSource", args))
         assert shown["ok"] is True
-        assert shown["label"] == BEST["label"]
+        assert shown["label"] == BEST["label"] != SECOND["label"]
         assert shown["title"].startswith(f"{BEST['label']}: {BEST['speedup']['value']:.2f}x [")
-        assert shown["title"].endswith("faster on NVIDIA H200, verified")
+        assert shown["title"].endswith(f"faster on {SAXPY.device}, verified")
         assert shown["version"] == 1
-        assert shown["text"] != original
+        assert shown["text"] == SAXPY.source_of(BEST) != original
         # the document on disk is not touched by asking
         assert path.read_text() == original
 
         answer = await client.run(_cmd("cudalens.apply", args))
         assert answer["applied"] is True
         assert client.text(uri) == shown["text"]
+        # and that text is the recorded winner's: the original changed by the recorded diff
+        diff = difflib.unified_diff(original.splitlines(True), shown["text"].splitlines(True),
+                                    "a", "b")
+        assert list(diff)[2:] == SAXPY.diff.splitlines(True)[2:]
 
 
 @replayable

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
 from recorded import record, recorded_run  # noqa: E402
-from replay_runner import ROOT, ReplayRunnerClient, coverage_problem  # noqa: E402
+from replay_runner import ROOT, ReplayRunnerClient, coverage_problem, newest_recording_of  # noqa: E402,E501
 
 from cudalens.optimize import optimize  # noqa: E402
 from cudalens.source.parser import parse_source  # noqa: E402
@@ -90,17 +90,22 @@ def test_run_record_from_an_optimize_run_holds_its_numbers():
     result = optimize(target, ReplayRunnerClient(), budget=24)
     rec = run_record(result, key="k" * 64, provenance="replay", created="2026-11-29T23:00:00",
                      budget=24, seed=0)
-    run = recorded_run("saxpy")
+    _, run = newest_recording_of("saxpy")  # the run the replay answered from
     assert rec.baseline.median_us == run["baseline"]["median_us"]
     assert rec.bytes_moved == 3 * 4 * (1 << 25)  # x read, y read and written: floats
     assert rec.flops == 2 * (1 << 25)
     assert rec.threads_per_block == 256
     assert rec.path == str(target.path.resolve()) and rec.kernel == "saxpy"
     assert [c.label for c in rec.candidates] == [r.candidate.label for r in result.rows]
+    assert [c.label for c in rec.candidates] == [c["label"] for c in run["candidates"]]
     best = rec.offers()[0]
     assert best.label == run["winner"]["label"]
     assert best.result.speedup.value == run["winner"]["speedup"]["value"]
     assert best.source == result.winner.candidate.source and len(best.id) == 16
+    # every other recorded row is offered after it, with its own recorded numbers
+    others = {c["label"]: c["speedup"]["value"] for c in run["candidates"]
+              if c["label"] != best.label and c["speedup"] and c["speedup"]["ci_low"] > 1.0}
+    assert {c.label: c.result.speedup.value for c in rec.offers()[1:]} == others
 
 
 def test_offers_follow_the_recorded_verdicts(saxpy_record):

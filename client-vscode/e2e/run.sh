@@ -39,9 +39,14 @@ PY="${CUDALENS_E2E_PYTHON:-$REPO/.venv/bin/python}"
 [ -x "$PY" ] || { echo "e2e: expected a Python with cudalens installed at $PY (set CUDALENS_E2E_PYTHON)" >&2; exit 1; }
 GAP="$(cd "$REPO" && PYTHONPATH="$REPO/server:$REPO/tests/data/lsp" "$PY" -c \
   'from replay_runner import coverage_problem; print(coverage_problem("saxpy") or "")')"
+EXPECT=""
 if [ -n "$GAP" ]; then
   # as the LSP tests do (tests/test_lsp_optimize.py skips; test_lsp_replay.py fails, saying why)
   say "SKIPPING the optimize, diff, reject and accept steps: cannot replay saxpy: $GAP"
+else
+  # what the driver checks, from the newest H200 recording of saxpy (nothing typed in)
+  EXPECT="$(cd "$REPO" && PYTHONPATH="$REPO/server:$REPO/tests/data/lsp" "$PY" \
+    "$REPO/tests/data/lsp/expected.py" saxpy)"
 fi
 
 T="${CUDALENS_E2E_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cudalens-e2e.XXXXXX")}"
@@ -106,7 +111,7 @@ command -v nvcc >/dev/null 2>&1 && CHECK_NVCC=1
 RC=0
 E2E_URL="http://127.0.0.1:$PORT" E2E_WORKSPACE="$WS" E2E_SHOTS="$SHOTS" \
   E2E_CHROMIUM="$CUDALENS_CHROMIUM" E2E_CHECK_NVCC="$CHECK_NVCC" E2E_REPLAY_GAP="$GAP" \
-  node "$HERE/driver.mjs" || RC=$?
+  E2E_EXPECT="$EXPECT" node "$HERE/driver.mjs" || RC=$?
 if [ "$RC" != 0 ]; then
   echo "e2e: the extension's output and server log follow" >&2
   find "$T/ud/logs" -name '*cudalens*' -exec tail -n 60 {} \; >&2 2>/dev/null || true

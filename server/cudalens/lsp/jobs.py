@@ -85,6 +85,7 @@ class Job:
     state: str = "queued"
     message: str = ""
     candidates: int = 0  # known once the flow says how many it proposed
+    offset: int = 0  # labels below this are the search's, during the confirmation run
     proposer: str = ""  # the proposer that ran: llm.Choice.label, once chosen
 
     @property
@@ -101,13 +102,21 @@ _COMPILE = re.compile(r"^compile: (\w+)$")
 _VERIFY = re.compile(r"^verify: (\w+) on case '([^']*)', seed (\d+)$")
 _TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
 _WARMUP = re.compile(r"^timing: warm-up")
+_CONFIRM = re.compile(r"^confirming the (\d+) fastest candidates")
 
 
-def describe_progress(message: str, candidates: int) -> tuple[str, Optional[int]]:
+def describe_progress(message: str, candidates: int,
+                      offset: int = 0) -> tuple[str, Optional[int]]:
     """What the editor shows for one progress message, and a percentage when one can be
-    told (compiling is 5-20%, verifying 20-60%, timing 60-100%)."""
+    told (compiling is 5-20%, verifying 20-60%, timing 60-100%). During the optimize flow's
+    confirmation run (``offset`` > 0) its ``candidates`` variants are labelled from
+    ``c{offset + 1}`` and are counted from 1 again."""
     def index(label: str) -> Optional[int]:
-        return int(label[1:]) if re.fullmatch(r"c\d+", label) else None
+        return int(label[1:]) - offset if re.fullmatch(r"c\d+", label) else None
+
+    if m := _CONFIRM.match(message):
+        return (f"timing the {m.group(1)} fastest candidates again, together with the "
+                f"baseline"), 5
 
     if m := _CANDIDATES.match(message):
         return f"{m.group(1)} candidates proposed; running on {m.group(2)}", 5
@@ -281,7 +290,9 @@ class Jobs:
                 raise JobCancelled()
             if m := _CANDIDATES.match(message):
                 job.candidates = int(m.group(1))
-            text, percent = describe_progress(message, job.candidates)
+            elif m := _CONFIRM.match(message):
+                job.offset, job.candidates = job.candidates, int(m.group(1))
+            text, percent = describe_progress(message, job.candidates, job.offset)
             job.message = text
             loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
 

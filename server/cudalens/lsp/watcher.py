@@ -5,6 +5,10 @@ another editor. Events are handed to the event loop and coalesced for ``settle_s
 checkout writes many files at once), then ``on_change(paths)`` runs on the loop with the set
 of absolute paths created, changed, moved or deleted. Paths under ``.cudalens/``, ``.git/``
 and virtual environments are ignored.
+
+After ``stop`` nothing is delivered: the pending flush is cancelled, and events the observer
+thread still hands over (it finishes its current batch after being told to stop) are dropped,
+since ``on_change`` may use what the server closes at shutdown (the results store).
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ class _Handler(FileSystemEventHandler):
 
 
 class Watcher:
-    """Watches ``roots`` recursively; call ``start`` on the event loop, ``stop`` at shutdown."""
+    """Watches ``roots`` recursively; call ``start`` on the event loop, ``stop`` at shutdown
+    (on the same loop). A stopped watcher stays stopped: ``start`` after ``stop`` does nothing."""
 
     def __init__(self, roots: list[Path], on_change: Callable[[set[str]], None],
                  settle_s: float = 0.1):
@@ -54,8 +59,16 @@ class Watcher:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._pending: set[str] = set()
         self._flush: Optional[asyncio.TimerHandle] = None
+        self._stopped = False
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def start(self) -> None:
+        if self._stopped:  # shut down before the client said "initialized"
+            log.info("not watching: the server is shutting down")
+            return
         self._loop = asyncio.get_running_loop()
         observer = Observer()
         handler = _Handler(self._from_thread)
@@ -68,21 +81,35 @@ class Watcher:
         log.info("watching %s for .cu/.cuh/.spec changes", ", ".join(map(str, self.roots)))
 
     def stop(self) -> None:
+        """Stops watching and drops what was not delivered yet (see the module doc)."""
+        self._stopped = True
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        if self._pending:
+            log.info("shutting down: not delivering %d changed path(s)", len(self._pending))
+            self._pending = set()
         if self._observer is not None:
             self._observer.stop()
             self._observer = None
 
     def _from_thread(self, path: str) -> None:
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if self._stopped or loop is None or loop.is_closed():
+            return
+        try:
             loop.call_soon_threadsafe(self._add, path)
+        except RuntimeError:  # the loop closed between the check and the call
+            pass
 
     def _add(self, path: str) -> None:
+        if self._stopped:
+            return
         self._pending.add(path)
         if self._flush is None:
             self._flush = self._loop.call_later(self.settle_s, self._deliver)
 
     def _deliver(self) -> None:
         paths, self._pending, self._flush = self._pending, set(), None
-        if paths:
+        if paths and not self._stopped:
             self.on_change(paths)

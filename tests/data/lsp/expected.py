@@ -1,0 +1,203 @@
+"""What the language server should show after optimizing a kernel through the replay runner,
+derived from the newest H200 recording of that kernel (``replay_runner.newest_recording_of``):
+nothing here is typed in, so a new recording changes the expectations with it, and a server
+that shows another number, label or diff than the one measured fails the tests.
+
+The recorded run (``benchmarks/run_examples.py``, from ``cudalens.present``) holds:
+``evaluations`` (every runner evaluation in order: the search's batches, then the
+confirmation when there was one), ``candidates`` (the rows of the evaluation the winner was
+picked from, then every batch's failed rows), ``baseline`` (that evaluation's baseline),
+``winner`` and ``diff`` (the winner's).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from replay_runner import ROOT, Recording, newest_recording_of
+
+# RunRecord.offers: verified, and the 95% CI of the speedup above this (cudalens.optimize).
+SIGNIFICANT = 1.0
+
+
+def _identity(variant: dict) -> str:
+    """A recorded variant's source, nvcc options and launches, as one comparable string."""
+    return json.dumps([variant["source"], variant["options"], variant["launches"]])
+
+
+def verified(row: dict) -> bool:
+    return row["verdict"]["status"] == "passed" and row["speedup"] is not None
+
+
+def speedup_x(row: dict) -> str:
+    """``1.28x``: how the server words a row's speedup in titles."""
+    return f"{row['speedup']['value']:.2f}x"
+
+
+def speedup_ci(row: dict) -> str:
+    """``1.28x [1.27, 1.28]``: the speedup with its 95% confidence interval."""
+    s = row["speedup"]
+    return f"{s['value']:.2f}x [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+
+
+def launch_words(row: dict) -> str:
+    """``block = 128; grid = ceil_div(n, block.x * 4)``: a row's launch as the apply message
+    says it (a ``shared`` part only when not 0)."""
+    launch = row["launch"]
+    text = f"block = {', '.join(launch['block'])}; grid = {', '.join(launch['grid'])}"
+    return text + (f"; shared = {launch['shared']}" if launch["shared"].strip() != "0" else "")
+
+
+def spec_launch_lines(row: dict) -> str:
+    """The spec's ``block``/``grid`` lines after the row's candidate is applied."""
+    launch = row["launch"]
+    return f"block = {', '.join(launch['block'])}\ngrid = {', '.join(launch['grid'])}\n"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The newest recording of one kernel, and what the editor should show for it."""
+
+    recording: Recording
+    run: dict
+
+    @property
+    def device(self) -> str:
+        return self.recording.data["device"]["name"]
+
+    @property
+    def short_device(self) -> str:
+        """``H200``: the device as lenses name it (the name without the vendor)."""
+        return self.device.removeprefix("NVIDIA ")
+
+    @property
+    def baseline(self) -> dict:
+        return self.run["baseline"]
+
+    @property
+    def diff(self) -> str:
+        return self.run["diff"]
+
+    @property
+    def source_path(self) -> str:
+        """The recording's path as provenance names it (relative to the repository)."""
+        return str(self.recording.path.relative_to(ROOT))
+
+    @cached_property
+    def offers(self) -> list[dict]:
+        """The significant rows, fastest first: the order the server offers them in."""
+        good = [r for r in self.run["candidates"]
+                if verified(r) and r["speedup"]["ci_low"] > SIGNIFICANT]
+        return sorted(good, key=lambda r: -r["speedup"]["value"])
+
+    @property
+    def best(self) -> dict:
+        return self.offers[0]
+
+    @property
+    def second(self) -> dict:
+        return self.offers[1]
+
+    @property
+    def confirmed(self) -> bool:
+        """The last evaluation re-timed candidates of earlier batches (the confirmation): a
+        search batch never proposes a candidate measured before."""
+        evaluations = self.run["evaluations"]
+        if len(evaluations) < 2:
+            return False
+        earlier = {_identity(v) for ev in evaluations[:-1] for v in ev["variants"]}
+        return all(_identity(v) in earlier for v in evaluations[-1]["variants"])
+
+    @property
+    def search_batches(self) -> list[int]:
+        """How many candidates each search batch sent (the confirmation left out)."""
+        evaluations = self.run["evaluations"][:-1] if self.confirmed else self.run["evaluations"]
+        return [len(ev["variants"]) for ev in evaluations]
+
+    @property
+    def confirmation_size(self) -> int:
+        return len(self.run["evaluations"][-1]["variants"]) if self.confirmed else 0
+
+    def proposed_messages(self) -> list[str]:
+        """The progress messages that open each search batch: the count is cumulative."""
+        total, out = 0, []
+        for n in self.search_batches:
+            total += n
+            out.append(f"{total} candidates proposed; running on {self.device}")
+        return out
+
+    def verifying_messages(self) -> list[str]:
+        """``candidate i/N: verifying against the baseline`` for every candidate of every
+        search batch, N being the count proposed so far."""
+        total, out = 0, []
+        for n in self.search_batches:
+            out += [f"candidate {i}/{total + n}: verifying against the baseline"
+                    for i in range(total + 1, total + n + 1)]
+            total += n
+        return out
+
+    def confirming_message(self) -> str:
+        """What the editor shows when the confirmation run starts."""
+        return (f"timing the {self.confirmation_size} fastest candidates again, together with "
+                f"the baseline")
+
+    def confirming_verify_messages(self) -> list[str]:
+        """``candidate i/N: verifying against the baseline`` for the confirmation's N."""
+        n = self.confirmation_size
+        return [f"candidate {i}/{n}: verifying against the baseline" for i in range(1, n + 1)]
+
+    def source_of(self, row: dict) -> str:
+        """The exact source the runner measured for ``row`` (what applying it leaves in the
+        file): the recorded variant with the runner label the row's compile report names.
+
+        Raises:
+            LookupError: no recorded evaluation sent a variant with that label.
+        """
+        label = row["compile"]["variant"]
+        for ev in self.run["evaluations"]:
+            for variant in ev["variants"]:
+                if variant["label"] == label:
+                    return variant["source"]
+        raise LookupError(f"{self.recording.path.name}: no recorded variant {label!r} for "
+                          f"{row['label']!r} of {self.run['kernel']}")
+
+    def measured_lens(self) -> str:
+        """The lens over an optimized kernel: its baseline's median and share of peak."""
+        base = self.baseline
+        return (f"{base['median_us']:,.0f} us, {base['percent_of_copy']:.0f}% of peak "
+                f"bandwidth, {self.short_device}")
+
+    def for_driver(self) -> dict:
+        """What ``client-vscode/e2e/driver.mjs`` checks (``E2E_EXPECT``, JSON)."""
+        def offer(row: dict) -> dict:
+            return {"label": row["label"], "x": speedup_x(row), "source": self.source_of(row)}
+        return {"device": self.device, "measuredLens": self.measured_lens(),
+                "best": offer(self.best), "second": offer(self.second),
+                "recording": self.source_path}
+
+    def final_message(self, proposer: str = "built-in passes") -> str:
+        """The progress's end: the best offer and how many reported rows verified."""
+        rows = self.run["candidates"]
+        n_ok = sum(1 for r in rows if verified(r))
+        return (f"{self.run['kernel']}: best {speedup_x(self.best)} (verified), "
+                f"{n_ok}/{len(rows)} candidates verified ({proposer})")
+
+
+def expected(kernel: str) -> Expected:
+    """The expectations of ``kernel`` from its newest recording.
+
+    Raises:
+        LookupError: no recording has a run of ``kernel``.
+    """
+    found = newest_recording_of(kernel)
+    if found is None:
+        raise LookupError(f"no recorded H200 run of {kernel} in benchmarks/results/")
+    return Expected(*found)
+
+
+if __name__ == "__main__":  # python expected.py KERNEL: the e2e driver's expectations as JSON
+    import sys
+
+    print(json.dumps(expected(sys.argv[1]).for_driver()))
