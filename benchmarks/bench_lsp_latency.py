@@ -40,7 +40,11 @@ What it does:
    incremental parsing buys.
 
 ``--profile-server PATH`` runs the server under cProfile (``python -m pstats PATH``): that
-is how the time after an edit was found to go to re-inferring the edited kernel's spec.
+is how the time after an edit was found to go to re-inferring the edited kernel's spec (a
+full tree-sitter parse of the file for it, and regular expression scans of the whole file
+per kernel) and to re-normalizing the whole file for the store keys; inference now reads the
+document's incremental tree, the scans are made once per text, and normalized pieces are
+cached (``tests/test_analysis_fast_paths.py`` checks each against the plain path).
 
 Every answer is checked, not just timed: one lens line per generated kernel at the line its
 definition starts, hovers on each kernel's name with that range, the nvcc error on the edited
@@ -579,12 +583,13 @@ def analysis_side_by_side(lines: int, edits: int, seed: int = 0) -> dict[str, An
     from cudalens.lsp.documents import SpecCache, analyze
     from cudalens.source.incremental import IncrementalParser
     from cudalens.source.parser import parse_source
-    from cudalens.spec import cuda_tree
+    from cudalens.spec.infer import clear_text_caches
 
     def analyze_cold(*args: Any) -> None:
-        # spec inference keeps a parse of each text it saw (cuda_tree.parse is an LRU cache):
-        # the way measured second would find the first one's; each way starts without it
-        cuda_tree.parse.cache_clear()
+        # spec inference keeps per text a parse and its whole-file scans (records, named
+        # constants): the way measured second would find the first one's; each starts
+        # without them (the incremental way gives inference its own tree)
+        clear_text_caches()
         analyze(*args)
 
     gen = generate(lines, seed)

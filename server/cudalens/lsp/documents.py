@@ -5,7 +5,11 @@ snapshot while the editor moves on; results are later matched against the docume
 snapshot by version and by the store key of each kernel. Analysis is done on every change
 and kept cheap: an ``IncrementalParser`` per document re-parses only around the edit and
 re-reads only the declarations it touched, and ``SpecCache`` redoes spec work (loading,
-inferring, the identity text) only for kernels whose text or launches changed.
+inferring, the identity text) only for kernels whose text or launches changed. Inferring a
+changed kernel's spec reads the parser's tree (``cuda_tree.remember``) instead of parsing the
+file again, whole-file scans are made once per text, and the store keys' normalized pieces
+are cached by their text (``MaterialCache``); each gives what the plain path gives
+(``tests/test_analysis_fast_paths.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from cudalens.lsp.positions import LineIndex, contains
 from cudalens.source.incremental import IncrementalParser
 from cudalens.source.model import Kernel, SourceFile
 from cudalens.source.parser import parse_source
+from cudalens.spec import cuda_tree
+from cudalens.spec.infer import outside_inputs
 from cudalens.spec.model import KernelSpec
 from cudalens.spec.parser import spec_path_for
 from cudalens.spec.writer import format_spec
-from cudalens.store.keys import sha256_text, source_materials
+from cudalens.store.keys import MaterialCache, sha256_text, source_materials
 from cudalens.target import Target, load_spec
 
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -153,14 +159,20 @@ class SpecCache:
     keystroke redoes the spec work only for the kernels that changed.
 
     Keyed by the file, the kernel's name and text, the texts of its launch sites (inference
-    reads them) and the spec file's modification time and size. At most ``size`` entries,
-    least recently used dropped first.
+    reads them), what inference reads elsewhere in the file (``infer.outside_inputs``: record
+    types, named block constants) and the spec file's modification time and size. At most
+    ``size`` entries, least recently used dropped first. Line numbers are not in the key: an
+    error (which names the kernel's line) is worked out again when the kernel has moved, but a
+    cached draft's notes may name the line a launch site or an access was on before.
     """
 
     def __init__(self, size: int = 4096):
         self.size = size
-        self._entries: OrderedDict[tuple, tuple[Optional[KernelSpec], str, str, str]] = \
-            OrderedDict()
+        # normalized pieces and material keys of recent texts (``source_materials``)
+        self.materials = MaterialCache()
+        # key -> ((spec, origin, error, identity), the kernel's first line then)
+        self._entries: OrderedDict[
+            tuple, tuple[tuple[Optional[KernelSpec], str, str, str], int]] = OrderedDict()
 
     def get(self, path: Path, source: SourceFile, kernel: Kernel,
             spec_stat: Optional[tuple[int, int]], data: Optional[bytes] = None
@@ -170,18 +182,22 @@ class SpecCache:
         ``source.text`` as UTF-8 when the caller has it (else it is encoded here)."""
         data = source.text.encode("utf-8") if data is None else data
         key = (str(path), kernel.qualified_name, data[kernel.start_byte:kernel.end_byte],
-               tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat)
+               tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat,
+               outside_inputs(kernel, source.text))
+        line = kernel.range.start.line
         hit = self._entries.get(key)
-        if hit is not None:
+        # an error names the kernel's line: one cached where the kernel was is not reused
+        if hit is not None and (not hit[0][2] or hit[1] == line):
             self._entries.move_to_end(key)
-            return hit
+            return hit[0]
         try:
             spec, origin = load_spec(path, source, kernel)
             value: tuple[Optional[KernelSpec], str, str, str] = (spec, origin, "",
                                                                  spec_identity(spec))
         except CudalensError as exc:
             value = (None, "", str(exc), "")
-        self._entries[key] = value
+        self._entries[key] = (value, line)
+        self._entries.move_to_end(key)
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return value
@@ -207,6 +223,8 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
     source = parser.parse(text, str(path)) if parser is not None else parse_source(text, str(path))
     data = text.encode("utf-8")
     cache = specs or SpecCache()
+    if parser is not None:
+        _share_tree(text, data, parser)
     spec_stat = _stat(spec_path_for(path))
     loaded = {}
     for kernel in source.kernels:
@@ -214,7 +232,7 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
                                                                  data)
     identities = {span: identity for span, (spec, _, _, identity) in loaded.items()
                   if spec is not None}
-    materials = source_materials(source, identities, RUNNER_FLAGS)
+    materials = source_materials(source, identities, RUNNER_FLAGS, cache.materials)
     views = []
     for kernel in source.kernels:
         span = (kernel.start_byte, kernel.end_byte)
@@ -225,6 +243,16 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
                                 index=LineIndex(text, encoding), kernels=tuple(views))
     snapshot.__dict__["data"] = data  # the cached_property, filled with what we have
     return snapshot
+
+
+def _share_tree(text: str, data: bytes, parser: IncrementalParser) -> None:
+    """Gives spec inference (``cuda_tree.parse``) the document's incremental tree of ``text``
+    so that inferring an edited kernel's spec does not parse the whole file again. Only a tree
+    without errors: tree-sitter's error recovery may differ between an incremental and a full
+    parse, and inference must see what a full parse gives (then it parses the text itself)."""
+    tree = parser.last_tree()
+    if tree is not None and not tree.root_node.has_error:
+        cuda_tree.remember(text, tree, data)
 
 
 def spec_identity(spec: KernelSpec) -> str:

@@ -6,7 +6,8 @@ Offsets are byte offsets into the UTF-8 encoded source, as tree-sitter and the k
 
 from __future__ import annotations
 
-import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
@@ -31,11 +32,80 @@ class Parsed:
         return text_of(self.data, node)
 
 
-@functools.lru_cache(maxsize=32)
+class _RecentParses:
+    """The trees of the last ``size`` texts parsed or remembered, by text (least recently
+    used dropped first). Thread-safe: spec inference runs on the server's loop and in the
+    optimizer's worker threads."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Parsed] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Optional[Parsed]:
+        with self._lock:
+            hit = self._entries.get(text)
+            if hit is not None:
+                self._entries.move_to_end(text)
+            return hit
+
+    def put(self, text: str, parsed: Parsed) -> None:
+        with self._lock:
+            self._entries[text] = parsed
+            self._entries.move_to_end(text)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_RECENT = _RecentParses(32)
+# trees given by ``remember``: a language server gives one per version of a document, most
+# of which are never asked for, so only the last few are kept, apart from the parses
+_REMEMBERED = _RecentParses(4)
+
+
+def _clear() -> None:
+    _RECENT.clear()
+    _REMEMBERED.clear()
+
+
 def parse(text: str) -> Parsed:
-    """``text`` parsed with tree-sitter-cuda (cached by content)."""
-    data = text.encode("utf-8")
-    return Parsed(data=data, tree=new_parser().parse(data))
+    """``text`` parsed with tree-sitter-cuda (cached by content, with the trees given to
+    ``remember``). ``parse.cache_clear()`` empties the cache."""
+    hit = _REMEMBERED.get(text) or _RECENT.get(text)
+    if hit is None:
+        data = text.encode("utf-8")
+        hit = Parsed(data=data, tree=new_parser().parse(data))
+        _RECENT.put(text, hit)
+    return hit
+
+
+parse.cache_clear = _clear  # type: ignore[attr-defined]  # as functools.lru_cache had
+
+
+def remember(text: str, tree: tree_sitter.Tree, data: Optional[bytes] = None) -> Parsed:
+    """Makes ``parse(text)`` answer ``tree`` (a tree of ``text`` parsed elsewhere, e.g. a
+    document's incremental parse) instead of parsing the text again; returns that ``Parsed``.
+
+    The caller must not edit ``tree`` afterwards (give a ``Tree.copy()`` of a tree that will
+    be edited) and should give a tree without errors: a full parse would recover from errors
+    the same way only by chance, and callers of ``parse`` expect what a full parse gives.
+    ``data`` is ``text`` as UTF-8 when the caller has it.
+
+    Raises:
+        ValueError: the tree does not span ``text`` (it was parsed from other bytes).
+    """
+    data = text.encode("utf-8") if data is None else data
+    root = tree.root_node
+    if root.end_byte > len(data) or data[root.end_byte:].strip():
+        raise ValueError(f"cuda_tree.remember: expected a tree of the {len(data)}-byte text, "
+                         f"found one spanning bytes {root.start_byte}..{root.end_byte}")
+    parsed = Parsed(data=data, tree=tree)
+    _REMEMBERED.put(text, parsed)
+    return parsed
 
 
 def walk(node: Node) -> Iterator[Node]:

@@ -26,6 +26,7 @@ The draft is a starting point the user reviews; everything guessed carries a not
 
 from __future__ import annotations
 
+import functools
 import keyword
 from collections import Counter
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ from typing import Optional
 from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
-from cudalens.spec.block_shape import block_from_file
+from cudalens.spec.block_shape import block_from_file, block_from_texts
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
 from cudalens.spec.errors import SpecError
@@ -92,6 +93,45 @@ def infer_spec(kernel: Kernel, source_text: str,
     facts = analyze_body(parsed, body, kernel)
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
     return _Drafter(kernel, facts, source_text, tuple(sites)).draft()
+
+
+def outside_inputs(kernel: Kernel, source_text: str,
+                   launch_sites: Optional[Sequence[LaunchSite]] = None) -> tuple:
+    """What ``infer_spec(kernel, source_text, launch_sites)`` reads from the file outside the
+    kernel's own text and its launch sites' argument texts, as a hashable value: which of the
+    kernel's by-value parameter types the file declares as records, and the block shape the
+    launch sites and ``__launch_bounds__`` give through named constants and ``dim3``
+    variables. A cache of drafts keyed by the kernel's text and launch sites must add this
+    (an edited ``#define BLOCK`` changes the draft; an edit elsewhere does not). Line numbers
+    in the draft's notes are not covered. Cheap: the file's scans are cached per text.
+    """
+    from cudalens.spec.validate import record_types
+
+    records = record_types(source_text)
+    scalars = tuple(_normalized_type(p.type) in records
+                    for p in kernel.parameters if not p.is_pointer)
+    sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
+    found = block_from_texts(tuple(s.config[1] if len(s.config) >= 2 else None for s in sites),
+                             kernel.launch_bounds[0] if kernel.launch_bounds else None,
+                             source_text)
+    return scalars, (found[0] if found is not None else None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalized_type(ctype: str) -> str:
+    return dtypes.normalize_c_type(ctype)
+
+
+def clear_text_caches() -> None:
+    """Empties what inference keeps per text (parse trees, record names, named constants,
+    ``dim3`` declarations): for measuring the plain path, and in tests."""
+    from cudalens.spec import block_shape, cuda_tree, validate
+
+    cuda_tree.parse.cache_clear()  # type: ignore[attr-defined]
+    validate._record_types.cache_clear()
+    block_shape.named_ints.cache_clear()
+    block_shape.dim3_declarations.cache_clear()
+    block_shape.block_from_texts.cache_clear()
 
 
 class _Drafter:

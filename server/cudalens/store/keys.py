@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from typing import Optional
 
 from gpu_runner.report import DeviceInfo
 from cudalens.source.model import Kernel, SourceFile
@@ -76,31 +78,78 @@ def normalize_space(text: str) -> str:
     return _SPACE_RUN.sub(" ", _NEWLINE_RUN.sub("\n", text)).strip()
 
 
+class MaterialCache:
+    """What ``source_materials`` computed for recent texts, so that re-keying a large file
+    after a keystroke normalizes only the pieces the edit touched: each piece of text (the
+    text between two kernels, a kernel's own text) is normalized once, by its bytes, and each
+    ``material_key`` is computed once for its inputs. Results are the same with or without it.
+
+    At most ``size`` entries of each kind, least recently used dropped first (the default
+    holds every piece of a few 10,000-line files). Not thread-safe: one per thread, as the
+    language server's analysis, which runs on its event loop, keeps one.
+    """
+
+    def __init__(self, size: int = 16384) -> None:
+        self.size = size
+        self._normalized: OrderedDict[bytes, str] = OrderedDict()
+        self._keys: OrderedDict[tuple[str, ...], str] = OrderedDict()
+
+    def normalized(self, piece: bytes) -> str:
+        """``normalize_space`` of ``piece`` decoded from UTF-8 (bad bytes replaced)."""
+        hit = self._normalized.get(piece)
+        if hit is None:
+            hit = normalize_space(piece.decode("utf-8", "replace"))
+            self._normalized[piece] = hit
+            if len(self._normalized) > self.size:
+                self._normalized.popitem(last=False)
+        else:
+            self._normalized.move_to_end(piece)
+        return hit
+
+    def material(self, whole: str, place: int, own: str, kernel_name: str, spec_text: str,
+                 flags: Sequence[str]) -> str:
+        """``material_key(f"{whole}\\0{place}\\0{own}", kernel_name, spec_text, flags)``."""
+        key = (whole, str(place), own, kernel_name, spec_text, "\x1f".join(flags))
+        hit = self._keys.get(key)
+        if hit is None:
+            hit = material_key(f"{whole}\0{place}\0{own}", kernel_name, spec_text, flags)
+            self._keys[key] = hit
+            if len(self._keys) > self.size:
+                self._keys.popitem(last=False)
+        else:
+            self._keys.move_to_end(key)
+        return hit
+
+
 def source_materials(source: SourceFile, specs: Mapping[tuple[int, int], str],
-                     flags: Sequence[str]) -> dict[tuple[int, int], str]:
+                     flags: Sequence[str], cache: Optional[MaterialCache] = None
+                     ) -> dict[tuple[int, int], str]:
     """``material_key`` digests for the kernels of ``source`` that have a spec.
 
     ``specs`` maps a kernel's byte range ``(start_byte, end_byte)`` to its spec identity text.
     A kernel's digest covers the text outside every kernel (normalized, joined by newlines:
     adding or removing another kernel leaves it unchanged), the kernel's place in that text
     (a character offset), its own text (normalized), its qualified name, the spec text and
-    ``flags``. Cost: one pass over the file plus each kernel's own text.
+    ``flags``. Cost: one pass over the file plus each kernel's own text; with ``cache`` (kept
+    from one version of the text to the next), only the pieces not seen before are
+    normalized and only the keys with new inputs hashed.
     """
     data = source.text.encode("utf-8")
+    cache = cache if cache is not None else MaterialCache()
     outside: list[str] = []
     length = 0
-    places: list[tuple[object, int]] = []
+    places: list[tuple[Kernel, int]] = []
     at = 0
     for k in sorted(source.kernels, key=lambda k: k.start_byte):
         if k.start_byte < at:  # nested or overlapping ranges (recovered parses): skip
             continue
-        piece = normalize_space(data[at:k.start_byte].decode("utf-8", "replace"))
+        piece = cache.normalized(data[at:k.start_byte])
         if piece:
             outside.append(piece)
             length += len(piece) + (1 if len(outside) > 1 else 0)
         places.append((k, length))
         at = k.end_byte
-    piece = normalize_space(data[at:].decode("utf-8", "replace"))
+    piece = cache.normalized(data[at:])
     if piece:
         outside.append(piece)
     whole = hashlib.sha256("\n".join(outside).encode("utf-8")).hexdigest()
@@ -109,9 +158,9 @@ def source_materials(source: SourceFile, specs: Mapping[tuple[int, int], str],
         spec = specs.get((k.start_byte, k.end_byte))
         if spec is None:
             continue
-        own = normalize_space(data[k.start_byte:k.end_byte].decode("utf-8", "replace"))
-        out[(k.start_byte, k.end_byte)] = material_key(f"{whole}\0{place}\0{own}",
-                                                       k.qualified_name, spec, flags)
+        own = cache.normalized(data[k.start_byte:k.end_byte])
+        out[(k.start_byte, k.end_byte)] = cache.material(whole, place, own, k.qualified_name,
+                                                         spec, flags)
     return out
 
 
