@@ -166,6 +166,34 @@ def test_optimize_checks_the_json_path_before_running(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_json_path_is_not_created_when_the_run_fails(tmp_path):
+    out = tmp_path / "new" / "r.json"
+    proc = cudalens("optimize", "examples/saxpy.cu", "--json", str(out),
+                    "--kernel", "no_such_kernel")
+    assert proc.returncode == 2
+    assert not out.exists()
+    assert list(out.parent.iterdir()) == []  # the writability probe left nothing behind
+
+
+@pytest.mark.parametrize("value, why", [("nan", "expected a number of seconds, found nan"),
+                                        ("inf", "inf is not in the range 0<x<=10000000.0")])
+def test_optimize_refuses_seconds_that_are_not_a_finite_positive_number(value, why):
+    proc = cudalens("optimize", "examples/saxpy.cu", "--seconds", value)
+    assert proc.returncode == 2
+    assert f"Invalid value for '--seconds': {why}" in proc.stderr
+
+
+def test_an_unreachable_configured_runner_is_not_called_a_missing_gpu():
+    proc = subprocess.run([sys.executable, "-m", "cudalens", "optimize", "examples/saxpy.cu"],
+                          cwd=ROOT, text=True, capture_output=True, timeout=120,
+                          env={**__import__("os").environ,
+                               "CUDALENS_RUNNER_URL": "http://127.0.0.1:9"})
+    assert proc.returncode == 3
+    assert ("cannot optimize with the configured runner (CUDALENS_RUNNER_URL): cannot reach the "
+            "GPU runner at http://127.0.0.1:9") in proc.stderr
+    assert "without a GPU" not in proc.stderr
+
+
 def test_a_spec_section_naming_no_kernel_is_refused(tmp_path):
     shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
     spec = (EXAMPLES / "saxpy.cu.spec").read_text().replace("kernel saxpy", "kernel saxpi")

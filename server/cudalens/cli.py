@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -19,6 +21,29 @@ from cudalens.errors import CudalensError
 EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
+
+
+def _finite(param, value):
+    """``value`` unless it is NaN (which compares false with every bound)."""
+    if value is not None and value != value:
+        raise click.BadParameter(f"expected a number of seconds, found {value}", param=param)
+    return value
+
+
+def _unwritable(path: Path) -> str:
+    """Why ``path`` cannot be written, or "" when it can: its folder is made if missing and a
+    temporary file is created in it and removed again; ``path`` itself is not created."""
+    if path.is_dir():
+        return "it is a directory"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "permission denied"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".cudalens-probe-"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return ""
 
 
 def _fail(console: Console, message: str, code: int = EXIT_INPUT) -> None:
@@ -39,7 +64,8 @@ def main() -> None:
 @click.option("--budget", default=24, show_default=True, type=click.IntRange(1, 1000),
               help="Most candidates the built-in search evaluates.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
-@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--seconds", type=click.FloatRange(min=0, max=1e7, min_open=True), default=None,
+              callback=lambda ctx, param, v: _finite(param, v),
               help="Stop the search after this many seconds (checked between batches).")
 @click.option("--repetitions", default=50, show_default=True, type=click.IntRange(1, 100_000),
               help="Timed launches per variant (interleaved).")
@@ -61,13 +87,11 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     console = Console(stderr=False)
     err = Console(stderr=True)
     if json_path is not None:
-        # Checked before the run, so that a long measurement is not lost to a bad path.
-        try:
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-            with json_path.open("a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            _fail(err, f"--json {json_path}: cannot write there ({exc.strerror or exc})")
+        # Checked before the run, so that a long measurement is not lost to a bad path; nothing
+        # is created until there is something to write.
+        problem = _unwritable(json_path)
+        if problem:
+            _fail(err, f"--json {json_path}: cannot write there ({problem})")
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
@@ -83,7 +107,9 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     try:
         client = RunnerClient()
     except RunnerUnavailable as exc:
-        _fail(err, f"cannot optimize without a GPU: {exc}", EXIT_NO_GPU)
+        where = ("without a GPU" if not os.environ.get("CUDALENS_RUNNER_URL")
+                 else "with the configured runner (CUDALENS_RUNNER_URL)")
+        _fail(err, f"cannot optimize {where}: {exc}", EXIT_NO_GPU)
     agent_result = None
     try:
         with client, err.status("starting") as status:
@@ -113,6 +139,7 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
         record = result_record(result)
         if agent_result is not None:
             record["agent"] = agent_record(agent_result)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 

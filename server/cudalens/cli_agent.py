@@ -118,6 +118,8 @@ def choose_proposer(requested: str, config: AgentConfig, *,
     if problem is None:
         key = "" if config.api_key() else f" (no key in ${config.api_key_env})"
         return ProposerChoice("llm", f"proposer: the LLM {config.endpoint}{key}")
+    if not config.api_key():
+        problem += f" (and no API key is set in ${config.api_key_env})"
     if requested == "llm":
         raise CudalensError(f"--proposer llm: the model cannot be used: {problem}")
     return ProposerChoice("builtin", f"proposer: the built-in search (the LLM is configured but "
