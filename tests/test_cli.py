@@ -194,6 +194,18 @@ def test_an_unreachable_configured_runner_is_not_called_a_missing_gpu():
     assert "without a GPU" not in proc.stderr
 
 
+def test_an_out_buffer_the_kernel_reads_is_refused_before_any_gpu_work(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    spec = (EXAMPLES / "saxpy.cu.spec").read_text()
+    assert "inout y: float[n]" in spec
+    (tmp_path / "saxpy.cu.spec").write_text(spec.replace("inout y: float[n]", "out y: float[n]"))
+    line = 1 + spec.splitlines().index(next(x for x in spec.splitlines() if "y: float[n]" in x))
+    proc = cudalens("optimize", str(tmp_path / "saxpy.cu"))
+    assert proc.returncode == 2, proc.stderr
+    assert f"saxpy.cu.spec:{line}:" in proc.stderr and "inout y" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_a_spec_section_naming_no_kernel_is_refused(tmp_path):
     shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
     spec = (EXAMPLES / "saxpy.cu.spec").read_text().replace("kernel saxpy", "kernel saxpi")

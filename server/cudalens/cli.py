@@ -148,7 +148,11 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
 @click.option("--kernel", "kernel_name", help="Only this kernel (default: every kernel in FILE).")
 def spec(file: Path, kernel_name: Optional[str]) -> None:
     """Print the harness spec of FILE's kernels: the written one, or a draft inferred from the
-    signature and body."""
+    signature and body.
+
+    A kernel whose spec can be neither read nor drafted (e.g. a struct passed by value) does
+    not stop the others: it gets a ``# kernel NAME: no spec: ...`` comment in the output and an
+    ``error:`` line on stderr. Exits with 2 only when no kernel got a spec."""
     from cudalens.spec.writer import format_spec
     from cudalens.target import check_spec_sections, load_spec, read_source, select_kernel
 
@@ -157,14 +161,29 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
         _, source = read_source(file)
         kernels = [select_kernel(source, kernel_name)] if kernel_name else list(source.kernels)
         check_spec_sections(file, source)
-        texts = []
-        for kernel in kernels:
-            kspec, origin = load_spec(file, source, kernel)
-            header = (f"# written spec, from {origin}" if origin != "inferred" else
-                      f"# draft inferred from {file}; review it, then save it as {file}.spec")
-            texts.append(header + "\n" + format_spec(kspec))
     except CudalensError as exc:
         _fail(err, str(exc))
+    texts: list[str] = []
+    failures: list[str] = []
+    for kernel in kernels:
+        try:
+            kspec, origin = load_spec(file, source, kernel)
+        except CudalensError as exc:
+            failures.append(str(exc))
+            texts.append(f"# kernel {kernel.qualified_name or kernel.name}: no spec: "
+                         + " ".join(str(exc).split()) + "\n")
+            continue
+        header = (f"# written spec, from {origin}" if origin != "inferred" else
+                  f"# draft inferred from {file}; review it, then save it as {file}.spec")
+        texts.append(header + "\n" + format_spec(kspec))
+    if kernels and len(failures) == len(kernels):
+        for message in failures[:-1]:
+            err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
+                      soft_wrap=True)
+        _fail(err, failures[-1])
+    for message in failures:
+        err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
+                  soft_wrap=True)
     click.echo("\n".join(texts), nl=False)
 
 

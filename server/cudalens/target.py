@@ -123,7 +123,7 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel) -> tuple[KernelSpe
             message names the spec file's line.
     """
     try:
-        spec = spec_parser.load_spec_for(path, kernel)
+        spec = spec_parser.load_spec_for(path, kernel, source_text=source.text)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     if spec is not None:

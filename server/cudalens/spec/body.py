@@ -64,6 +64,11 @@ class Access:
     data_indices: tuple[str, ...] = ()
     direct_index: str = ""  # the index is exactly ``p[...]`` of this pointer parameter p
     atomic: str = ""
+    # Byte offset in the source at which the access happens, for ordering a thread's accesses
+    # in straight-line code: a read or update at its start; a plain write (``=``, atomicExch)
+    # at the end of its assignment or call, since the right side is evaluated first
+    # (``y[i] = y[i] + 1`` reads y before it writes it).
+    order: int = 0
 
 
 @dataclass
@@ -243,6 +248,32 @@ class BodyAnalysis:
             target = strip(node.child_by_field_name("argument"))
             if target.type == "subscript_expression":
                 return self.subscript(target, depth + 1)
+        if t == "call_expression":
+            inner = self._const_cast_argument(node)
+            if inner is not None:
+                return self.pointer_base(inner, depth + 1)
+        return None
+
+    def _const_cast_argument(self, call: Node) -> Optional[Node]:
+        """The argument of ``const_cast<T*>(arg)``, else None. A const_cast changes only
+        qualifiers, so elements keep their size and the pointer its parameter."""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "template_function":
+            return None
+        name = fn.child_by_field_name("name")
+        if name is None or self.text(name) != "const_cast":
+            return None
+        args = call.child_by_field_name("arguments")
+        inner = named_children(args) if args is not None else []
+        return inner[0] if len(inner) == 1 else None
+
+    def _through_const_cast(self, node: Node) -> Optional[Node]:
+        """The ``const_cast<T*>(node)`` call whose argument ``node`` is, else None."""
+        args = node.parent
+        call = args.parent if args is not None and args.type == "argument_list" else None
+        if call is not None and call.type == "call_expression" and \
+                self._const_cast_argument(call) == node:
+            return call
         return None
 
     def subscript(self, node: Node, depth: int = 0) -> Optional[tuple[str, Optional[Poly]]]:
@@ -284,6 +315,8 @@ class BodyAnalysis:
                 pass
             elif t == "binary_expression" and operator(parent) in ("+", "-"):
                 pass
+            elif t == "argument_list" and self._through_const_cast(node) is not None:
+                parent = parent.parent
             elif t not in ("parenthesized_expression", "cast_expression"):
                 return False
             node = parent
@@ -302,6 +335,10 @@ class BodyAnalysis:
         node = ident
         while node.parent is not None:
             parent = node.parent
+            cast = self._through_const_cast(node)
+            if cast is not None:
+                node = cast
+                continue
             if parent.type in ("parenthesized_expression", "cast_expression") or (
                     parent.type == "binary_expression" and (
                         operator(parent) == "+" or (operator(parent) == "-" and
@@ -404,10 +441,17 @@ class BodyAnalysis:
                 base = self.pointer_base(stripped.child_by_field_name("argument"))
                 if base is not None and base[0] != param:
                     direct = base[0]
+        order = node.start_byte
+        if kind == "write":
+            at = node
+            while at.parent is not None and at.type not in ("assignment_expression",
+                                                            "call_expression"):
+                at = at.parent
+            order = at.end_byte
         self.facts.accesses.append(Access(
             param=param, kind=kind, index=index, text=self.text(node),
             line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
-            direct_index=direct, atomic=atomic))
+            direct_index=direct, atomic=atomic, order=order))
 
     # -- bounds and axes -------------------------------------------------------------------
 

@@ -105,3 +105,16 @@ def int_limits(dtype: str) -> tuple[int, int]:
     if dtype in _UNSIGNED:
         return 0, (1 << bits) - 1
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of a numpy dtype name of ``SPEC_TYPES`` (``float16`` -> 2,
+    ``uint64`` -> 8): its bit count over 8.
+
+    Raises:
+        ValueError: ``dtype`` names no bit count.
+    """
+    m = re.search(r"(\d+)$", dtype)
+    if m is None:
+        raise ValueError(f"expected a numpy dtype name with a bit count, found {dtype!r}")
+    return int(m.group(1)) // 8

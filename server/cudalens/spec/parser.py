@@ -76,13 +76,14 @@ def spec_path_for(source_path: Union[str, Path]) -> Path:
     return p.with_name(p.name + ".spec")
 
 
-def load_spec_for(source_path: Union[str, Path],
-                  kernel: Union[str, Kernel]) -> Optional[KernelSpec]:
+def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
+                  source_text: Optional[str] = None) -> Optional[KernelSpec]:
     """The spec of ``kernel`` from the sidecar file of ``source_path``, or None.
 
     ``kernel`` is a name (plain or qualified) or a :class:`Kernel`; with a ``Kernel`` the spec
-    is also validated against its signature. Returns None when the sidecar file does not exist
-    or has no section for the kernel.
+    is also validated against its signature, and with ``source_text`` too (the text the
+    ``Kernel`` was parsed from) its roles against its body (``validate.check_roles``).
+    Returns None when the sidecar file does not exist or has no section for the kernel.
 
     Raises:
         SpecError: the file is malformed, unreadable, or (with a ``Kernel``) does not fit it.
@@ -101,7 +102,7 @@ def load_spec_for(source_path: Union[str, Path],
         names = [kernel, kernel.split("::")[-1]]
     spec = next((specs[n] for n in names if n in specs), None)
     if spec is not None and isinstance(kernel, Kernel):
-        validate(spec, kernel)
+        validate(spec, kernel, source_text)
     return spec
 
 

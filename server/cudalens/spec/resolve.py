@@ -12,6 +12,12 @@ Launch limits are CUDA's for every compute capability since 5.0 (CUDA C++ Progra
 threads per block, block dimensions up to (1024, 1024, 64), grid dimensions up to
 (2^31 - 1, 65535, 65535).
 
+Also refused, before any device is involved: a ``check`` value above its size's value,
+dynamic shared memory above the 227 KiB a compute capability 9.0 block can opt into, a float
+input range beyond the element type's finite values, a buffer of more than 2^63 - 1 bytes, and
+buffers of one case totalling more than 1 TiB (the runner still refuses what does not fit its
+own GPU).
+
 Every failure is a :class:`SpecError` naming the spec file and the line of the declaration
 whose value is unusable, with the sizes it was evaluated with.
 """
@@ -34,6 +40,19 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIM = (1024, 1024, 64)
 MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
 FLOAT16_MAX = 65504.0  # largest finite IEEE 754 binary16 value
+FLOAT32_MAX = 3.4028234663852886e38  # largest finite IEEE 754 binary32 value
+FLOAT64_MAX = 1.7976931348623157e308  # largest finite IEEE 754 binary64 value
+_FLOAT_MAX = {"float16": FLOAT16_MAX, "float32": FLOAT32_MAX, "float64": FLOAT64_MAX}
+# Dynamic shared memory a block can opt into on compute capability 9.0 (H100, H200): 227 KB
+# (CUDA C++ Programming Guide, "Compute Capabilities", table "Technical Specifications per
+# Compute Capability", "Maximum amount of shared memory per thread block" for 9.0). The runner
+# checks the device's own limit again before launching.
+MAX_SHARED_BYTES = 227 * 1024  # 232448
+# Total bytes of one case's buffers above which a spec is taken for a mistake (1 TiB: no GPU
+# holds it); the runner refuses, later, whatever does not fit its own GPU's memory.
+MAX_TOTAL_BYTES = 1 << 40
+INT64_MAX = 2**63 - 1
+_GIB = float(1 << 30)
 
 
 def ragged_value(v: int) -> int:
@@ -81,7 +100,8 @@ def sizes_for(spec: KernelSpec, label: str) -> dict[str, int]:
     """The values of ``spec``'s sizes for ``label`` (``"nominal"`` or ``"ragged"``), in order.
 
     Raises:
-        SpecError: a size or check is not an integer >= 1 (at its line).
+        SpecError: a size or check is not an integer >= 1, or a check exceeds its size's
+            nominal value (at its line).
         ValueError: ``label`` is neither ``"nominal"`` nor ``"ragged"``.
     """
     if label not in LABELS:
@@ -99,6 +119,11 @@ def sizes_for(spec: KernelSpec, label: str) -> dict[str, int]:
         check = checks.get(s.name)
         if check is not None:
             ragged[s.name] = ctx.integer(check.expr, ragged, check.line, f"check {s.name}")
+            if ragged[s.name] > nominal[s.name]:
+                raise ctx.error(check.line, f"expected check {s.name} <= size {s.name} = "
+                                            f"{nominal[s.name]} (the ragged verification size "
+                                            f"may not exceed the timed size), found "
+                                            f"'{check.expr}' = {ragged[s.name]}{ctx.run()}")
         elif not names_in(s.expr):
             ragged[s.name] = ragged_value(nominal[s.name])
         else:
@@ -124,7 +149,7 @@ def _launch(ctx: _Context, launch: LaunchDecl, sm_count: Optional[int],
             lines: tuple[int, int, int]) -> Launch:
     block = _block(ctx, launch.block, lines[0])
     env: dict[str, object] = {**ctx.sizes, "block": block}
-    shared = ctx.integer(launch.shared, env, lines[2], "shared", minimum=0)
+    shared = _shared(ctx, launch.shared, env, lines[2])
     if sm_count is not None:
         env["sm_count"] = sm_count
     grid = [ctx.integer(e, env, lines[1], f"grid.{axis}") for axis, e in zip("xyz", launch.grid)]
@@ -135,6 +160,17 @@ def _launch(ctx: _Context, launch: LaunchDecl, sm_count: Optional[int],
                                       f"{v}{ctx.run()}")
     return Launch(grid=(grid[0], grid[1], grid[2]), block=(block.x, block.y, block.z),
                   shared_bytes=shared)
+
+
+def _shared(ctx: _Context, expr: str, env: Mapping[str, object], line: int) -> int:
+    shared = ctx.integer(expr, env, line, "shared", minimum=0)
+    if shared > MAX_SHARED_BYTES:
+        raise ctx.error(line, f"expected shared <= {MAX_SHARED_BYTES} bytes (227 KiB, the most "
+                              f"dynamic shared memory a block can opt into on compute capability "
+                              f"9.0, H100/H200: CUDA C++ Programming Guide, table 'Technical "
+                              f"Specifications per Compute Capability'), found '{expr}' = "
+                              f"{shared}{ctx.run()}")
+    return shared
 
 
 def resolve_launch(launch: LaunchDecl, sizes: Mapping[str, int], sm_count: Optional[int], *,
@@ -161,9 +197,11 @@ def _range(ctx: _Context, decl: BufferDecl, dtype: str) -> tuple[Number, Number]
         raise ctx.error(decl.line, f"expected low < high in the range of {decl.name}, found "
                                    f"{shown}{ctx.run()}")
     if dtype.startswith("float"):
-        if dtype == "float16" and max(abs(low), abs(high)) > FLOAT16_MAX:
-            raise ctx.error(decl.line, f"expected the range of {decl.name} within half's "
-                                       f"+-{FLOAT16_MAX}, found {shown}{ctx.run()}")
+        limit = _FLOAT_MAX.get(dtype, FLOAT64_MAX)
+        if not max(abs(low), abs(high)) <= limit:  # also inf
+            raise ctx.error(decl.line, f"expected the range of {decl.name} within {decl.type}'s "
+                                       f"finite values +-{limit:g} ({dtype}), found "
+                                       f"{shown}{ctx.run()}")
         return low, high
     if not (isinstance(low, int) and isinstance(high, int)):
         raise ctx.error(decl.line, f"expected integer bounds for {decl.name} ({dtype}), found "
@@ -180,6 +218,12 @@ def _buffer(ctx: _Context, decl: BufferDecl, block: Dim3) -> Buffer:
     length = ctx.integer(decl.length, {**ctx.sizes, "block": block}, decl.line,
                          f"length of {decl.name}")
     low, high = _range(ctx, decl, dtype)
+    nbytes = length * dtypes.itemsize(dtype)
+    if nbytes > INT64_MAX:
+        raise ctx.error(decl.line, f"expected the bytes of {decl.name} to fit in int64 (at most "
+                                   f"{INT64_MAX}), found {length} elements x "
+                                   f"{dtypes.itemsize(dtype)} bytes = {nbytes / _GIB:.4g} GiB"
+                                   f"{ctx.run()}")
     return Buffer(name=decl.name, dtype=dtype, length=length, role=decl.role, low=float(low),
                   high=float(high))
 
@@ -210,6 +254,20 @@ def _flops(ctx: _Context, spec: KernelSpec, line: int) -> int:
     return int(round(v))
 
 
+def _check_total_bytes(ctx: _Context, spec: KernelSpec,
+                       args: Sequence[Union[Buffer, Scalar]]) -> None:
+    """Raises at the kernel header when the buffers of one case hold more than
+    ``MAX_TOTAL_BYTES`` together (the size, in GiB, and the largest buffers are named)."""
+    buffers = sorted((a for a in args if isinstance(a, Buffer)), key=lambda b: -b.nbytes)
+    total = sum(b.nbytes for b in buffers)
+    if total > MAX_TOTAL_BYTES:
+        largest = ", ".join(f"{b.name} {b.nbytes / _GIB:.4g} GiB" for b in buffers[:3])
+        raise ctx.error(spec.line, f"expected the buffers to total at most "
+                                   f"{MAX_TOTAL_BYTES / _GIB:.0f} GiB (1 TiB), found "
+                                   f"{total / _GIB:.4g} GiB ({largest}){ctx.run()}; the runner "
+                                   f"also refuses a case that does not fit its GPU's memory")
+
+
 def bytes_moved(args: Sequence[Union[Buffer, Scalar]]) -> int:
     """Bytes the computation must move: each ``in`` and ``out`` buffer once, ``inout`` twice
     (read and written)."""
@@ -229,6 +287,7 @@ def resolve_case(spec: KernelSpec, kernel: Kernel, sizes: Mapping[str, int],
     ctx = _Context(_path(spec), label, sizes)
     block = _block(ctx, spec.launch.block, spec.launch.line)
     args = tuple(_argument(ctx, spec.param(p.name), block) for p in kernel.parameters)
+    _check_total_bytes(ctx, spec, args)
     return Case(label=label, args=args, bytes_moved=bytes_moved(args),
                 flops=_flops(ctx, spec, spec.line))
 
@@ -305,11 +364,10 @@ def check_values(spec: KernelSpec, lines: Optional[Mapping[str, int]] = None) ->
         ctx = _Context(_path(spec), label, sizes_for(spec, label))
         if uses_sm_count:
             block = _block(ctx, spec.launch.block, launch_lines[0])
-            ctx.integer(spec.launch.shared, {**ctx.sizes, "block": block}, launch_lines[2],
-                        "shared", minimum=0)
+            _shared(ctx, spec.launch.shared, {**ctx.sizes, "block": block}, launch_lines[2])
         else:
             resolved = _launch(ctx, spec.launch, None, launch_lines)  # type: ignore[arg-type]
             block = Dim3(*resolved.block)
-        for decl in spec.params:
-            _argument(ctx, decl, block)
+        args = tuple(_argument(ctx, decl, block) for decl in spec.params)
+        _check_total_bytes(ctx, spec, args)
         _flops(ctx, spec, known.get("flops", spec.line))

@@ -16,7 +16,7 @@ def _bare(name: str) -> str:
     return name.split("<")[0].strip().split("::")[-1]
 
 
-def validate(spec: KernelSpec, kernel: Kernel) -> None:
+def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None) -> None:
     """Raises :class:`SpecError` unless ``spec`` can call ``kernel``.
 
     Checked: the section names the kernel; every kernel parameter is declared exactly once and
@@ -24,7 +24,9 @@ def validate(spec: KernelSpec, kernel: Kernel) -> None:
     ``scalar``; ``out``/``inout`` are not used on a pointer to const (``in`` on a non-const
     pointer is fine); and where the kernel's C type is a known arithmetic type (or a CUDA vector
     of one, e.g. ``float4``) the spec's element type has the same numpy dtype. Template and
-    struct types are not checked. Errors name the spec line and the parameter.
+    struct types are not checked. With ``source_text`` (the whole file ``kernel`` was parsed
+    from) the roles are also checked against the body (:func:`check_roles`). Errors name the
+    spec line and the parameter.
     """
     path = spec.source or "<spec>"
     if spec.kernel not in (kernel.name, kernel.qualified_name) and \
@@ -66,6 +68,61 @@ def validate(spec: KernelSpec, kernel: Kernel) -> None:
                 f"'scalar {p.name}: TYPE = EXPR'"
             raise SpecError(path, spec.line, f"kernel {kernel.name}: parameter {p.name} "
                                              f"('{p.text}') is not in the spec: expected {form}")
+    if source_text is not None:
+        check_roles(spec, kernel, source_text)
+
+
+def check_roles(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
+    """Raises :class:`SpecError` when a buffer's role contradicts what the body does with it.
+
+    Uses the body analysis of spec inference (``body.analyze_body``):
+
+    - ``out`` on a pointer whose first access in source order reads it (``p[i]`` as a value,
+      ``p[i] += v``, ``atomicAdd(&p[i], v)``; in ``p[i] = p[i] + v`` the right side comes
+      first): the runner fills ``out`` buffers with NaN poison before every launch, so the
+      reference would compute from poison. Expected ``inout``. A write earlier in the text is
+      taken to cover later reads (flow-insensitive, so loops and branches are not followed).
+    - ``in`` on a pointer the body writes (``=``, compound assignment, ``++``, an atomic, also
+      through a local alias or ``const_cast``). Expected ``out`` or ``inout``.
+
+    A pointer that escapes the analysis (passed to a function, cast to another type, stored
+    where it cannot be followed) is not checked: the runner catches an ``in`` buffer that
+    changes at run time. A body that cannot be found is not checked either.
+    """
+    from cudalens.spec.body import analyze_body
+    from cudalens.spec.cuda_tree import kernel_body_node, parse
+
+    buffers = [d for d in spec.params if isinstance(d, BufferDecl)]
+    if not buffers:
+        return
+    try:
+        parsed, body = kernel_body_node(parse(source_text), kernel)
+        facts = analyze_body(parsed, body, kernel)
+    except (LookupError, ValueError):
+        return
+    path = spec.source or "<spec>"
+    where = f"kernel {kernel.name}"
+    for decl in buffers:
+        accesses = sorted((a for a in facts.accesses if a.param == decl.name),
+                          key=lambda a: a.order)
+        if not accesses or any(a.kind == "escape" for a in accesses):
+            continue
+        if decl.role == "out":
+            first = accesses[0]
+            if first.kind in ("read", "update"):
+                how = f"{first.atomic} accumulates into" if first.atomic else "reads"
+                raise SpecError(path, decl.line, f"{where} {how} {decl.name} before writing it "
+                                f"('{first.text}', line {first.line}), but role 'out' gives it "
+                                f"NaN poison before every launch: expected 'inout {decl.name}', "
+                                f"found 'out {decl.name}'")
+        elif decl.role == "in":
+            written = next((a for a in accesses if a.kind in ("write", "update")), None)
+            if written is not None:
+                how = f"{written.atomic} on" if written.atomic else "writing"
+                raise SpecError(path, decl.line, f"{where} writes {decl.name} ({how} "
+                                f"'{written.text}', line {written.line}), but role 'in' requires "
+                                f"it unchanged: expected 'out {decl.name}' (written only) or "
+                                f"'inout {decl.name}' (read too), found 'in {decl.name}'")
 
 
 def unsupported_parameter(p: Parameter, kernel: Kernel, records: frozenset = frozenset()
