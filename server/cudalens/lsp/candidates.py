@@ -49,6 +49,11 @@ def _locate(session: "Session", args: KernelArgs) -> tuple[DocumentSnapshot, Ker
     try:
         return snapshot, session.status(snapshot, args.kernel)
     except KeyError as exc:
+        held = session.held(snapshot)
+        if held is not None and held.find(args.kernel) is not None:
+            raise Refused(f"{snapshot.path.name} does not parse at version {snapshot.version} "
+                          f"(editing): {args.kernel} is shown as last parsed at version "
+                          f"{held.last_good.version}; finish the edit and try again") from None
         raise Refused(str(exc.args[0])) from None
 
 

@@ -10,54 +10,106 @@ On the kernel's first line, left to right:
 * after a run with a candidate on offer: ``2.31x faster candidate: show diff``, ``apply``,
   ``reject``.
 
+A kernel without a usable spec: ``harness spec has errors: see FILE.cu.spec`` when the spec
+file exists (click: open it, ``cudalens.openSpec``, where the client can show documents),
+else ``no harness spec: see the diagnostic``. Kernels held from the last good parse while the
+text does not parse (``editing``) keep their lenses, marked ``(editing: last parsed version)``
+and without actions.
+
 A lens without an action uses an empty command name: clients show its title as text.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
 from lsprotocol import types
 
 from cudalens.lsp import commands as cmd
-from cudalens.lsp.documents import DocumentSnapshot
+from cudalens.lsp.documents import DocumentSnapshot, path_to_uri
+from cudalens.lsp.editing import EDITING, Held
 from cudalens.lsp.jobs import Job
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import measurement, no_offer, short_device, speedup
+from cudalens.spec.parser import spec_path_for
 
 
 def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
-                jobs: dict[str, Job]) -> list[types.CodeLens]:
-    """The lenses of ``snapshot``; ``jobs`` maps kernel names to their queued/running job."""
+                jobs: dict[str, Job], held: Optional[Held] = None,
+                held_statuses: Sequence[KernelStatus] = (), held_jobs: Optional[dict] = None,
+                open_spec: bool = False) -> list[types.CodeLens]:
+    """The lenses of ``snapshot``; ``jobs`` maps kernel names to their queued/running job.
+
+    held: kernels of the last good parse that this mid-edit snapshot lost (``editing``), with
+        their statuses in ``held.last_good`` (``held_statuses``) and jobs (``held_jobs``):
+        shown on their line in the current text, every title marked ``(editing: last parsed
+        version)``, and no command but Cancel.
+    open_spec: the client can show a document (``window/showDocument``): a kernel whose spec
+        file exists but cannot be used gets a lens that opens the spec file.
+    """
     out: list[types.CodeLens] = []
+    spec_path = spec_path_for(snapshot.path)
     for st in statuses:
-        start = snapshot.index.range(st.view.kernel.range).start
-        rng = types.Range(types.Position(start.line, 0), types.Position(start.line, 0))
-        args = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, version=snapshot.version)
+        line = snapshot.index.range(st.view.kernel.range).start.line
+        out += _kernel_lenses(snapshot, st, jobs.get(st.name), line, spec_path, open_spec)
+    for st in held_statuses if held is not None else ():
+        line = held.lines.get(st.name, 0)
+        job = (held_jobs or {}).get(st.name)
+        lenses = [lens for lens in _kernel_lenses(held.last_good, st, job, line, spec_path,
+                                                  False)
+                  if lens.command is None or lens.command.command in ("", cmd.CANCEL)]
+        if not lenses:
+            lenses = [types.CodeLens(range=_line_range(line), command=types.Command(
+                title=st.view.kernel.name, command=""))]
+        for lens in lenses:
+            lens.command.title = f"{lens.command.title} {EDITING}"
+        out += lenses
+    return out
 
-        def lens(title: str, name: str = "", a: cmd.KernelArgs = args) -> None:
-            out.append(types.CodeLens(range=rng, command=types.Command(
-                title=title, command=name, arguments=[a.to_json()] if name else None)))
 
-        run = st.current
-        if run is not None and run.baseline is not None:
-            suffix = " (applied candidate)" if run.derived_from else ""
-            lens(measurement(run.baseline, run.device) + suffix)
-        elif st.stale is not None:
-            lens(f"stale: results from {st.stale.created[:10]} on {short_device(st.stale.device)}")
-        job = jobs.get(st.name)
-        if job is not None:
-            lens(f"{'optimizing' if job.state == 'running' else 'queued'}: {job.message} "
-                 f"(cancel)", cmd.CANCEL)
-        elif st.view.spec is not None:
-            lens("Optimize again" if run is not None else "Optimize", cmd.OPTIMIZE)
+def _line_range(line: int) -> types.Range:
+    return types.Range(types.Position(line, 0), types.Position(line, 0))
+
+
+def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[Job], line: int,
+                   spec_path: Path, open_spec: bool) -> list[types.CodeLens]:
+    out: list[types.CodeLens] = []
+    rng = _line_range(line)
+    args = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, version=snapshot.version)
+
+    def lens(title: str, name: str = "", a: Any = args) -> None:
+        arguments = None if not name else [a.to_json() if isinstance(a, cmd.KernelArgs) else a]
+        out.append(types.CodeLens(range=rng, command=types.Command(
+            title=title, command=name, arguments=arguments)))
+
+    run = st.current
+    if run is not None and run.baseline is not None:
+        suffix = " (applied candidate)" if run.derived_from else ""
+        lens(measurement(run.baseline, run.device) + suffix)
+    elif st.stale is not None:
+        lens(f"stale: results from {st.stale.created[:10]} on {short_device(st.stale.device)}")
+    if job is not None:
+        lens(f"{'optimizing' if job.state == 'running' else 'queued'}: {job.message} "
+             f"(cancel)", cmd.CANCEL)
+    elif st.view.spec is not None:
+        lens("Optimize again" if run is not None else "Optimize", cmd.OPTIMIZE)
+    elif spec_path.is_file():
+        # the spec file exists but cannot be used for this kernel: point at it
+        title = f"harness spec has errors: see {spec_path.name}"
+        if open_spec:
+            lens(title, cmd.OPEN_SPEC, {"uri": path_to_uri(spec_path)})
         else:
-            lens("no harness spec: see the diagnostic")
-        if run is not None and job is None:
-            if st.offer is not None:
-                ca = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, candidate=st.offer.id,
-                                    version=snapshot.version)
-                lens(f"{speedup(st.offer)} faster candidate: show diff", cmd.SHOW_DIFF, ca)
-                lens("apply", cmd.APPLY, ca)
-                lens("reject", cmd.REJECT, ca)
-            elif run.candidates:
-                lens(no_offer(run, len(st.rejected)))
+            lens(title)
+    else:
+        lens("no harness spec: see the diagnostic")
+    if run is not None and job is None:
+        if st.offer is not None:
+            ca = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, candidate=st.offer.id,
+                                version=snapshot.version)
+            lens(f"{speedup(st.offer)} faster candidate: show diff", cmd.SHOW_DIFF, ca)
+            lens("apply", cmd.APPLY, ca)
+            lens("reject", cmd.REJECT, ca)
+        elif run.candidates:
+            lens(no_offer(run, len(st.rejected)))
     return out

@@ -236,13 +236,15 @@ class Diagnostics:
         if snapshot is None:
             return
         # The last check's messages stay until the check of the new text replaces them (no
-        # flicker while typing); they may point a few lines off in between.
+        # flicker while typing); they may point a few lines off in between, so while they are
+        # for an older version the set is published without a version: it is not claimed to
+        # describe the current text (a client may drop or shift unversioned diagnostics).
         compiled = self._compiled.get(uri)
         diags = list(compiled[1]) if compiled else []
         diags += spec_diagnostics(snapshot)
         diags += result_diagnostics(snapshot, self.session.statuses(snapshot))
-        self.session.server.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=snapshot.version))
+        self.session.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diags, version=publish_version(compiled, snapshot.version)))
 
     def last_check(self, uri: str) -> Optional[CheckResult]:
         """The last finished compile check of ``uri`` (for hover), if any."""
@@ -250,6 +252,15 @@ class Diagnostics:
 
     def pending(self, uri: str) -> bool:
         return uri in self._pending
+
+
+def publish_version(compiled: Optional[tuple[Optional[int], list]],
+                    current: Optional[int]) -> Optional[int]:
+    """The version to tag a merged publish with: ``current`` when no compile diagnostics are
+    in it or they were computed for ``current``; None when they are an older version's."""
+    if compiled and compiled[1] and compiled[0] != current:
+        return None
+    return current
 
 
 def _run_check(snapshot: DocumentSnapshot, arch: str, options, nvcc: str) -> CheckResult:

@@ -8,6 +8,7 @@ inject a replaying one.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Optional
 
@@ -19,6 +20,7 @@ from cudalens.lsp import editor_support
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
+from cudalens.lsp.protocol import CudalensProtocol
 from cudalens.lsp.session import Session, workspace_roots
 
 log = logging.getLogger(__name__)
@@ -50,9 +52,18 @@ class CudalensServer(LanguageServer):
 
     def __init__(self, runner_factory: RunnerFactory):
         super().__init__("cudalens", VERSION,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=CudalensProtocol)
         self.runner_factory = runner_factory
         self.session: Optional[Session] = None
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls's reporter, except that a message body that is not JSON is answered with a
+        JSON-RPC parse error (-32700) instead of an "Error in server" pop-up."""
+        if isinstance(error, json.JSONDecodeError) and isinstance(self.protocol, CudalensProtocol):
+            self.protocol.answer_parse_error(error)
+            return
+        super().report_server_error(error, source)
 
 
 def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServer:
@@ -106,7 +117,14 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         snap = s.snapshot(params.text_document.uri)
         if snap is None:
             return []
-        return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri))
+        held = s.held(snap)
+        held_statuses = s.statuses(held.last_good) if held is not None else []
+        held_statuses = [st for st in held_statuses if held.find(st.name) is not None]
+        held_jobs = {st.name: job for st in held_statuses
+                     if (job := s.jobs.active(snap.uri, st.name)) is not None}
+        return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri), held,
+                                     held_statuses, held_jobs,
+                                     open_spec=s.supports("window", "show_document", "support"))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=code_actions.KINDS))
@@ -169,6 +187,15 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     @server.command(commands.SHOW_DIFF)
     async def cmd_show_diff(ls: CudalensServer, *args: Any) -> dict:
         return await candidates.show_diff(session(), kernel_args(commands.SHOW_DIFF, args, True))
+
+    @server.command(commands.OPEN_SPEC)
+    async def cmd_open_spec(ls: CudalensServer, *args: Any) -> dict:
+        spec_uri = commands.parse_open_spec(args)
+        if not session().supports("window", "show_document", "support"):
+            return {"shown": False, "reason": "the client cannot show documents"}
+        result = await ls.window_show_document_async(
+            types.ShowDocumentParams(uri=spec_uri, take_focus=True))
+        return {"shown": bool(result and result.success)}
 
     @server.command(editor_support.CANDIDATE_SOURCE)
     def cmd_candidate_source(ls: CudalensServer, *args: Any) -> dict:

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from gpu_runner.report import DeviceInfo
-from cudalens.lsp import config
+from cudalens.lsp import config, editing
 from cudalens.lsp.config import Settings
 from cudalens.lsp.diagnostics import Diagnostics
 from cudalens.lsp.documents import (DocumentSnapshot, KernelView, SpecCache, analyze,
@@ -54,6 +54,8 @@ class Session:
         self._snapshots: dict[str, tuple[int, DocumentSnapshot]] = {}
         self.specs = SpecCache()
         self._parsers: dict[str, IncrementalParser] = {}  # per open document
+        # per open document: the newest snapshot that was not a mid-edit regression
+        self._last_good: dict[str, DocumentSnapshot] = {}
         self._generation = 0  # bumped when files on disk (specs, headers) change
 
     # -- setup -----------------------------------------------------------------------------
@@ -148,7 +150,14 @@ class Session:
         snap = analyze(uri, path, doc.version, doc.source,
                        str(getattr(encoding, "value", encoding)), self.specs, parser)
         self._snapshots[uri] = (self._generation, snap)
+        if not editing.is_regression(self._last_good.get(uri), snap):
+            self._last_good[uri] = snap
         return snap
+
+    def held(self, snapshot: DocumentSnapshot) -> Optional[editing.Held]:
+        """The kernels of the last good analysis that ``snapshot`` (a mid-edit parse with
+        syntax errors) lost, if any (``editing``)."""
+        return editing.held(self._last_good.get(snapshot.uri), snapshot)
 
     def open_uris(self) -> list[str]:
         return [uri for uri in list(self.server.workspace.text_documents)
@@ -165,6 +174,7 @@ class Session:
     def closed(self, uri: str) -> None:
         self._snapshots.pop(uri, None)
         self._parsers.pop(uri, None)
+        self._last_good.pop(uri, None)
         self.diagnostics.forget(uri)
 
     def files_changed(self, paths: set[str]) -> None:
