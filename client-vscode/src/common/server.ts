@@ -1,7 +1,8 @@
 /**
  * Starting and stopping the cudalens language server (`python -m cudalens.cli_lsp`) with
  * vscode-languageclient. The runner token reaches the server in the answer to its
- * `workspace/configuration` request (middleware), the LLM API key in its environment.
+ * `workspace/configuration` request (middleware), the LLM API key in its environment
+ * (in the variable `cudalens.llm.apiKeyEnv` names, `OPENAI_API_KEY` when unset).
  */
 import * as vscode from "vscode";
 import {
@@ -12,7 +13,7 @@ import { Interpreter } from "./interpreter";
 import { showProgressAsNotifications } from "./progress";
 import { serverLaunch } from "./launch";
 import { clientCommand } from "./lensCommands";
-import { withRunnerToken } from "./serverSettings";
+import { serverSection } from "./serverSettings";
 import { getServerConfig, SECTION, Secrets } from "./settings";
 
 export const CUDA_SELECTOR = [{ scheme: "file", language: "cuda-cpp" }];
@@ -31,7 +32,7 @@ export async function startServer(interpreter: Interpreter, secrets: Secrets,
   log: vscode.LogOutputChannel): Promise<LanguageClient> {
   const cfg = getServerConfig();
   const launch = serverLaunch(interpreter.path, cfg.args, cfg.env, cfg.logLevel,
-    await secrets.llmApiKey());
+    await secrets.llmApiKey(), cfg.keyEnv);
   log.info(`starting: ${launch.command} ${launch.args.join(" ")} (interpreter from ${interpreter.source}; ` +
     `extra environment: ${Object.keys(launch.env).join(", ")})`);
   const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
@@ -54,7 +55,7 @@ export async function startServer(interpreter: Interpreter, secrets: Secrets,
           }
           const runnerToken = await secrets.runnerToken();
           return answer.map((value, i) =>
-            params.items[i]?.section === SECTION ? withRunnerToken(value, runnerToken) : value);
+            params.items[i]?.section === SECTION ? serverSection(value, runnerToken) : value);
         },
       },
       provideCodeLenses: async (document, token, next) => {

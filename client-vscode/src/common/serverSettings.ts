@@ -1,6 +1,6 @@
 /**
  * The `cudalens` settings object the server reads with `workspace/configuration`, with the
- * runner token from secret storage added. The token never goes into a settings file; it is
+ * runner token from secret storage added (`serverSection`). The token never goes into a settings file; it is
  * added to the answer the server receives. Pure (no `vscode`).
  */
 
@@ -27,5 +27,23 @@ export function withRunnerToken(section: unknown, token: string | undefined): Js
     runner.token = token;
   }
   copy.runner = runner;
+  return copy;
+}
+
+/**
+ * The `cudalens` section as the server reads it (server/cudalens/lsp/config.py): `section`
+ * with the runner token from secret storage (`withRunnerToken`), and an empty
+ * `llm.apiKeyEnv` (what the settings editor leaves when the field is cleared) removed, so it
+ * means "unset" (the project file's name, else OPENAI_API_KEY) rather than a malformed name.
+ * Everything else passes unchanged: null for an unset `llm` number keeps the project file's or
+ * the default value on the server. The input is not changed.
+ */
+export function serverSection(section: unknown, token: string | undefined): Json {
+  const copy = withRunnerToken(section, token);
+  if (isObject(copy.llm) && copy.llm.apiKeyEnv === "") {
+    const llm: Json = { ...copy.llm };
+    delete llm.apiKeyEnv;
+    copy.llm = llm;
+  }
   return copy;
 }

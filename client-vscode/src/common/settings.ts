@@ -3,14 +3,15 @@
  * Code's SecretStorage, and the commands that set them. Secrets never go to settings files.
  */
 import * as vscode from "vscode";
-import { logLevelOf, LogLevel } from "./launch";
+import { keyEnvOf, logLevelOf, LogLevel } from "./launch";
 import { SECRET_LLM_API_KEY, SECRET_RUNNER_TOKEN } from "./serverSettings";
 
 export const SECTION = "cudalens";
 
 /** Settings whose change needs a new server process (not only a settings reload). */
 export const RESTART_SETTINGS = ["cudalens.interpreter", "cudalens.server.args",
-  "cudalens.server.env", "cudalens.server.logLevel"];
+  "cudalens.server.env", "cudalens.server.logLevel",
+  "cudalens.llm.apiKeyEnv"]; // names the variable the stored LLM API key is put in
 
 export function getInterpreterSetting(): string {
   return vscode.workspace.getConfiguration(SECTION).get<string>("interpreter", "");
@@ -20,10 +21,12 @@ export interface ServerConfig {
   args: string[];
   env: Record<string, string>;
   logLevel: LogLevel;
+  /** The variable the stored LLM API key goes into (`keyEnvOf(cudalens.llm.apiKeyEnv)`). */
+  keyEnv: string;
 }
 
 /**
- * `cudalens.server.*`.
+ * `cudalens.server.*`, and the variable the stored LLM API key goes into.
  * @throws Error when `server.args` is not a list of strings or `server.env` not an object of strings
  */
 export function getServerConfig(): ServerConfig {
@@ -37,7 +40,8 @@ export function getServerConfig(): ServerConfig {
       !Object.values(env).every((v) => typeof v === "string")) {
     throw new Error(`cudalens.server.env: expected an object of strings, found ${JSON.stringify(env)}`);
   }
-  return { args, env: env as Record<string, string>, logLevel: logLevelOf(cfg.get("server.logLevel")) };
+  return { args, env: env as Record<string, string>, logLevel: logLevelOf(cfg.get("server.logLevel")),
+    keyEnv: keyEnvOf(cfg.get("llm.apiKeyEnv")) };
 }
 
 /** The secrets of this extension, read from SecretStorage. */

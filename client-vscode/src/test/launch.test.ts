@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { logLevelOf, serverLaunch } from "../common/launch";
+import { keyEnvOf, logLevelOf, serverLaunch } from "../common/launch";
 
 test("the server runs cudalens.cli_lsp with the log level, then the extra arguments", () => {
   const launch = serverLaunch("/venv/bin/python", ["--runner-factory", "replay_runner:make_client"],
@@ -26,4 +26,21 @@ test("an unknown log level falls back to warning", () => {
   assert.equal(logLevelOf("debug"), "debug");
   assert.equal(logLevelOf("loud"), "warning");
   assert.equal(logLevelOf(undefined), "warning");
+});
+
+test("the stored key goes into the variable cudalens.llm.apiKeyEnv names, else OPENAI_API_KEY", () => {
+  const env = serverLaunch("py", [], {}, "warning", "sk-9", keyEnvOf("VLLM_API_KEY")).env;
+  assert.deepEqual(env, { PYTHONUNBUFFERED: "1", VLLM_API_KEY: "sk-9" });
+  assert.equal(keyEnvOf(null), "OPENAI_API_KEY");
+  assert.equal(keyEnvOf(""), "OPENAI_API_KEY");
+  // a key pasted instead of a name is never used as a variable name (it would be logged)
+  assert.equal(keyEnvOf("sk-abc.def"), "OPENAI_API_KEY");
+  assert.equal(keyEnvOf("1ABC"), "OPENAI_API_KEY");
+});
+
+test("cudalens.server.env may not set the variable apiKeyEnv names either", () => {
+  assert.throws(() => serverLaunch("py", [], { VLLM_API_KEY: "sk" }, "warning", undefined, "VLLM_API_KEY"),
+    { message: "cudalens.server.env: VLLM_API_KEY is a secret; set it with the command " +
+      "'cudalens: Set LLM API Key' instead of in settings" });
+  assert.equal(serverLaunch("py", [], { VLLM_API_KEY: "x" }, "warning", undefined).env.VLLM_API_KEY, "x");
 });
