@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudalens.optimizer.context import make_context
-from cudalens.optimizer.search import propose
+from cudalens.optimizer.staged_search import propose
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import load_target
 from nvcc_util import compile_source, needs_nvcc

@@ -1,14 +1,13 @@
-"""Both candidate searches (``cudalens.optimizer.search``, the default, and
-``cudalens.optimizer.staged_search``) and the candidate data class. Tests taking ``propose``
-run once per search; tests of one search name it. The staged search's own ordering is tested
-in ``test_optimizer_staged_search.py``."""
+"""The candidate search's general properties (``cudalens.optimizer.staged_search``: budget,
+determinism, the baseline never proposed, every source compiling) and the candidate data class.
+Its own ordering is tested in ``test_optimizer_staged_search.py``."""
 
 from __future__ import annotations
 
 import pytest
 
 from cudalens.optimizer.candidate import launch_key, make_label
-from cudalens.optimizer import search, staged_search
+from cudalens.optimizer import staged_search
 from cudalens.source.parser import parse_source
 
 from nvcc_util import compile_source, needs_nvcc
@@ -19,9 +18,9 @@ from optimizer_fixtures import context
 SAXPY_TOTAL = 2 * 10 * 5 - 1
 
 
-@pytest.fixture(params=[search, staged_search], ids=["search", "staged_search"])
-def propose(request):
-    return request.param.propose
+@pytest.fixture()
+def propose():
+    return staged_search.propose
 
 
 def _summary(cands):
@@ -95,28 +94,8 @@ def test_make_label_orders_block_before_grid():
     assert make_label(("block=128", "block=512")) == "block=512"
 
 
-def test_preconditions_name_every_pass():
-    preconditions = search.preconditions
-    assert preconditions(context("elementwise.cu", "saxpy")) == [
-        ("restrict_const", None), ("vectorize_gridstride", None), ("gridstride", None),
-        ("launch_config", None)]
-    result = dict(preconditions(context("rejects.cu", "escapes")))
-    assert list(result) == ["restrict_const", "vectorize_gridstride", "gridstride", "launch_config"]
-    assert all(reason for reason in result.values())
-    assert result["launch_config"].startswith("the spec's grid (4096 / 256) does not depend")
-
-
 def test_nothing_to_propose(propose):
     assert propose(context("rejects.cu", "escapes"), budget=10, seed=0) == []
-
-
-def test_2d_kernel_candidates():
-    cands = search.propose(context("rejects.cu", "transpose"), budget=100, seed=0)
-    labels = {c.label for c in cands}
-    assert "block=32x8" in labels and "restrict block=64x4" in labels
-    assert not any("gridstride" in l for l in labels)
-    # restrict_const (2) x 6 blocks (the spec's 16x16 and 5 others), minus the baseline
-    assert len(cands) == 2 * 6 - 1
 
 
 @needs_nvcc
