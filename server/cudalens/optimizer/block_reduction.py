@@ -35,8 +35,8 @@ from cudalens.optimizer import structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import file_macros
-from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, named_children,
-                                       unparen, walk)
+from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, for_header,
+                                       named_children, unparen, walk)
 from cudalens.spec.poly import Poly
 
 COMBINE_FUNCTIONS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
@@ -320,22 +320,15 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
 
 def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]:
     where = f"line {parsed.line_of(loop)}"
-    init = loop.child_by_field_name("initializer")
-    cond = loop.child_by_field_name("condition")
-    update = loop.child_by_field_name("update")
-    body = loop.child_by_field_name("body")
     unknown = _fail(f"the loop at {where} ('{_short(parsed, loop)}') is not one of the "
                     f"recognized tree-reduction forms (interleaved with %, interleaved with a "
                     f"strided index, sequential addressing)")
-    if init is None or init.type != "declaration" or cond is None or update is None or \
-            body is None or body.type != "compound_statement":
+    head = for_header(loop, parsed)
+    if head is None or head.body is None or head.body.type != "compound_statement":
         raise unknown
-    decls = init.children_by_field_name("declarator")
-    if len(decls) != 1 or decls[0].type != "init_declarator":
-        raise unknown
-    var = parsed.text_of(decls[0].child_by_field_name("declarator"))
-    start = unparen(decls[0].child_by_field_name("value"))
-    step = _step(update, parsed, var)
+    var, cond, body = head.var, head.cond, head.body
+    start = unparen(head.start)
+    step = _step(head.update, parsed, var)
     inner = named_children(body)
     if not inner or not _is_barrier(inner[-1], parsed):
         raise _fail(f"the loop at {where} does not end with __syncthreads();")

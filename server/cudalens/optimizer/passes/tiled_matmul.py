@@ -41,7 +41,8 @@ from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import Parsed, named_children, unparen, walk
+from cudalens.optimizer.syntax import (Parsed, for_header, less_than_bound, named_children,
+                                       unparen, walk)
 from cudalens.spec import dtypes
 from cudalens.spec.model import ScalarDecl
 from cudalens.spec.poly import Poly
@@ -83,26 +84,15 @@ def _loop_parts(loop: tree_sitter.Node, parsed: Parsed, scope: Scope) -> tuple[s
     """(counter, bound node) of ``for (int p = 0; p < K; ++p)``; raises NoMatch."""
     bad = _fail(f"expected the loop 'for (int p = 0; p < K; ++p)', found "
                 f"'{_short(parsed, loop)}' at line {parsed.line_of(loop)}")
-    init = loop.child_by_field_name("initializer")
-    cond = loop.child_by_field_name("condition")
-    update = loop.child_by_field_name("update")
-    if init is None or init.type != "declaration" or cond is None or update is None:
+    head = for_header(loop, parsed)
+    if head is None or poly_of(head.start, parsed, scope) != Poly():
         raise bad
-    decls = init.children_by_field_name("declarator")
-    if len(decls) != 1 or decls[0].type != "init_declarator":
+    bound = less_than_bound(head, parsed)
+    text = parsed.text_of(unparen(head.update)).replace(" ", "")
+    var = head.var
+    if bound is None or text not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
         raise bad
-    var = parsed.text_of(decls[0].child_by_field_name("declarator"))
-    if poly_of(decls[0].child_by_field_name("value"), parsed, scope) != Poly():
-        raise bad
-    cond = unparen(cond)
-    if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" or \
-            parsed.text_of(unparen(cond.child_by_field_name("left"))) != var:
-        raise bad
-    up = unparen(update)
-    text = parsed.text_of(up).replace(" ", "")
-    if text not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
-        raise bad
-    return var, cond.child_by_field_name("right")
+    return var, bound
 
 
 def _uses(p: Poly, name: str) -> bool:

@@ -33,7 +33,7 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, find_definition, first_error,
-                                       line_indent, parse, unparen, walk)
+                                       for_header, line_indent, parse, unparen, walk)
 
 name = "unroll"
 
@@ -115,25 +115,11 @@ def _trips(start: int, op: str, bound: int, step: int) -> Optional[int]:
 
 
 def _counted(loop: tree_sitter.Node, parsed: Parsed, scope: Scope) -> Optional[Loop]:
-    init = loop.child_by_field_name("initializer")
-    cond = loop.child_by_field_name("condition")
-    update = loop.child_by_field_name("update")
-    body = loop.child_by_field_name("body")
-    if init is None or cond is None or update is None or body is None:
+    head = for_header(loop, parsed, assignment=True)
+    if head is None or head.body is None:
         return None
-    if init.type == "declaration":
-        decls = init.children_by_field_name("declarator")
-        if len(decls) != 1 or decls[0].type != "init_declarator":
-            return None
-        var = parsed.text_of(decls[0].child_by_field_name("declarator"))
-        start_node = decls[0].child_by_field_name("value")
-    elif init.type == "assignment_expression" and \
-            init.child_by_field_name("operator").type == "=":
-        var = parsed.text_of(unparen(init.child_by_field_name("left")))
-        start_node = init.child_by_field_name("right")
-    else:
-        return None
-    cond = unparen(cond)
+    var, start_node, cond, update, body = (head.var, head.start, head.cond, head.update,
+                                           head.body)
     if cond.type != "binary_expression":
         return None
     op = cond.child_by_field_name("operator").type

@@ -51,8 +51,8 @@ from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Edit, Parsed, apply_edits,
-                                       fresh_name, identifiers, line_indent, named_children,
-                                       unparen, walk)
+                                       for_header, fresh_name, identifiers, less_than_bound,
+                                       line_indent, named_children, unparen, walk)
 from cudalens.spec.model import BufferDecl
 
 name = "warp_per_row"
@@ -193,21 +193,12 @@ class _Analysis:
         p = self.p
         bad = _fail(f"the loop at line {p.line_of(loop)} ('{_short(p, loop)}') is not 'for (int "
                     f"c = start; c < end; ++c)' over the row")
-        init = loop.child_by_field_name("initializer")
-        cond = loop.child_by_field_name("condition")
-        update = loop.child_by_field_name("update")
-        if init is None or init.type != "declaration" or cond is None or update is None:
+        head = for_header(loop, p)
+        if head is None or less_than_bound(head, p) is None:
             raise bad
-        decls = init.children_by_field_name("declarator")
-        if len(decls) != 1 or decls[0].type != "init_declarator":
-            raise bad
-        var = p.text_of(decls[0].child_by_field_name("declarator"))
-        cond = unparen(cond)
-        if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" \
-                or p.text_of(unparen(cond.child_by_field_name("left"))) != var:
-            raise bad
-        if p.text_of(unparen(update)).replace(" ", "") not in (f"++{var}", f"{var}++",
-                                                               f"{var}+=1"):
+        var = head.var
+        if p.text_of(unparen(head.update)).replace(" ", "") not in (f"++{var}", f"{var}++",
+                                                                    f"{var}+=1"):
             raise bad
         body = loop.child_by_field_name("body")
         accs: list[tuple[str, str]] = []
@@ -241,7 +232,7 @@ class _Analysis:
             if reads:
                 raise _fail(f"{word} is read inside the loop at line {p.line_of(reads[0])} "
                             f"before the loop has finished it")
-        return _Loop(loop, var, decls[0].child_by_field_name("value"), update, tuple(accs))
+        return _Loop(loop, var, head.start, head.update, tuple(accs))
 
     def _reduction(self, n: tree_sitter.Node, acc: str) -> Optional[str]:
         p = self.p
