@@ -245,7 +245,9 @@ async def test_llm_without_a_model_fails_saying_what_to_set(tmp_path):
                                      "Optimize kernel saxpy (LLM: no model is configured)")
         started = await client.run(action.command)
         await client.wait_for(lambda: ended(client, started["token"]), what="the failure")
-        errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        errors = await client.wait_for(
+            lambda: [m.message for m in client.messages if m.type == types.MessageType.Error],
+            what="the error message")
         assert errors == ["cudalens: optimizing saxpy failed: cudalens.proposer is llm but no "
                           "model is configured: set cudalens.llm.model (and cudalens.llm.baseUrl "
                           "for a server other than OpenAI's) in the editor's settings, or model "

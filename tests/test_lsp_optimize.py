@@ -367,7 +367,9 @@ async def test_configuration_pushed_and_pulled(tmp_path):
         assert f"2 candidates proposed; running on {SAXPY.device}" in messages
         assert not any("candidate 3/" in m for m in messages)
         assert messages[-1] == "saxpy: failed"
-        error = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        error = await client.wait_for(
+            lambda: [m.message for m in client.messages if m.type == types.MessageType.Error],
+            what="the error message")
         assert error[-1].startswith("cudalens: optimizing saxpy failed: ReplayMismatch: ")
         assert "with these 2 variants" in error[-1]
 
@@ -440,7 +442,9 @@ async def test_unreachable_runner_is_reported(tmp_path):
     async with editor(tmp_path, settings=settings, command=command) as client:
         uri = client.open(path)
         await optimize(client, uri)
-        error = [m for m in client.messages if m.type == types.MessageType.Error]
+        error = await client.wait_for(
+            lambda: [m for m in client.messages if m.type == types.MessageType.Error],
+            what="the error message")
         assert error[0].message.startswith("cudalens: optimizing saxpy failed: no GPU runner can "
                                            "be used: cannot reach the GPU runner at "
                                            "http://127.0.0.1:9")

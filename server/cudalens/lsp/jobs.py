@@ -244,9 +244,11 @@ class Jobs:
                     job.message = _failure(exc)
                     log.warning("optimizing %s failed: %s", job.kernel, job.message,
                                 exc_info=not isinstance(exc, CudalensError))
-                    self.session.progress_end(job.token, f"{job.kernel}: failed")
+                    # The message goes out first so that a client that sees the progress end
+                    # has already been told why.
                     self.session.show_message(f"cudalens: optimizing {job.kernel} failed: "
                                               f"{job.message}", types.MessageType.Error)
+                    self.session.progress_end(job.token, f"{job.kernel}: failed")
             else:
                 if job.state == "running":  # not cancelled while the thread finished
                     job.state = "done"
