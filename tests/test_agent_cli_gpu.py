@@ -1,9 +1,11 @@
 """``cudalens optimize --proposer llm`` on a real GPU (marker gpu), as a user runs it: a
 subprocess, talking to a scripted model (``fake_openai``) that replays, one per round, a tiled
 transpose that does not compile, one that reads the tile untransposed (wrong results) and a
-correct one (the replies of ``test_agent_gpu.py``). The CLI must name the correct one the
-winner with its measured speedup, after the runner's compile error and the mismatch went back
-to the model.
+correct one (the replies of ``test_agent_gpu.py``), then a fourth reply with no code. The CLI
+must name the correct one the winner with its measured speedup, after the runner's compile
+error and the mismatch went back to the model; the fourth request must carry the Nsight
+Compute profile of that winner (taken through the runner's ``POST /v1/profile``) where ncu is
+installed, else the note saying why there is none.
 
 The pre-check with the local nvcc is off (``cudalens.toml``), so the compile error is the
 runner's own; one reply per round keeps the script in step with the rounds.
@@ -58,11 +60,12 @@ def test_cli_llm_proposer_finds_the_tiled_transpose_after_feedback(tmp_path):
                                         + [p for p in [env.get("PYTHONPATH")] if p])
     env[KEY_ENV] = KEY
     env.pop("CUDALENS_RUNNER_URL", None)  # a local runner on this machine's GPU
-    steps = [reply(block(BROKEN)), reply(block(WRONG)), reply(block(TILED))]
+    steps = [reply(block(BROKEN)), reply(block(WRONG)), reply(block(TILED)),
+             reply("I have nothing faster than r3c1.")]
     with FakeOpenAI(steps) as fake:
         command = [sys.executable, "-m", "cudalens", "optimize", str(tmp_path / "transpose.cu"),
                    "--proposer", "llm", "--model", MODEL, "--base-url", fake.url,
-                   "--api-key-env", KEY_ENV, "--rounds", "3", "--candidates-per-round", "1",
+                   "--api-key-env", KEY_ENV, "--rounds", "4", "--candidates-per-round", "1",
                    "--repetitions", "30", "--json", str(record)]
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
                               timeout=TIMEOUT_S, check=False)
@@ -89,18 +92,27 @@ def test_cli_llm_proposer_finds_the_tiled_transpose_after_feedback(tmp_path):
     assert winner is not None, done.stdout
     value, low, high = map(float, winner.groups())
     assert 1.0 < low <= value <= high, winner.group(0)
-    assert re.search(r"LLM proposer: fake-coder at \S+; 3 round\(s\), 3 proposal\(s\): "
-                     r"1 compile error, 1 mismatch, 1 passed; stopped: all 3 rounds done\.",
-                     done.stdout), done.stdout
+    assert re.search(r"LLM proposer: fake-coder at \S+; 4 round\(s\), 4 proposal\(s\): "
+                     r"1 compile error, 1 mismatch, 1 passed, 1 refused; stopped: all 4 rounds "
+                     r"done\.", done.stdout), done.stdout
 
     # what went back to the model: the runner's compile error, then the first mismatch
-    assert len(told) == 3
+    assert len(told) == 4
     assert 'identifier "tile_count" is undefined' in told[1]
     assert "r1c1 (code block 1): does not compile (on the runner)" in told[1]
     assert "wrong results: the first mismatching element is out[" in told[2]
     outcomes = [o for r in data["agent"]["rounds"] for o in r["outcomes"]]
     assert [(o["label"], o["status"]) for o in outcomes] == \
-        [("r1c1", "compile_error"), ("r2c1", "mismatch"), ("r3c1", "passed")]
+        [("r1c1", "compile_error"), ("r2c1", "mismatch"), ("r3c1", "passed"), ("r4c1", "refused")]
+    # ... and after the winner, where its time goes (or why that is not known)
+    from gpu_runner.profile import find_ncu
+
+    if find_ncu() is not None:
+        profiled = re.search(r"profile of r3c1 \S* ?\(Nsight Compute, one launch\): achieved "
+                             r"occupancy [\d.]+%, DRAM throughput [\d.]+% of peak", told[3])
+        assert profiled is not None, told[3]
+    else:
+        assert "Note: the profile of r3c1" in done.stdout, done.stdout
     assert data["winner"]["speedup"]["value"] == pytest.approx(value, abs=0.005)
 
     # the key went to the server from the named variable, and nowhere else

@@ -16,6 +16,7 @@ Skipped, with the reason, where pycuda or a GPU is missing (``gpu_runner.session
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from pathlib import Path
@@ -50,6 +51,21 @@ def _need_gpu() -> None:
         import_driver()
     except NoGpuError as exc:
         pytest.skip(str(exc))
+
+
+def _ncu_found() -> bool:
+    """Whether Nsight Compute is where the runner looks for it (``gpu_runner.profile``)."""
+    from gpu_runner.profile import find_ncu
+
+    return find_ncu() is not None
+
+
+def _log_hover(text: str) -> None:
+    """Keeps the hover's text in ``$CUDALENS_GPU_LOG_DIR/lsp-hover.md`` (for the log)."""
+    log_dir = os.environ.get("CUDALENS_GPU_LOG_DIR")
+    if log_dir:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        (Path(log_dir) / "lsp-hover.md").write_text(text + "\n", encoding="utf-8")
 
 
 async def optimize_live(client, uri: str) -> dict:
@@ -102,6 +118,24 @@ async def test_live_optimize_and_apply_on_the_gpu(tmp_path):
         value, low, high = (float(verified.group(i)) for i in (1, 2, 3))
         assert value == best and 1.0 < low <= value <= high
         label = verified.group(5)
+
+        # the hover says where the winner's time goes: the runner profiled it with Nsight
+        # Compute (POST /v1/profile) unless it said why it could not
+        hover = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            position=types.Position(KERNEL_LINE, 18)))
+        text = hover.contents.value
+        _log_hover(text)
+        if _ncu_found():
+            profiled = re.search(rf"profile \(Nsight Compute, one launch of candidate "
+                                 rf"{re.escape(label)}\): achieved occupancy (\d+)%, DRAM "
+                                 r"throughput (\d+)% of peak, main stalls: (.+)", text)
+            assert profiled is not None, text
+            occupancy, dram = int(profiled.group(1)), int(profiled.group(2))
+            assert 0 < occupancy <= 100 and 0 < dram <= 100, profiled.group(0)
+            assert profiled.group(3) != "none reported", profiled.group(0)
+        else:
+            assert "stall reasons: not profiled (" in text, text
 
         actions = await client.code_actions(uri, INSIDE)
         assert [a.title for a in actions][:2] == [
