@@ -97,6 +97,22 @@ def test_confirmation_run_counts_its_candidates_from_one():
         ("candidate 4/4: verifying against the baseline", 60)
 
 
+def test_the_best_speedup_so_far_follows_candidate_and_timing_messages():
+    best = "1.83x"
+    assert describe_progress("verify: c11 on case 'nominal', seed 1", 16, best=best) == \
+        ("candidate 11/16: verifying against the baseline, best so far 1.83x", 47)
+    assert describe_progress("compile: c9", 16, best=best) == \
+        ("compiling candidate 9/16, best so far 1.83x", 13)
+    assert describe_progress("timing: round 10 of at most 50", 16, best=best) == \
+        ("timing round 10/50, baseline and candidates interleaved, best so far 1.83x", 68)
+    # not on the baseline's steps, nor on messages it does not know
+    assert describe_progress("verify: baseline on case 'nominal', seed 1", 16, best=best) == \
+        ("verifying the baseline", 20)
+    assert describe_progress("best so far: 1.83x (c11, verified), 16 candidates", 16,
+                             best=best) == ("best so far: 1.83x (c11, verified), 16 candidates",
+                                            None)
+
+
 def test_text_edits_turn_old_into_new_with_line_edits():
     old = "a\nb\nc\nd"
     new = "a\nB\nB2\nc\nd\ne\n"

@@ -190,6 +190,7 @@ class _Batches:
         evaluation = self._send(sendable, labels)
         rows = [Row(c, r) for c, r in zip(sendable, evaluation.candidates)]
         self.batches.append(rows)
+        self._say_best()
         by_key = {row.candidate.key: row for row in rows}
         out = []
         for c in candidates:
@@ -198,6 +199,18 @@ class _Batches:
             out.append(Scored(c, row.result.speedup.value if ok else None,
                               row.result if row else None))
         return out
+
+    def _say_best(self) -> None:
+        """After each batch: ``best so far: 1.83x (restrict block=512, verified), 16
+        candidates`` (the
+        fastest verified speedup of any batch, each against its own batch's baseline; the
+        final pick may time the fastest again together), or nothing before one verifies."""
+        timed = [row for rows in self.batches for row in rows
+                 if row.result.verdict.ok and row.result.speedup is not None]
+        if timed:
+            best = max(timed, key=lambda row: row.result.speedup.value)
+            self.say(f"best so far: {best.result.speedup.value:.2f}x ({best.candidate.label}, "
+                     f"verified), {self.count} candidates")
 
     def final(self, run: SearchRun, confirm: int
               ) -> tuple[Evaluation, tuple[Row, ...], Optional[Row]]:

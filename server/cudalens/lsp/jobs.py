@@ -5,8 +5,8 @@ loop on the GPU), so it never runs on the server's event loop. ``Jobs.submit`` s
 the document and queues the kernel; one worker coroutine takes jobs in order and runs each
 in a single background thread (the runner measures one kernel at a time: two at once would
 disturb each other's timings). Each job has its own progress token, begun when queued
-("waiting: 1 kernel ahead"), reported while it runs ("candidate 5/12 verified", "timing
-round 20/50") and ended with its outcome.
+("waiting: 1 kernel ahead"), reported while it runs ("candidate 5/12: verifying against the
+baseline, best so far 1.80x", "timing round 20/50") and ended with its outcome.
 
 Cancel (``window/workDoneProgress/cancel`` on the job's token, or the ``cudalens.cancel``
 command): a queued job is dropped; a running job is told to stop at the runner's next
@@ -15,8 +15,10 @@ progress message, its progress ends at once, and whatever it finishes with is th
 Progress messages are the runner's (``gpu_runner.runner``: ``compile: c5``, ``verify: c5 on
 case 'nominal', seed 1``, ``timing: round 7 of at most 50``) and the optimize flow's
 (``12 candidates; verifying and timing on NVIDIA H200``); ``describe_progress`` turns them
-into what the editor shows. The runner reports candidates' speedups only when the
-interleaved timing loop ends, so the best speedup appears in the final message.
+into what the editor shows. The runner reports candidates' speedups when a batch's
+interleaved timing loop ends; from then on the fastest verified one so far (the flow says
+``best so far: 1.83x (restrict block=512, verified), 16 candidates``) follows the candidate
+and timing messages, and the final message gives the winner's speedup.
 
 The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): ``builtin`` runs the
 optimize flow above; ``llm`` runs the agent loop (``cudalens.agent.loop.run_agent``) with the
@@ -87,6 +89,7 @@ class Job:
     candidates: int = 0  # known once the flow says how many it proposed
     offset: int = 0  # labels below this are the search's, during the confirmation run
     proposer: str = ""  # the proposer that ran: llm.Choice.label, once chosen
+    best: str = ""  # "1.83x": the fastest verified speedup of the batches timed so far
 
     @property
     def uri(self) -> str:
@@ -103,14 +106,24 @@ _VERIFY = re.compile(r"^verify: (\w+) on case '([^']*)', seed (\d+)$")
 _TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
 _WARMUP = re.compile(r"^timing: warm-up")
 _CONFIRM = re.compile(r"^confirming the (\d+) fastest candidates")
+_BEST = re.compile(r"^best so far: (\d+\.\d+)x ")
 
 
-def describe_progress(message: str, candidates: int,
-                      offset: int = 0) -> tuple[str, Optional[int]]:
+def describe_progress(message: str, candidates: int, offset: int = 0,
+                      best: str = "") -> tuple[str, Optional[int]]:
     """What the editor shows for one progress message, and a percentage when one can be
     told (compiling is 5-20%, verifying 20-60%, timing 60-100%). During the optimize flow's
     confirmation run (``offset`` > 0) its ``candidates`` variants are labelled from
-    ``c{offset + 1}`` and are counted from 1 again."""
+    ``c{offset + 1}`` and are counted from 1 again. ``best`` (``"1.83x"``, the fastest verified
+    speedup of the batches timed so far) is added to the candidate and timing messages:
+    ``candidate 9/16: verifying against the baseline, best so far 1.83x``."""
+    text, percent = _describe(message, candidates, offset)
+    if best and (text.startswith(("candidate ", "compiling candidate ", "timing round "))):
+        text += f", best so far {best}"
+    return text, percent
+
+
+def _describe(message: str, candidates: int, offset: int) -> tuple[str, Optional[int]]:
     def index(label: str) -> Optional[int]:
         return int(label[1:]) - offset if re.fullmatch(r"c\d+", label) else None
 
@@ -294,7 +307,9 @@ class Jobs:
                 job.candidates = int(m.group(1))
             elif m := _CONFIRM.match(message):
                 job.offset, job.candidates = job.candidates, int(m.group(1))
-            text, percent = describe_progress(message, job.candidates, job.offset)
+            elif m := _BEST.match(message):
+                job.best = f"{m.group(1)}x"
+            text, percent = describe_progress(message, job.candidates, job.offset, job.best)
             job.message = text
             loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
 

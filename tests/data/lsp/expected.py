@@ -128,12 +128,26 @@ class Expected:
             out.append(f"{total} candidates proposed; running on {self.device}")
         return out
 
+    def best_so_far(self) -> list[str]:
+        """Per search batch, the fastest verified speedup of the batches before it
+        (``"1.28x"``; empty before any verified): what the progress adds as ``best so far``."""
+        out, best = [], None
+        evaluations = self.run["evaluations"][:len(self.search_batches)]
+        for ev in evaluations:
+            out.append(f"{best:.2f}x" if best is not None else "")
+            for v in ev["variants"]:
+                if verified(v):
+                    best = max(best or 0.0, v["speedup"]["value"])
+        return out
+
     def verifying_messages(self) -> list[str]:
         """``candidate i/N: verifying against the baseline`` for every candidate of every
-        search batch, N being the count proposed so far."""
+        search batch, N being the count proposed so far, followed from the second batch on
+        by ``, best so far 1.28x`` (the fastest verified speedup of the batches before)."""
         total, out = 0, []
-        for n in self.search_batches:
-            out += [f"candidate {i}/{total + n}: verifying against the baseline"
+        for n, best in zip(self.search_batches, self.best_so_far()):
+            tail = f", best so far {best}" if best else ""
+            out += [f"candidate {i}/{total + n}: verifying against the baseline{tail}"
                     for i in range(total + 1, total + n + 1)]
             total += n
         return out
@@ -144,9 +158,13 @@ class Expected:
                 f"the baseline")
 
     def confirming_verify_messages(self) -> list[str]:
-        """``candidate i/N: verifying against the baseline`` for the confirmation's N."""
+        """``candidate i/N: verifying against the baseline, best so far 1.28x`` for the
+        confirmation's N, the best being that of all search batches."""
         n = self.confirmation_size
-        return [f"candidate {i}/{n}: verifying against the baseline" for i in range(1, n + 1)]
+        best = max(v["speedup"]["value"] for ev in self.run["evaluations"][:-1]
+                   for v in ev["variants"] if verified(v))
+        return [f"candidate {i}/{n}: verifying against the baseline, best so far {best:.2f}x"
+                for i in range(1, n + 1)]
 
     def source_of(self, row: dict) -> str:
         """The exact source the runner measured for ``row`` (what applying it leaves in the
