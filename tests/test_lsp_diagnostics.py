@@ -3,6 +3,7 @@ ptxas notes on kernel names, refresh after edits, and a header changed on disk."
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -92,3 +93,25 @@ async def test_nvcc_missing_is_said_once_and_results_still_work(tmp_path):
         assert msg[0].type == types.MessageType.Warning
         assert "nvcc not found (looked for /nonexistent/nvcc)" in msg[0].message
         assert _compiled(client, uri) == []
+
+
+async def test_spills_warn_and_a_stack_frame_informs_on_the_kernel_name(tmp_path):
+    shutil.copy(HERE / "resources.cu", tmp_path / "resources.cu")
+    async with editor(tmp_path, settings=CHECK) as client:
+        uri = client.open(tmp_path / "resources.cu")
+        notes = await client.wait_for(
+            lambda: [d for d in _compiled(client, uri) if d.source == "ptxas"],
+            what="ptxas notes")
+        by_line = {d.range.start.line: d for d in notes}
+        assert sorted(by_line) == [3, 16], notes
+        # __launch_bounds__(1024, 2) leaves 65536 / 2048 = 32 registers for 64 live values
+        spills = by_line[3]
+        assert (spills.severity, spills.range) == (WARNING, _rng(3, 43, 3, 49))
+        assert re.fullmatch(r"spills: 32 registers, 0 B shared, \d+ B stack, spills \d+ B "
+                            r"stores / \d+ B loads \(sm_90\)", spills.message), spills.message
+        # float buf[256] indexed at run time: a 1 KiB stack frame, no spills
+        stack = by_line[16]
+        assert (stack.severity, stack.range) == (types.DiagnosticSeverity.Information,
+                                                 _rng(16, 16, 16, 27))
+        assert re.fullmatch(r"stack_frame: \d+ registers, 0 B shared, 1024 B stack, no spills "
+                            r"\(sm_90\)", stack.message), stack.message
