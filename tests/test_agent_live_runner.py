@@ -19,17 +19,15 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from fake_openai import MODEL, FakeOpenAI, reply
 from gpu_runner.ncu_csv import parse_profile
+from live_fake_runner import CSV, fake_runner_process
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVICE = ROOT / "tests" / "data" / "runner" / "fake_gpu_service.py"
-CSV = ROOT / "tests" / "data" / "ncu" / "saxpy_metrics.csv"
 TOKEN = "live-runner-token-0123456789"
 KEY_ENV = "CUDALENS_FAKE_LLM_KEY"
 
@@ -50,31 +48,8 @@ def fenced(code: str) -> str:
 
 @pytest.fixture()
 def live_runner(tmp_path):
-    """The runner process: its URL; stopped (stdin closed, then terminated) afterwards."""
-    ncu = tmp_path / "ncu"
-    ncu.write_text(f"#!/bin/sh\necho '==PROF== Connected to process 7'\ncat '{CSV}'\n")
-    ncu.chmod(0o755)
-    port_file = tmp_path / "port"
-    proc = subprocess.Popen([sys.executable, str(SERVICE), "--port-file", str(port_file),
-                             "--token", TOKEN, "--ncu", str(ncu)],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (port_file.exists() and port_file.read_text().strip()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the runner process did not start: {proc.stderr.read()}")
-        time.sleep(0.05)
-    url = f"http://127.0.0.1:{int(port_file.read_text())}"
-    try:
+    with fake_runner_process(tmp_path, TOKEN) as url:
         yield url
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            proc.wait(10)
 
 
 def test_llm_rounds_through_a_live_runner_process(tmp_path, live_runner):

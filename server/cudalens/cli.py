@@ -21,6 +21,7 @@ from cudalens.errors import CudalensError
 EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
 def _finite(param, value):
@@ -105,11 +106,15 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
                          f"{target.kernel.name})"),
                   highlight=False, soft_wrap=True)
     try:
-        client = RunnerClient()
+        with err.status("starting the GPU runner"):
+            client = RunnerClient()
     except RunnerUnavailable as exc:
         where = ("without a GPU" if not os.environ.get("CUDALENS_RUNNER_URL")
                  else "with the configured runner (CUDALENS_RUNNER_URL)")
         _fail(err, f"cannot optimize {where}: {exc}", EXIT_NO_GPU)
+    except KeyboardInterrupt:
+        _fail(err, f"interrupted (Ctrl-C) while starting the GPU runner; nothing was measured "
+                   f"and {file} is unchanged", EXIT_INTERRUPTED)
     agent_result = None
     try:
         with client, err.status("starting") as status:
@@ -125,6 +130,9 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
                                       repetitions=repetitions, progress=progress)
     except CudalensError as exc:
         _fail(err, str(exc))
+    except KeyboardInterrupt:
+        _fail(err, f"interrupted (Ctrl-C): the measurement was stopped and its results "
+                   f"dropped; {file} is unchanged", EXIT_INTERRUPTED)
     applied = False
     if apply_ and result.winner is not None and result.winner.candidate.source != target.text:
         if file.read_text(encoding="utf-8") != target.text:

@@ -1,0 +1,45 @@
+"""Ctrl-C during ``cudalens optimize`` (no GPU needed): the CLI runs as a subprocess against a
+live runner process (``live_fake_runner``) whose workers take 20 s to verify a candidate whose
+source says ``@slow``; SIGINT while the runner measures ends the command with exit status 130
+and a sentence saying what happened, no traceback and no "Aborted!", and the file unchanged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from live_fake_runner import fake_runner_process
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "interrupt-test-token-0123456789"
+
+
+def test_ctrl_c_while_measuring_exits_130_and_leaves_the_file(tmp_path):
+    source = tmp_path / "saxpy.cu"
+    shutil.copy(ROOT / "examples" / "saxpy.cu.spec", tmp_path / "saxpy.cu.spec")
+    # every candidate is the whole file, so each carries the marker that slows the fake worker
+    original = "// @slow\n" + (ROOT / "examples" / "saxpy.cu").read_text()
+    source.write_text(original)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        env.update({"CUDALENS_RUNNER_URL": url, "CUDALENS_RUNNER_TOKEN": TOKEN})
+        proc = subprocess.Popen([sys.executable, "-m", "cudalens", "optimize", str(source),
+                                 "--proposer", "builtin", "--apply"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=tmp_path)
+        time.sleep(6)  # past start-up and the probe, into the first batch's slow verification
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert err.rstrip().endswith(f"error: interrupted (Ctrl-C): the measurement was stopped and "
+                                 f"its results dropped; {source} is unchanged"), err
+    assert "Traceback" not in err and "Aborted!" not in err, err
+    assert source.read_text() == original
