@@ -5,7 +5,8 @@
    ``evaluate``, or fenced code blocks). Each proposal is checked (``guard``: signature, side
    effects), its launch block parsed, its ``@tune`` parameters expanded (``tuning``), spliced
    into the file and built into runner variants, then compiled with the local nvcc
-   (``precheck``). Problems found so far go back at once and the model may answer again, up to
+   (``precheck``); settings of a sweep that the built-in search would not time (spills,
+   occupancy collapse: ``setting_prune``) are dropped with the reason. Problems found so far go back at once and the model may answer again, up to
    ``steps_per_round`` replies per round, so that a compile error costs no GPU time. ``compile``
    tool calls are answered at once the same way.
 3. The round's accepted candidates (all their tuned settings) are verified and timed together in
@@ -47,6 +48,7 @@ from cudalens.agent.replies import (CompileRequest, LaunchError, Proposal, Unusa
                                     parse_launch)
 from cudalens.agent.result import (NOT_RUN, PRECHECK_FAILED, REFUSED, AgentResult, Outcome,
                                    RoundRecord)
+from cudalens.agent.setting_prune import SettingPruner
 from cudalens.agent.splice import Spliced, splice
 from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_params, integer_defines,
                                    settings, substitute_launch)
@@ -110,6 +112,7 @@ class AgentLoop:
         self.say = progress or (lambda _m: None)
         self.repetitions = repetitions
         self.precheck_fn = precheck_fn
+        self._setting_pruner: Optional[SettingPruner] = None
         self.ledger = Ledger()
         self.messages: list[dict[str, Any]] = []
         self.pending: list[str] = []  # user text to send with the next request
@@ -269,6 +272,25 @@ class AgentLoop:
                               "come from the runner")
         return {id(s): r for s, r in zip(jobs, results)}
 
+    def _prune(self, a: _Accepted, checks: dict[int, Optional[Precheck]]) -> None:
+        """Drops the settings of ``a``'s sweep that the built-in search would not time
+        (``cudalens.agent.setting_prune``); the reasons join ``a.dropped``."""
+        if len(a.settings) < 2:
+            return
+        reports = [getattr(checks.get(id(s)), "resources", None) for s in a.settings]
+        try:
+            if self._setting_pruner is None:
+                self._setting_pruner = SettingPruner(self.target, self.arch)
+            found = self._setting_pruner([s.candidate for s in a.settings], reports)
+        except Exception as exc:  # noqa: BLE001 - pruning saves GPU time; without it all run
+            self.notes.append(f"the settings of {a.label} were not pruned: {exc}")
+            return
+        a.dropped += [f"{a.settings[i].setting.label}: not timed: {reason}"
+                      for i, reason in found.dropped]
+        a.settings = [a.settings[i] for i in found.kept]
+        if found.note:
+            self.notes.append(f"{a.label}: {found.note}")
+
     def _compile_tool(self, req: CompileRequest) -> str:
         refusals = check_candidate(req.code, self.kernel, self.file_includes)
         warn = ("\nIt would be refused by evaluate:\n" + "\n".join(f"  - {r}" for r in refusals)
@@ -330,6 +352,7 @@ class AgentLoop:
                     a.dropped = [f"{s.setting.label}: {compile_text(c.problems)}"
                                  for s, c in zip(a.settings, results) if c is not None and not c.ok]
                     a.settings = good
+                    self._prune(a, checks)
                     ready.append(a)
                     continue
                 first = next(c for c in results if c is not None)
@@ -404,7 +427,7 @@ class AgentLoop:
                 text += "\n" + tuned_text([(s.setting.label, res) for s, res in tried],
                                           best_s.setting.label if timed else None)
             if a.dropped:
-                text += "\nsettings that did not compile:\n" + "\n".join(
+                text += "\nsettings not measured:\n" + "\n".join(
                     f"  - {d}" for d in a.dropped)
             if timed and (self.best is None or best_r.speedup.value > self.best[1].speedup.value):
                 self.best = (f"{a.label} {best_s.setting.label}".strip(), best_r)
