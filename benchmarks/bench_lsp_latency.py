@@ -53,6 +53,9 @@ line. A wrong answer raises ``BenchmarkError``.
 The JSON result records the machine (CPU, cores, load average before and after, Python), the
 commit (and whether the tree was dirty), the date, the file's size and every sample in
 milliseconds with medians and 90th percentiles, and the issue's goal (50 ms per request).
+``--compare-gc`` measures the server a second time with CPython's default garbage-collector
+thresholds (the server's are ``cudalens.lsp.gc_tuning.THRESHOLDS``) and prints the ratios.
+
 ``tests/test_lsp_latency_bench.py`` runs a small version in CI (no time limits there).
 """
 
@@ -60,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -80,7 +84,10 @@ from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 from pygls.uris import from_fs_path  # noqa: E402
 
+from cudalens.lsp.gc_tuning import ENV as GC_ENV, THRESHOLDS  # noqa: E402
 from lsp_source_gen import GeneratedSource, generate  # noqa: E402
+
+CPYTHON_GC = "700,10,10"  # CPython's default garbage-collector thresholds
 
 GOAL_MS = 50.0  # issue 6: "the goal of 50 ms per request on this machine"
 WINDOW_LINES = 60  # an editor's visible range for inlay hints
@@ -335,6 +342,7 @@ class Run:
     seed: int = 0
     timeout_s: float = 300.0
     profile: Optional[str] = None  # run the server under cProfile, writing stats here
+    gc: Optional[str] = None  # the server's CUDALENS_LSP_GC (None: cudalens.lsp.gc_tuning's)
 
 
 async def measure(run: Run, workdir: Path) -> dict[str, Any]:
@@ -349,6 +357,9 @@ async def measure(run: Run, workdir: Path) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT),
                                          env.get("PYTHONPATH", "")])
+    env.pop(GC_ENV, None)
+    if run.gc:
+        env[GC_ENV] = run.gc
     command = list(SERVER_COMMAND)
     if run.profile:
         command[1:1] = ["-m", "cProfile", "-o", run.profile]
@@ -674,6 +685,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--profile-server", metavar="PATH",
                     help="run the server under cProfile and write its stats to PATH "
                          "(read them with python -m pstats PATH)")
+    ap.add_argument("--compare-gc", action="store_true",
+                    help="after the run, measure the server again with CPython's default "
+                         "garbage-collector thresholds (700,10,10) and print the ratios")
     ap.add_argument("--out", type=Path, help="JSON file to write (default: "
                     "benchmarks/results/lsp-latency-DATE-COMMIT.json)")
     args = ap.parse_args(argv)
@@ -688,6 +702,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                               "goal_ms": GOAL_MS, "run": run.__dict__}
     with tempfile.TemporaryDirectory(prefix="cudalens-bench-") as tmp:
         record["server"] = asyncio.run(measure(run, Path(tmp)))
+    record["server"]["gc_thresholds"] = list(THRESHOLDS)
+    if args.compare_gc:
+        default = dataclasses.replace(run, gc=CPYTHON_GC, profile=None)
+        with tempfile.TemporaryDirectory(prefix="cudalens-bench-") as tmp:
+            record["server_cpython_gc"] = asyncio.run(measure(default, Path(tmp)))
+        record["server_cpython_gc"]["gc_thresholds"] = [int(x) for x in CPYTHON_GC.split(",")]
     record["analysis_in_process"] = analysis_side_by_side(args.lines, args.analysis_edits)
     record["machine"]["load_average_after"] = list(os.getloadavg())
     record["lines"] = generate(args.lines).line_count
@@ -724,6 +744,15 @@ def report(record: dict[str, Any]) -> str:
                            ("valid_edit", "a valid edit, ptxas notes")):
             rows.append(f"publishDiagnostics, nvcc, {what}: {n[part]['median_ms']:.0f}/"
                         f"{n[part]['p90_ms']:.0f} ms (debounce {n['debounce_ms']} ms included)")
+    if "server_cpython_gc" in record:
+        c = record["server_cpython_gc"]
+        rows.append(f"after an edit, garbage-collector thresholds {tuple(s['gc_thresholds'])} "
+                    f"vs CPython's {tuple(c['gc_thresholds'])} (median/p90 ms; p90 ratio)")
+        for name in s["after_edit"]:
+            a, b = s["after_edit"][name], c["after_edit"][name]
+            rows.append(f"  {name:24} {a['median_ms']:6.1f}/{a['p90_ms']:6.1f} vs "
+                        f"{b['median_ms']:6.1f}/{b['p90_ms']:6.1f}: "
+                        f"{b['p90_ms'] / a['p90_ms']:.2f}x")
     rows.append("in process, after an edit (median ms): full parse vs incremental")
     for name, a in record["analysis_in_process"].items():
         rows.append(f"  {name:26} {a['full_parse']['median_ms']:7.1f} vs "

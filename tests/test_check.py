@@ -379,6 +379,22 @@ def test_compile_errors_on_known_lines():
 
 
 @needs_nvcc
+def test_a_failed_compile_leaves_nothing_in_tmpdir(monkeypatch, tmp_path):
+    # nvcc's front end writes NAME-xxxx..lgenfe.bc into TMPDIR and leaves it there when the
+    # compile fails; the language server compiles on every edit, so each would pile up.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    for text in ("__global__ void k(float* y) { y[0] = 1.0f }\n",  # missing ";"
+                 "__global__ void k(float* y) { y[0] = 1.0f; }\n"):
+        result = compile_check(str(tmp_path / "k.cu"), text)
+        assert result.ok is text.endswith("; }\n")
+    assert sorted(p.name for p in tmp.iterdir()) == []
+
+
+@needs_nvcc
 def test_warnings_unused_variable_and_hash_warning():
     path = str(DATA / "warning.cu")
     result = compile_check(path)

@@ -58,7 +58,14 @@ def lsp(stdio: bool, log_file: Optional[str], log_level: str,
         logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     from cudalens.lsp.server import build_server
 
+    from cudalens.lsp import gc_tuning
+
     factory = load_factory(runner_factory) if runner_factory else None
+    try:
+        chosen = gc_tuning.apply()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    logging.getLogger(__name__).info("garbage-collector thresholds %s", chosen)
     build_server(factory).start_io()
 
 

@@ -75,7 +75,9 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
         command = build_command(nvcc_path, source, os.path.join(workdir, "out.cubin"), keep_dir,
                                 arch=arch, options=options, include_dirs=include_dirs,
                                 lineinfo=lineinfo)
-        run = run_nvcc(command, timeout=timeout)
+        # nvcc's temporaries go to the private folder too: a failed compile leaves files
+        # (NAME-xxxx..lgenfe.bc) in TMPDIR, and the language server compiles on every edit.
+        run = run_nvcc(command, timeout=timeout, temp_dir=workdir)
 
         def resolve(reported: str) -> str:
             if reported == path or _same_file(reported, path) or _same_file(reported, source):

@@ -120,14 +120,19 @@ class NvccRun:
     duration: float  # wall-clock seconds
 
 
-def run_nvcc(command: list[str], *, timeout: float, cwd: str | None = None) -> NvccRun:
+def run_nvcc(command: list[str], *, timeout: float, cwd: str | None = None,
+             temp_dir: str | None = None) -> NvccRun:
     """Run ``command`` (no shell); raise NvccTimeout after ``timeout`` seconds and
-    NvccNotFound when the executable cannot be started.
+    NvccNotFound when the executable cannot be started. ``temp_dir``: nvcc's ``TMPDIR``
+    (its front end writes intermediate files there even with ``--keep-dir``, and leaves some
+    behind when the compile fails); default the caller's.
     """
     start = time.perf_counter()
+    env = None if temp_dir is None else {**os.environ, "TMPDIR": temp_dir}
     try:
         proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=timeout, cwd=cwd, check=False)
+                              stdin=subprocess.DEVNULL, timeout=timeout, cwd=cwd, check=False,
+                              env=env)
     except subprocess.TimeoutExpired as exc:
         raise NvccTimeout(f"nvcc did not finish within {timeout:g} s compiling "
                           f"{command[-1]} (command: {' '.join(command)})") from exc
