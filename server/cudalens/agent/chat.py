@@ -157,17 +157,33 @@ class ChatClient:
         """None when the server answers and serves the model, else the reason it cannot be used.
 
         Lists the server's models (one attempt, ``probe_timeout_s``). A server without a model
-        list (404) counts as reachable; a list that lacks the model does not.
+        list (404 with a JSON error body) counts as reachable; a 404 with a page that is not
+        JSON (a plain web server at that address), an answer that is not a model list, and a
+        list that lacks the model do not.
         """
         cfg = self.config
+        not_api = (f"{cfg.endpoint}: GET /models did not answer as an OpenAI-compatible API "
+                   f"would")
         try:
-            page = self._client.with_options(max_retries=0, timeout=cfg.probe_timeout_s) \
-                .models.list()
-        except openai.NotFoundError:
-            return None
+            raw = self._client.with_options(max_retries=0, timeout=cfg.probe_timeout_s) \
+                .models.with_raw_response.list()
+        except openai.NotFoundError as exc:
+            if isinstance(exc.body, (dict, list)):
+                return None
+            return (f"{not_api} (404 with a page that is not JSON: is the base URL right? It "
+                    f"usually ends in /v1)")
         except (openai.APIError, OSError) as exc:
             return str(_describe(exc, cfg.endpoint, cfg.probe_timeout_s, 0))
-        served = [m.id for m in getattr(page, "data", None) or [] if getattr(m, "id", None)]
+        try:
+            page = json.loads(raw.http_response.text)
+        except ValueError as exc:
+            kind = raw.headers.get("content-type", "no content type")
+            return f"{not_api} ({raw.status_code} with {kind}, not JSON: {_short(str(exc))})"
+        data = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(data, list):
+            return (f"{not_api} (expected a JSON object with a 'data' list of models, found "
+                    f"{_short(json.dumps(page))})")
+        served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
         if served and cfg.model not in served:
             shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
             return (f"{cfg.endpoint}: the server does not serve model {cfg.model!r} "
@@ -303,3 +319,9 @@ def _usage(raw: Any) -> Optional[Usage]:
     if raw is None or getattr(raw, "prompt_tokens", None) is None:
         return None
     return Usage(int(raw.prompt_tokens or 0), int(getattr(raw, "completion_tokens", 0) or 0))
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[:limit - 3] + "..."
