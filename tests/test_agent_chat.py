@@ -11,6 +11,7 @@ import pytest
 
 from cudalens.agent.chat import Cancelled, ChatClient, ChatError
 from cudalens.agent.config import AgentConfig
+from canned_http import Canned
 from fake_openai import MODEL, FakeOpenAI, Step, reply, tool_call
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -144,3 +145,20 @@ def test_the_key_comes_from_the_named_variable_and_stays_out_of_errors(monkeypat
     assert secret not in str(err.value)
     assert str(err.value).endswith("invalid api key; check the key in the environment variable "
                                    "named by api_key_env")
+
+
+@pytest.mark.parametrize("body,found", [
+    (b'{"foo": [1,2,', "JSONDecodeError: Expecting value: line 1 column 14 (char 13)"),
+    (b'{"choices": "nope"}', "AttributeError: 'str' object has no attribute 'message'"),
+    (b"<html>x</html>", "JSONDecodeError: Expecting value: line 1 column 1 (char 0)"),
+])
+def test_a_reply_that_is_not_a_chat_completion_is_a_chat_error(body, found):
+    with Canned(200, body, "application/json") as server:
+        client = ChatClient(AgentConfig(model="m", base_url=server.url, max_retries=0,
+                                        stream="off"))
+        with pytest.raises(ChatError) as e:
+            client.complete([{"role": "user", "content": "hi"}])
+        client.close()
+    assert e.value.kind == "reply"
+    assert str(e.value) == (f"m at {server.url}: the server's reply is not a chat completion "
+                            f"({found})")

@@ -12,6 +12,7 @@ from cudalens.agent.config_file import find_project_file, load_agent_config
 from cudalens.agent.ledger import Usage, cost_of
 from cudalens.cli_agent import choose_proposer, config_from_cli
 from cudalens.errors import CudalensError
+from canned_http import Canned
 from fake_openai import MODEL, FakeOpenAI
 
 
@@ -192,40 +193,6 @@ def test_a_server_without_a_model_list_counts_as_reachable():
         assert choose_proposer("auto", AgentConfig(model="m", base_url=fake.url)).kind == "llm"
 
 
-class _Canned:
-    """An HTTP server on 127.0.0.1 answering every GET with one status, content type and body."""
-
-    def __init__(self, status: int, body: bytes, content_type: str):
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        canned = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - the http.server hook's name
-                self.send_response(canned.status)
-                self.send_header("Content-Type", canned.content_type)
-                self.send_header("Content-Length", str(len(canned.body)))
-                self.end_headers()
-                self.wfile.write(canned.body)
-
-            def log_message(self, *args):
-                pass
-
-        self.status, self.body, self.content_type = status, body, content_type
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.parametrize("status,body,content_type,reason", [
     (200, b'{"foo": [1,2,', "application/json", "200 with application/json, not JSON: "),
     (200, b'{"choices": "nope", "data": 5}', "application/json",
@@ -237,7 +204,7 @@ class _Canned:
      "404 with a page that is not JSON: is the base URL right? It usually ends in /v1"),
 ])
 def test_a_server_that_is_not_an_openai_api_is_not_used(status, body, content_type, reason):
-    with _Canned(status, body, content_type) as server:
+    with Canned(status, body, content_type) as server:
         cfg = AgentConfig(model="m", base_url=server.url, probe_timeout_s=5)
         choice = choose_proposer("auto", cfg)
         assert choice.kind == "builtin"

@@ -224,6 +224,12 @@ class ChatClient:
             except openai.APIError as exc:
                 raise _describe(first or exc, self.config.endpoint, timeout,
                                 self.config.max_retries) from None
+            except (Cancelled, ChatError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a reply the client cannot read
+                raise ChatError(f"{self.config.endpoint}: the server's reply is not a chat "
+                                f"completion ({type(exc).__name__}: {_short(str(exc))})",
+                                "reply") from None
             self._settle(stream, offer, use_tools)
             return reply
         assert first is not None
