@@ -97,3 +97,16 @@ def test_names_in():
     assert names_in("min + 1") == {"min"}  # a size may be called min; only calls are functions
     with pytest.raises(ExprError, match="'//' is not allowed"):
         names_in("n // 2")
+
+
+def test_long_expressions_are_refused_before_they_overflow_the_stack():
+    # 1,000 terms used to raise RecursionError from Python's parser; 256 are fine
+    longest = "+".join(["1"] * 256)  # 511 characters
+    assert evaluate(longest, {}) == 256 and names_in(longest) == set()
+    nested = "-" * 255 + "1"  # 256 characters of unary minus: deep, but within the limit
+    assert evaluate(nested, {}) == -1
+    too_long = "+".join(["1"] * 1000)
+    with pytest.raises(ExprError, match=r"^expression too long: 1999 characters, at most 512 "
+                                        r"\('1\+1\+.*\.\.\.'\); name parts of it with 'size' "
+                                        r"lines$"):
+        names_in(too_long)

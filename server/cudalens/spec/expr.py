@@ -70,17 +70,30 @@ def _reject(what: str, text: str) -> ExprError:
     return ExprError(f"{what} is not allowed in '{text}' (allowed: {_ALLOWED})")
 
 
+# Longest expression accepted, in characters: far above any real size or launch expression,
+# and low enough that parsing, checking and evaluating (all recursive over the syntax tree)
+# stay within Python's recursion limit whatever the expression's shape.
+MAX_CHARS = 512
+
+
 @functools.lru_cache(maxsize=4096)
 def parse(text: str) -> ast.expr:
-    """Parse and check ``text``; returns the root node. Raises :class:`ExprError`."""
+    """Parse and check ``text``; returns the root node. Raises :class:`ExprError`, also for
+    an expression longer than ``MAX_CHARS`` characters."""
     source = text.strip()
     if not source:
         raise ExprError("expected an expression, found nothing")
+    if len(source) > MAX_CHARS:
+        raise ExprError(f"expression too long: {len(source)} characters, at most {MAX_CHARS} "
+                        f"('{source[:40]}...'); name parts of it with 'size' lines")
     try:
         tree = ast.parse(source, mode="eval")
+        _check(tree.body, source)
     except SyntaxError as e:
         raise ExprError(f"invalid expression '{source}': {e.msg}") from None
-    _check(tree.body, source)
+    except (RecursionError, MemoryError):
+        raise ExprError(f"expression nested too deeply: '{source[:40]}...'; name parts of it "
+                        f"with 'size' lines") from None
     return tree.body
 
 
