@@ -98,6 +98,31 @@ def test_url_and_token_from_the_environment(live_runner, monkeypatch):
         RunnerClient()
 
 
+@no_gpu_here
+def test_live_runner_without_gpu_says_so_on_stderr_and_keeps_serving(live_runner):
+    import select
+
+    url, proc = live_runner
+    wait_listening(url)
+    # os.read on the descriptor: a buffered readline could hold the next line where select
+    # cannot see it
+    text = ""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ("warning" in text and text.endswith("\n")):
+        if select.select([proc.stderr], [], [], 0.5)[0]:
+            text += os.read(proc.stderr.fileno(), 65536).decode("utf-8", "replace")
+    lines = text.splitlines()
+    port = int(url.rsplit(":", 1)[1])
+    assert lines and lines[0] == \
+        f"cudalens runner listening on http://127.0.0.1:{port} (token required)", lines
+    warning = next(l for l in lines if "warning" in l)
+    assert warning.startswith("cudalens runner: warning: no GPU can be used (unavailable): ")
+    assert "cudalens runs kernels on an NVIDIA GPU" in warning
+    assert warning.endswith("Requests that need a GPU are answered 503; /v1/health says the "
+                            "same.")
+    assert proc.poll() is None  # still serving
+
+
 def test_wrong_token_is_unavailable_saying_so(live_runner):
     url, _ = live_runner
     wait_listening(url)

@@ -66,14 +66,17 @@ def serve(config: ServeConfig) -> None:
 
     sock = bind(config.host, config.port)
     port = sock.getsockname()[1]
-    app = create_app(GpuPool(config.pool), token=config.token,
-                     max_body_bytes=config.max_body_bytes)
+    pool = GpuPool(config.pool)
+    app = create_app(pool, token=config.token, max_body_bytes=config.max_body_bytes)
     server = uvicorn.Server(uvicorn.Config(app, log_level=config.log_level,
                                            access_log=config.log_level == "debug"))
-    print(f"cudalens runner listening on http://{config.host}:{port}"
+    shown = f"[{config.host}]" if ":" in config.host else config.host  # an IPv6 address
+    print(f"cudalens runner listening on http://{shown}:{port}"
           f"{' (token required)' if config.token else ''}", file=sys.stderr, flush=True)
     if config.port_file:
         _write_port(config.port_file, port)
+    threading.Thread(target=_say_devices, args=(pool, config.pool.limits.startup_s + 5.0),
+                     name="cudalens-device-report", daemon=True).start()
     if config.exit_with_parent:
         def watch() -> None:
             try:
@@ -85,3 +88,22 @@ def serve(config: ServeConfig) -> None:
 
         threading.Thread(target=watch, name="cudalens-parent-watch", daemon=True).start()
     server.run(sockets=[sock])
+
+
+def _say_devices(pool, wait_s: float) -> None:
+    """Once the workers have started (at most ``wait_s``), one line on stderr: the GPUs that
+    serve, or a warning that none can, with the reason (the service keeps running: its
+    ``/v1/health`` says the same, and requests that need a GPU are answered 503)."""
+    status = pool.wait_ready(wait_s)
+    if status == "ready":
+        names = [f"{i}: {slot.supervisor.info.name}" for i, slot in sorted(pool.slots.items())
+                 if slot.supervisor.info is not None]
+        print(f"cudalens runner: serving {len(names)} GPU(s) ({'; '.join(names)})",
+              file=sys.stderr, flush=True)
+    elif status == "starting":
+        print(f"cudalens runner: warning: the GPU workers have not started after {wait_s:g} s",
+              file=sys.stderr, flush=True)
+    else:
+        print(f"cudalens runner: warning: no GPU can be used ({status}): {pool.message} "
+              f"Requests that need a GPU are answered 503; /v1/health says the same.",
+              file=sys.stderr, flush=True)
