@@ -86,6 +86,36 @@ def test_spec_drafts_one_from_the_kernel_when_none_is_written(tmp_path):
     assert "grid = ceil_div(n, block.x)" in out
 
 
+def test_spec_warns_where_the_file_stops_parsing(tmp_path):
+    src = tmp_path / "syn.cu"
+    src.write_text("__global__ void k(float* y, int n)\n{\n    int i = threadIdx.x\n"
+                   "    if (i < n) y[i] = 1.0f;\n}\n")
+    proc = cudalens("spec", str(src))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# draft inferred from")
+    # the missing ";" after "threadIdx.x" (line 3, column 24)
+    assert proc.stderr.strip() == (
+        f"warning: {src}:3:24: the file does not parse as C++ from here; a draft inferred "
+        f"from it may be wrong (cudalens check {src} shows the compiler's errors)")
+
+
+def test_a_kernel_made_by_a_macro_is_named_as_such(tmp_path):
+    src = tmp_path / "mac.cu"
+    src.write_text("#define MAKE_NEG(name) __global__ void name(float* y, int n) "
+                   "{ int i = threadIdx.x; if (i < n) y[i] = -y[i]; }\nMAKE_NEG(neg_k)\n"
+                   "__global__ void plain(float* y, int n) { y[0] = 0.0f; }\n")
+    proc = cudalens("spec", str(src), "--kernel", "neg_k")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"error: {src}: no __global__ kernel named 'neg_k' (found: plain); 'neg_k' appears in "
+        f"the file but not as a kernel definition: a kernel declared through a macro is not "
+        f"seen by cudalens spec and optimize (write its definition out), though cudalens "
+        f"check, which compiles the file, lists it")
+    empty = cudalens("spec", str(src), "--kernel", "")
+    assert (empty.returncode, empty.stderr.strip()) == \
+        (2, f"error: {src}: no __global__ kernel named '' (found: plain)")
+
+
 def test_bad_spec_names_file_and_line(tmp_path):
     shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
     (tmp_path / "saxpy.cu.spec").write_text("kernel saxpy\nsize n = 1024\nin x float[n]\n")
@@ -162,8 +192,14 @@ def test_optimize_refuses_a_negative_budget_before_doing_anything():
 def test_optimize_checks_the_json_path_before_running(tmp_path):
     proc = cudalens("optimize", "examples/saxpy.cu", "--json", "/proc/no/such/dir/r.json")
     assert proc.returncode == 2
-    assert "--json /proc/no/such/dir/r.json: cannot write there" in proc.stderr
+    assert "--json /proc/no/such/dir/r.json: cannot write there (cannot create folders in " \
+        "/proc (" in proc.stderr
     assert "Traceback" not in proc.stderr
+    # a file where a folder should be
+    (tmp_path / "file").write_text("x")
+    proc = cudalens("optimize", "examples/saxpy.cu", "--json", str(tmp_path / "file" / "r.json"))
+    assert proc.returncode == 2
+    assert f"cannot write there ({tmp_path / 'file'} is not a directory)" in proc.stderr
 
 
 def test_a_json_path_is_not_created_when_the_run_fails(tmp_path):
@@ -172,7 +208,7 @@ def test_a_json_path_is_not_created_when_the_run_fails(tmp_path):
                     "--kernel", "no_such_kernel")
     assert proc.returncode == 2
     assert not out.exists()
-    assert list(out.parent.iterdir()) == []  # the writability probe left nothing behind
+    assert list(tmp_path.iterdir()) == []  # the writability probe left nothing behind
 
 
 @pytest.mark.parametrize("value, why", [("nan", "expected a number of seconds, found nan"),

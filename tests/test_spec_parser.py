@@ -362,8 +362,15 @@ def test_load_spec_for_unreadable_file(tmp_path):
     (tmp_path / "k.cu.spec").write_bytes(b"kernel k\n\xff\xfe\n")
     with pytest.raises(SpecError) as info:
         load_spec_for(cu, "k")
-    assert info.value.line == 0
-    assert info.value.message.startswith("cannot read the spec file: 'utf-8' codec can't decode")
+    assert info.value.line == 2
+    assert info.value.message == ("cannot read the spec file: expected UTF-8 text, found byte "
+                                  "0xff at column 1; save the file as UTF-8")
+    (tmp_path / "k.cu.spec").unlink()
+    (tmp_path / "k.cu.spec").mkdir()
+    with pytest.raises(SpecError) as info:
+        load_spec_for(cu, "k")
+    assert (info.value.line, info.value.message) == (
+        0, "cannot read the spec file: expected a text file, found a directory or special file")
 
 
 def test_spec_error_survives_pickling():

@@ -32,18 +32,31 @@ def _finite(param, value):
 
 
 def _unwritable(path: Path) -> str:
-    """Why ``path`` cannot be written, or "" when it can: its folder is made if missing and a
-    temporary file is created in it and removed again; ``path`` itself is not created."""
+    """Why ``path`` cannot be written, or "" when it can. Nothing is left behind: where its
+    folder exists, a temporary file is made in it and removed again; where it does not, a
+    temporary folder is made and removed in the nearest existing folder above (the missing
+    folders are made only when the results are written)."""
     if path.is_dir():
         return "it is a directory"
     if path.exists() and not os.access(path, os.W_OK):
         return "permission denied"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".cudalens-probe-"):
-            pass
+    folder = path.absolute().parent
+    if folder.is_dir():
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".cudalens-probe-"):
+                pass
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        return ""
+    above = folder
+    while not above.exists():
+        above = above.parent
+    if not above.is_dir():
+        return f"{above} is not a directory"
+    try:  # a folder made and removed again: whether the missing folders can be made there
+        os.rmdir(tempfile.mkdtemp(dir=above, prefix=".cudalens-probe-"))
     except OSError as exc:
-        return exc.strerror or str(exc)
+        return f"cannot create folders in {above} ({exc.strerror or exc})"
     return ""
 
 
@@ -167,10 +180,17 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
     err = Console(stderr=True)
     try:
         _, source = read_source(file)
-        kernels = [select_kernel(source, kernel_name)] if kernel_name else list(source.kernels)
+        kernels = [select_kernel(source, kernel_name)] if kernel_name is not None \
+            else list(source.kernels)
         check_spec_sections(file, source)
     except CudalensError as exc:
         _fail(err, str(exc))
+    if source.error_ranges:
+        first = source.error_ranges[0].start
+        err.print(escape(f"warning: {file}:{first.line + 1}:{first.column + 1}: the file does "
+                         f"not parse as C++ from here; a draft inferred from it may be wrong "
+                         f"(cudalens check {file} shows the compiler's errors)"),
+                  highlight=False, soft_wrap=True)
     texts: list[str] = []
     failures: list[str] = []
     for kernel in kernels:

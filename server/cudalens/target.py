@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -13,6 +15,7 @@ from cudalens.spec import parser as spec_parser
 from cudalens.spec.errors import SpecError
 from cudalens.spec.infer import infer_spec
 from cudalens.spec.model import KernelSpec
+from cudalens.textfile import TextFileError, read_text_file
 
 
 @dataclass(frozen=True)
@@ -45,19 +48,10 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
         raise CudalensError(f"{path}: expected a CUDA source file, found a directory or "
                             f"special file")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CudalensError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise CudalensError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise CudalensError(f"{path}:{line}: expected UTF-8 text, found byte "
-                            f"0x{data[exc.start]:02x} at column {column}; save the file as UTF-8"
-                            ) from None
+        text = read_text_file(path)
+    except TextFileError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise CudalensError(f"{where}: {exc}") from None
     source = parse_source(text, str(path))
     if not source.kernels:
         raise CudalensError(f"{path}: expected at least one __global__ kernel, found none")
@@ -79,7 +73,14 @@ def select_kernel(source: SourceFile, name: Optional[str]) -> Kernel:
         return source.kernels[0]
     same = [k for k in source.kernels if name in (k.name, k.qualified_name)]
     if not same:
-        raise CudalensError(f"{source.path}: no __global__ kernel named {name!r} (found: {names})")
+        hint = ""
+        if name and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", source.text):
+            hint = (f"; {name!r} appears in the file but not as a kernel definition: a kernel "
+                    f"declared through a macro is not seen by cudalens spec and optimize (write "
+                    f"its definition out), though cudalens check, which compiles the file, "
+                    f"lists it")
+        raise CudalensError(f"{source.path}: no __global__ kernel named {name!r} (found: "
+                            f"{names}){hint}")
     if len({k.qualified_name for k in same}) < len(same):
         lines = ", ".join(str(k.name_range.start.line + 1) for k in same)
         raise CudalensError(f"{source.path}: {len(same)} overloaded kernels are named {name!r} "
@@ -105,8 +106,8 @@ def check_spec_sections(path: Path, source: SourceFile) -> None:
     if not spec_file.is_file():
         return
     try:
-        specs = spec_parser.parse_spec(spec_file.read_text(encoding="utf-8"), str(spec_file))
-    except (SpecError, OSError, UnicodeDecodeError):
+        specs = spec_parser.parse_spec(read_text_file(spec_file), str(spec_file))
+    except (SpecError, TextFileError):
         return  # reported when the kernel's own spec is loaded
     known = {k.name for k in source.kernels} | {k.qualified_name for k in source.kernels}
     for name, spec in specs.items():

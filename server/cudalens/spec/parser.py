@@ -37,6 +37,7 @@ from cudalens.spec.model import (BufferDecl, CheckDecl, KernelSpec, LaunchDecl, 
                                  SizeDecl)
 from cudalens.spec.resolve import check_values
 from cudalens.spec.validate import validate
+from cudalens.textfile import TextFileError, read_text_file
 
 __all__ = ["parse_spec", "load_spec_for", "validate", "spec_path_for"]
 
@@ -92,9 +93,9 @@ def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
     if not path.exists():
         return None
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(path), 0, f"cannot read the spec file: {exc}") from None
+        text = read_text_file(path)
+    except TextFileError as exc:
+        raise SpecError(str(path), exc.line, f"cannot read the spec file: {exc}") from None
     specs = parse_spec(text, str(path))
     if isinstance(kernel, Kernel):
         names = [kernel.qualified_name, kernel.name]
