@@ -180,6 +180,9 @@ class Diagnostics:
         self._checks: dict[str, CheckResult] = {}
         self._pending: dict[str, asyncio.Task] = {}
         self._nvcc_problem_shown = False
+        # uri -> the last (version, diagnostics) sent, so that an unchanged set is not sent
+        # again (analysis, results and checks each ask for a publish)
+        self._sent: dict[str, tuple[Optional[int], list[types.Diagnostic]]] = {}
 
     def schedule(self, uri: str, delay_ms: Optional[int] = None) -> None:
         """(Re)starts the quiet period before ``uri`` is compiled; publishes results now."""
@@ -200,6 +203,7 @@ class Diagnostics:
             task.cancel()
         self._compiled.pop(uri, None)
         self._checks.pop(uri, None)
+        self._sent.pop(uri, None)
         self.session.server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -243,8 +247,12 @@ class Diagnostics:
         diags = list(compiled[1]) if compiled else []
         diags += spec_diagnostics(snapshot)
         diags += result_diagnostics(snapshot, self.session.statuses(snapshot))
+        version = publish_version(compiled, snapshot.version)
+        if self._sent.get(uri) == (version, diags):
+            return
+        self._sent[uri] = (version, diags)
         self.session.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=diags, version=publish_version(compiled, snapshot.version)))
+            uri=uri, diagnostics=diags, version=version))
 
     def last_check(self, uri: str) -> Optional[CheckResult]:
         """The last finished compile check of ``uri`` (for hover), if any."""
