@@ -13,7 +13,7 @@ from cudalens.check.report import KernelResources
 from cudalens.optimizer.candidate import Candidate
 from cudalens.optimizer.occupancy import LIMITS, occupancy
 from cudalens.optimizer.passes import launch_bounds
-from cudalens.optimizer.prune import CompilePruner
+from cudalens.optimizer.prune import BaselineDoesNotCompile, CompilePruner
 
 from nvcc_util import needs_nvcc
 from optimizer_fixtures import context_with_spec
@@ -125,7 +125,8 @@ def test_every_rule_with_its_reason():
 
 def test_baseline_that_does_not_compile_is_an_error():
     pruner = CompilePruner(_ctx(), compile=lambda s, o: (None, "boom (line 1)"))
-    with pytest.raises(ValueError, match="the baseline kernel heavy does not compile: boom"):
+    with pytest.raises(BaselineDoesNotCompile,
+                       match="the original kernel heavy does not compile here: boom"):
         pruner([])
 
 

@@ -60,6 +60,14 @@ def _unwritable(path: Path) -> str:
     return ""
 
 
+def same_line_endings(text: str, like: str) -> str:
+    """``text`` with CRLF line endings where ``like`` (the file as read) uses them, so that an
+    applied rewrite does not mix the generated lines' LF with the file's CRLF."""
+    if "\r\n" not in like:
+        return text
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
 def _fail(console: Console, message: str, code: int = EXIT_INPUT) -> None:
     console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
@@ -95,7 +103,7 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
                                     run_llm_proposer, summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
-    from cudalens.runner_client import RunnerClient, RunnerUnavailable
+    from cudalens.runner_client import RunnerClient
     from cudalens.target import load_target
 
     console = Console(stderr=False)
@@ -121,7 +129,7 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     try:
         with err.status("starting the GPU runner"):
             client = RunnerClient()
-    except RunnerUnavailable as exc:
+    except CudalensError as exc:  # RunnerUnavailable, or RunnerError: answers it cannot read
         where = ("without a GPU" if not os.environ.get("CUDALENS_RUNNER_URL")
                  else "with the configured runner (CUDALENS_RUNNER_URL)")
         _fail(err, f"cannot optimize {where}: {exc}", EXIT_NO_GPU)
@@ -146,11 +154,23 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     except KeyboardInterrupt:
         _fail(err, f"interrupted (Ctrl-C): the measurement was stopped and its results "
                    f"dropped; {file} is unchanged", EXIT_INTERRUPTED)
+    # An LLM session stopped by Ctrl-C or by a failing server still has real measurements to
+    # show, but the user did not get the run asked for: nothing is applied, the exit status
+    # says so.
+    stopped = agent_result.stop_reason if agent_result is not None else ""
+    interrupted = stopped == "cancelled"
+    failed = stopped.startswith(("the runner failed", "the model server failed"))
     applied = False
-    if apply_ and result.winner is not None and result.winner.candidate.source != target.text:
-        if file.read_text(encoding="utf-8") != target.text:
+    if apply_ and not (interrupted or failed) and result.winner is not None and \
+            result.winner.candidate.source != target.text:
+        try:
+            now = file.read_bytes().decode("utf-8")  # line endings kept, as target.text has them
+        except (OSError, UnicodeDecodeError):
+            now = None
+        if now != target.text:
             _fail(err, f"{file} changed while cudalens was measuring; not applied, run again")
-        file.write_text(result.winner.candidate.source, encoding="utf-8")
+        file.write_bytes(same_line_endings(result.winner.candidate.source,
+                                           target.text).encode("utf-8"))
         applied = True
     print_result(console, result, applied)
     if agent_result is not None:
@@ -162,6 +182,12 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
             record["agent"] = agent_record(agent_result)
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    unchanged = f"{file} is unchanged" if apply_ else "nothing was applied"
+    if interrupted:
+        _fail(err, f"interrupted (Ctrl-C): the LLM rounds were stopped; the table shows what "
+                   f"was measured before; {unchanged}", EXIT_INTERRUPTED)
+    if failed:
+        _fail(err, f"the LLM proposer stopped early: {stopped}; {unchanged}")
 
 
 @main.command()

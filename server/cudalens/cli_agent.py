@@ -10,6 +10,7 @@ when one is configured and its server answers, else the built-in search, and
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -140,7 +141,9 @@ def sigint_cancels(cancel: threading.Event,
         if cancel.is_set():
             raise KeyboardInterrupt
         cancel.set()
-        say("cancelling: finishing the current step (Ctrl-C again to stop at once)")
+        text = "cancelling: finishing the current step (Ctrl-C again to stop at once)"
+        say(text)
+        print(f"cudalens: {text}", file=sys.stderr, flush=True)  # also when not on a terminal
 
     previous = signal.signal(signal.SIGINT, handler)
     try:

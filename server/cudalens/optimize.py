@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.errors import CudalensError
+from cudalens.optimizer.prune import BaselineDoesNotCompile
 from cudalens.optimizer.candidate import Candidate
 from cudalens.optimizer.context import make_context
 from cudalens.optimizer.batched import Budget, Scored, SearchRun, search
@@ -110,7 +111,8 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     candidates are proposed in the same batches.
 
     Raises:
-        CudalensError: the spec cannot be resolved, or the baseline itself fails to compile or run.
+        CudalensError: the spec cannot be resolved, or the baseline itself fails to compile
+            (here, with nvcc, or on the runner) or run.
         ValueError: a negative budget, a batch below 1, or ``seconds`` not positive.
     """
     say = progress or (lambda _msg: None)
@@ -126,8 +128,11 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
     flow = _Batches(target, client, problem, baseline, device, repetitions, say)
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
-    run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
-                 arch=arch, prune=prune)
+    try:
+        run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
+                     arch=arch, prune=prune)
+    except BaselineDoesNotCompile as exc:
+        raise CudalensError(str(exc)) from None
     if not flow.evaluations:  # nothing was left to time: the baseline alone
         flow.evaluate([])
     evaluation, rows, winner = flow.final(run, confirm)

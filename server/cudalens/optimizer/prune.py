@@ -33,6 +33,11 @@ from cudalens.spec.resolve import resolve_launch, sizes_for
 
 MIN_OCCUPANCY = 0.25
 
+
+class BaselineDoesNotCompile(ValueError):
+    """The original kernel itself does not compile here, so there is nothing to compare
+    candidates with; the message gives nvcc's first error."""
+
 # (source, nvcc options) -> (the kernel's resources, None) or (None, the error)
 CompileFn = Callable[[str, tuple[str, ...]], tuple[Optional[KernelResources], Optional[str]]]
 
@@ -101,8 +106,8 @@ class CompilePruner:
     processes run at once; ``limits`` default to ``arch``'s row of the occupancy table. Results are cached by (source, options), so a candidate that
     differs from another only in its launch configuration compiles once.
 
-    Raises (from ``baseline`` and calls): ``ValueError`` when the baseline itself does not
-    compile or ``arch`` has no occupancy table.
+    Raises (from ``baseline`` and calls): ``BaselineDoesNotCompile`` (a ``ValueError``) when
+    the baseline itself does not compile; ``ValueError`` when ``arch`` has no occupancy table.
     """
 
     def __init__(self, ctx: PassContext, *, arch: str = "sm_90",
@@ -143,8 +148,9 @@ class CompilePruner:
         if self._baseline is None:
             k, error = self._compiled(self.ctx.text, ())
             if k is None:
-                raise ValueError(f"{self.ctx.path}: the baseline kernel {self.ctx.kernel.name} "
-                                 f"does not compile: {error}")
+                raise BaselineDoesNotCompile(
+                    f"{self.ctx.path}: the original kernel {self.ctx.kernel.name} does not "
+                    f"compile here: {error} (see: cudalens check {self.ctx.path})")
             self._baseline = self._resources(k, self.ctx.launch)
         return self._baseline
 
