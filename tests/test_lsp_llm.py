@@ -380,3 +380,15 @@ def test_scripted_verdicts_are_labelled_and_scale_the_recorded_baseline(tmp_path
         == (round(100 / 1.9, 6), 1900.0, 1.87)
     V.source = "no marker"
     assert scripted.find(V()) is None
+
+
+@pytest.mark.asyncio
+async def test_the_action_title_names_the_model_set_in_the_editor(tmp_path):
+    # the model and server from the editor's settings only (no cudalens.toml): the title must
+    # not say that no model is configured
+    path = copy_example(tmp_path, "saxpy.cu")
+    url = "http://127.0.0.1:9/v1"
+    async with editor(tmp_path, settings=llm_settings(url), env=server_env(tmp_path)) as client:
+        uri = client.open(path)
+        action = await action_titled(client, uri, f"Optimize kernel saxpy (LLM {MODEL} at {url})")
+    assert action.command.command == "cudalens.optimize"

@@ -177,6 +177,9 @@ class Jobs:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-optimize")
         self._clients: dict[tuple[str, str], Any] = {}
         self._client_lock = threading.Lock()
+        # clients dropped by a settings change while a job used them: closed when it ends
+        self._retired: list[Any] = []
+        self._closed = False
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -252,7 +255,9 @@ class Jobs:
             except JobCancelled:
                 pass
             except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the server
-                if job.state == "running":
+                if self._closed:
+                    log.info("optimizing %s ended with the server: %s", job.kernel, exc)
+                elif job.state == "running":
                     job.state = "failed"
                     job.message = _failure(exc)
                     log.warning("optimizing %s failed: %s", job.kernel, job.message,
@@ -263,7 +268,9 @@ class Jobs:
                                               f"{job.message}", types.MessageType.Error)
                     self.session.progress_end(job.token, f"{job.kernel}: failed")
             else:
-                if job.state == "running":  # not cancelled while the thread finished
+                if self._closed:  # the server shut down while the thread finished
+                    pass
+                elif job.state == "running":  # not cancelled while the thread finished
                     job.state = "done"
                     record, agent = record if isinstance(record, tuple) else (record, None)
                     self.session.record_run(record, job)
@@ -274,6 +281,9 @@ class Jobs:
                     self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
             finally:
                 self.running = None
+                self._close_retired()
+                if self._closed:
+                    return
                 self.session.kernel_state_changed(job.uri)
                 if job.state == "cancelled":
                     log.info("optimizing %s was cancelled", job.kernel)
@@ -286,9 +296,23 @@ class Jobs:
             return self._clients[ident]
 
     def forget_clients(self) -> None:
-        """Closes and drops cached runner connections (the runner settings changed)."""
+        """Drops cached runner connections (the runner settings changed): the next job makes
+        a new one. A connection the running job uses is closed when that job ends, so the
+        job finishes against the runner it started with."""
         with self._client_lock:
             clients, self._clients = list(self._clients.values()), {}
+            if self.running is not None and not self._closed:
+                self._retired.extend(clients)
+                return
+        self._close(clients)
+
+    def _close_retired(self) -> None:
+        with self._client_lock:
+            retired, self._retired = self._retired, []
+        self._close(retired)
+
+    @staticmethod
+    def _close(clients: list[Any]) -> None:
         for client in clients:
             close = getattr(client, "close", None)
             if callable(close):
@@ -368,13 +392,26 @@ class Jobs:
                            repetitions=job.settings.repetitions)
         log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
                  result.stop_reason, result.requests, result.usage.total_tokens)
+        if result.stop_reason.startswith(("the runner failed", "the model server failed")):
+            # not the run that was asked for: nothing is kept, so the kernel does not look
+            # measured (as with the CLI, which applies nothing and exits 2)
+            raise CudalensError(f"the LLM session stopped early: {result.stop_reason}")
         return result
 
     def shutdown(self) -> None:
+        """Cancels every job and ends its progress (the client sees no half-finished work);
+        a job's thread that is still running has its results dropped when it returns."""
+        self._closed = True
         for job in list(self.queue) + ([self.running] if self.running else []):
             job.cancel.set()
+            if job.state in ("queued", "running"):
+                job.state = "cancelled"
+                self.session.progress_end(job.token, f"{job.kernel}: cancelled, the server is "
+                                                     f"shutting down")
+        self.queue.clear()
         self._executor.shutdown(wait=False, cancel_futures=True)
         self.forget_clients()
+        self._close_retired()
 
 
 def take_profile(job: Job, client, result,

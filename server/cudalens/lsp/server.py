@@ -134,7 +134,7 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         if snap is None:
             return []
         return code_actions.code_actions(snap, s.statuses(snap), params.range, s.jobs_of(snap.uri),
-                                         s.settings.proposer, s.spec_file)
+                                         s.settings, s.spec_file)
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def hints(ls: CudalensServer, params: types.InlayHintParams) -> list[types.InlayHint]:
