@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from pytest_lsp import client_capabilities
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 sys.path.insert(0, str(Path(__file__).absolute().parent))
@@ -41,10 +42,7 @@ async def _start(workspace: Path, settings: dict, log: Path):
     await client.start_io(*LIVE_COMMAND, "--log-file", str(log), env=server_env(),
                           cwd=str(workspace))
     await client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(
-            window=types.WindowClientCapabilities(work_done_progress=True),
-            workspace=types.WorkspaceClientCapabilities(configuration=True)),
-        root_uri=uri(workspace),
+        capabilities=client_capabilities("visual-studio-code"), root_uri=uri(workspace),
         workspace_folders=[types.WorkspaceFolder(uri=uri(workspace), name=workspace.name)]))
     return client
 
@@ -111,3 +109,39 @@ async def test_shutdown_during_a_job_ends_its_progress_and_keeps_nothing(tmp_pat
         await client.shutdown_session()
         await client.stop()
     assert [lens.command.command for lens in lenses if lens.command] == ["cudalens.optimize"]
+
+
+async def test_apply_to_a_crlf_document_keeps_crlf(tmp_path):
+    from fake_openai import MODEL, FakeOpenAI, reply
+
+    work = tmp_path / "work"
+    path = copy_example(work, "saxpy.cu")
+    original = path.read_text().replace("\n", "\r\n")
+    path.write_bytes(original.encode())
+    (work / "cudalens.toml").write_text("[agent]\nsteps_per_round = 1\ntools = \"off\"\n"
+                                        "max_retries = 0\nconfirm_top = 0\n")
+    good = ("__global__ void saxpy(int n, float a, const float* x, float* y)\n{\n"
+            "    // one fused multiply-add per element\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) y[i] = fmaf(a, x[i], y[i]);\n}")
+    with fake_runner_process(tmp_path, TOKEN) as url, \
+            FakeOpenAI([reply(f"```cuda\n{good}\n```")]) as fake:
+        settings = {**_settings(url), "proposer": "llm",
+                    "llm": {"baseUrl": fake.url, "model": MODEL, "rounds": 1,
+                            "candidatesPerRound": 1}}
+        client = await _start(work, settings, tmp_path / "server.log")
+        try:
+            doc = client.open(path, text=original)
+            found = action(await client.code_actions(doc, 4), "cudalens.optimize")
+            started = await client.run(found.command)
+            await client.wait_for(lambda: ended(client, started["token"]), timeout=60,
+                                  what="the optimization")
+            actions = await client.code_actions(doc, 4)
+            answer = await client.run(action(actions, "cudalens.apply").command)
+            text = client.text(doc)
+        finally:
+            await client.shutdown_session()
+            await client.stop()
+    assert answer["ok"] and answer["applied"], answer
+    assert "    // one fused multiply-add per element\r\n" in text
+    assert text.count("\n") == text.count("\r\n") > 10, repr(text[:300])

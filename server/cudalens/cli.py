@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from cudalens.cli_agent import agent_options
 from cudalens.errors import CudalensError
+from cudalens.textfile import same_line_endings
 
 # Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
 # input errors, 3 no GPU runner available.
@@ -58,14 +59,6 @@ def _unwritable(path: Path) -> str:
     except OSError as exc:
         return f"cannot create folders in {above} ({exc.strerror or exc})"
     return ""
-
-
-def same_line_endings(text: str, like: str) -> str:
-    """``text`` with CRLF line endings where ``like`` (the file as read) uses them, so that an
-    applied rewrite does not mix the generated lines' LF with the file's CRLF."""
-    if "\r\n" not in like:
-        return text
-    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 def _fail(console: Console, message: str, code: int = EXIT_INPUT) -> None:

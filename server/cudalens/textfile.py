@@ -1,5 +1,6 @@
 """Reading a user's text file (a ``.cu`` source, a ``.spec`` file) as UTF-8, with errors that
-say where the problem is rather than Python's own wording."""
+say where the problem is rather than Python's own wording; and keeping its line endings when
+a rewrite is written back."""
 
 from __future__ import annotations
 
@@ -38,3 +39,11 @@ def read_text_file(path: Path) -> str:
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise TextFileError(line, f"expected UTF-8 text, found byte 0x{data[exc.start]:02x} at "
                                   f"column {column}; save the file as UTF-8") from None
+
+
+def same_line_endings(text: str, like: str) -> str:
+    """``text`` with CRLF line endings where ``like`` (the file as read) uses them, so that an
+    applied rewrite does not mix the generated lines' LF with the file's CRLF."""
+    if "\r\n" not in like:
+        return text
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")

@@ -37,6 +37,7 @@ from cudalens.source.parser import parse_source
 from cudalens.spec.model import KernelSpec, LaunchDecl
 from cudalens.spec.writer import format_spec
 from cudalens.store.keys import kernel_context, sha256_text, source_materials
+from cudalens.textfile import same_line_endings
 from cudalens.store.records import CandidateRecord, LaunchRecord, RunRecord
 from cudalens.lsp.documents import RUNNER_FLAGS
 
@@ -162,7 +163,7 @@ def plan_apply(snapshot: DocumentSnapshot, status: KernelStatus, candidate_id: s
     if not cand.verified:
         raise Refused(f"candidate {cand.label!r} of {name} did not pass verification "
                       f"({cand.result.verdict.status}): it is never applied")
-    new_text = candidate_text(snapshot, status.view, run, cand)
+    new_text = same_line_endings(candidate_text(snapshot, status.view, run, cand), snapshot.text)
     changes: list = [types.TextDocumentEdit(
         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=snapshot.uri,
                                                                     version=snapshot.version),
