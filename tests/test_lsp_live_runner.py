@@ -145,3 +145,24 @@ async def test_apply_to_a_crlf_document_keeps_crlf(tmp_path):
     assert answer["ok"] and answer["applied"], answer
     assert "    // one fused multiply-add per element\r\n" in text
     assert text.count("\n") == text.count("\r\n") > 10, repr(text[:300])
+
+
+async def test_when_no_candidate_passes_verification_the_end_says_so(tmp_path):
+    work = tmp_path / "work"
+    path = copy_example(work, "saxpy.cu")
+    path.write_text("// @mismatch (every candidate, the whole file, fails verification)\n"
+                    + path.read_text())
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        settings = {**_settings(url), "budget": {"candidates": 2, "repetitions": 5}}
+        client = await _start(work, settings, tmp_path / "server.log")
+        try:
+            doc = client.open(path)
+            found = action(await client.code_actions(doc, 4), "cudalens.optimize")
+            started = await client.run(found.command)
+            end = await client.wait_for(lambda: ended(client, started["token"]), timeout=60,
+                                        what="the optimization")
+        finally:
+            await client.shutdown_session()
+            await client.stop()
+    assert end[0].message == ("saxpy: none of the 2 candidates passed verification "
+                              "(built-in passes)")

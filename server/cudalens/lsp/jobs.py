@@ -161,6 +161,8 @@ def outcome(record: RunRecord) -> str:
     if offers:
         return (f"best {offers[0].result.speedup.value:.2f}x (verified), {verified}/{n} "
                 f"candidates verified")
+    if n and not verified:
+        return f"none of the {n} candidates passed verification"
     return f"no candidate faster beyond noise; {verified}/{n} candidates verified"
 
 
