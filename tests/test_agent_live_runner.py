@@ -89,6 +89,17 @@ def test_llm_rounds_through_a_live_runner_process(tmp_path, live_runner):
             f"1 passed, 1 precheck failed, 2 refused; stopped: all 5 rounds done.") \
         in done.stdout, done.stdout
 
+    # why each proposal that did not pass failed, on the terminal too
+    shown = [line for line in done.stdout.splitlines() if re.match(r"r\dc1: ", line)]
+    assert shown == [
+        'r1c1: does not compile (nvcc): - line 5 of your code: error: expected a ";"',
+        "r2c1: mismatch: case 'nominal', seed 1: output 'z' differs at index 3",
+        "r4c1: refused, not measured: - line 1: declares a variable at file scope ('__device__ "
+        "float cached[1 << 20];'); state that outlives a launch can carry results between the "
+        "harness's runs: keep values in regi...",
+        "r5c1: refused, not measured: - no usable code: expected the new kernel `saxpy` in a "
+        "```cuda fenced block"], shown
+
     # the model, after each round
     # nvcc's error at the line of the reply's code that lacks the semicolon (the closing brace
     # of the kernel, line 5 of BROKEN)

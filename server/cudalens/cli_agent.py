@@ -167,6 +167,10 @@ def summary_lines(result: Any) -> list[str]:
         f"Tokens: {u.total_tokens:,} ({u.prompt_tokens:,} prompt, {u.completion_tokens:,} "
         f"completion) in {result.requests} request(s){est}; {cost}.",
     ]
+    for o in result.outcomes:
+        if o.status != "passed":  # why, in the words the model was told (first two lines)
+            told = " ".join(line.strip() for line in o.feedback.splitlines()[:2] if line.strip())
+            lines.append(f"{o.label}: {told[:200] + ('...' if len(told) > 200 else '')}")
     if result.confirmed:
         lines.append("The best candidates of different rounds were timed again side by side; "
                      "the table shows that run.")
