@@ -81,6 +81,16 @@ def test_apply_keeps_crlf_line_endings(tmp_path):
     assert data.count(b"\n") == data.count(b"\r\n") > 10  # every line ends in CRLF
 
 
+def _llm_optimize(path: Path, fake: FakeOpenAI, url: str, rounds: int) -> subprocess.Popen:
+    """``cudalens optimize PATH --proposer llm --apply`` started against ``fake`` and the
+    runner at ``url``, one candidate per round."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "cudalens", "optimize", str(path), "--proposer", "llm",
+         "--model", MODEL, "--base-url", fake.url, "--api-key-env", KEY_ENV,
+         "--rounds", str(rounds), "--candidates-per-round", "1", "--apply"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(url), cwd=path.parent)
+
+
 def _when(condition, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -95,11 +105,7 @@ def test_ctrl_c_stops_llm_rounds_shows_what_was_measured_and_applies_nothing(tmp
         "request_timeout_s = 60\n")
     steps = [reply(f"```cuda\n{GOOD}\n```"), Step(content="too late", delay_s=30)]
     with fake_runner_process(tmp_path, TOKEN) as url, FakeOpenAI(steps) as fake:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cudalens", "optimize", str(path), "--proposer", "llm",
-             "--model", MODEL, "--base-url", fake.url, "--api-key-env", KEY_ENV,
-             "--rounds", "3", "--candidates-per-round", "1", "--apply"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(url), cwd=tmp_path)
+        proc = _llm_optimize(path, fake, url, rounds=3)
         # round 1 measured; round 2 waits on the model's slow reply
         _when(lambda: len(fake.chat_bodies()) >= 2 or proc.poll() is not None)
         paths = [r["path"] for r in fake.requests]
@@ -122,11 +128,7 @@ def test_an_llm_session_whose_runner_dies_fails(tmp_path):
         "[agent]\nsteps_per_round = 1\ntools = \"off\"\nmax_retries = 0\nconfirm_top = 0\n")
     with FakeOpenAI([reply(f"```cuda\n{GOOD}\n```")]) as fake:
         with fake_runner_process(tmp_path, TOKEN) as url:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "cudalens", "optimize", str(path), "--proposer", "llm",
-                 "--model", MODEL, "--base-url", fake.url, "--api-key-env", KEY_ENV,
-                 "--rounds", "1", "--candidates-per-round", "1", "--apply"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(url), cwd=tmp_path)
+            proc = _llm_optimize(path, fake, url, rounds=1)
             # the model answered: the runner is measuring the candidate (20 s)
             _when(lambda: len(fake.chat_bodies()) >= 1 or proc.poll() is not None)
             time.sleep(2)

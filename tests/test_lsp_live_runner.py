@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import client_capabilities
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 sys.path.insert(0, str(Path(__file__).absolute().parent))
 
-from harness import (SERVER_COMMAND, TEST_SETTINGS, _make_client, copy_example,  # noqa: E402
-                     server_env, uri)
+from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
 from live_fake_runner import fake_runner_process  # noqa: E402
 from test_lsp_optimize import action, ended  # noqa: E402
 
@@ -36,15 +34,9 @@ def _settings(url: str) -> dict:
             "budget": {"candidates": 1, "repetitions": 5}}
 
 
-async def _start(workspace: Path, settings: dict, log: Path):
-    client = _make_client()
-    client.set_configuration(settings, section="cudalens")
-    await client.start_io(*LIVE_COMMAND, "--log-file", str(log), env=server_env(),
-                          cwd=str(workspace))
-    await client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=uri(workspace),
-        workspace_folders=[types.WorkspaceFolder(uri=uri(workspace), name=workspace.name)]))
-    return client
+def _server(workspace: Path, settings: dict, log: Path):
+    """``harness.editor`` with the live runner client (no replay), logging to ``log``."""
+    return editor(workspace, settings, command=LIVE_COMMAND + ["--log-file", str(log)])
 
 
 def _slow_saxpy(folder: Path) -> Path:
@@ -69,8 +61,7 @@ async def test_a_runner_change_lets_the_running_job_finish_where_it_started(tmp_
     work = tmp_path / "work"
     path = _slow_saxpy(work)
     with fake_runner_process(tmp_path, TOKEN) as url:
-        client = await _start(work, _settings(url), tmp_path / "server.log")
-        try:
+        async with _server(work, _settings(url), tmp_path / "server.log") as client:
             token = await _optimize_until_verifying(client, path)
             client.set_configuration(_settings("http://127.0.0.1:9"), section="cudalens")
             client.workspace_did_change_configuration(
@@ -78,9 +69,6 @@ async def test_a_runner_change_lets_the_running_job_finish_where_it_started(tmp_
             end = await client.wait_for(lambda: ended(client, token), timeout=90,
                                         what="the job's end")
             errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
-        finally:
-            await client.shutdown_session()
-            await client.stop()
     assert errors == []
     assert end[0].message == ("saxpy: best 2.00x (verified), 1/1 candidates verified "
                               "(built-in passes)")
@@ -90,24 +78,17 @@ async def test_shutdown_during_a_job_ends_its_progress_and_keeps_nothing(tmp_pat
     work = tmp_path / "work"
     path = _slow_saxpy(work)
     with fake_runner_process(tmp_path, TOKEN) as url:
-        client = await _start(work, _settings(url), tmp_path / "server.log")
-        try:
+        async with _server(work, _settings(url), tmp_path / "server.log") as client:
             token = await _optimize_until_verifying(client, path)
-        finally:
-            await client.shutdown_session()
-            await client.stop()
     assert [p.message for p in ended(client, token)] == [
         "saxpy: cancelled, the server is shutting down"]
     log = (tmp_path / "server.log").read_text()
     assert "ProgrammingError" not in log and "Traceback" not in log, log
     # nothing was stored for the kernel: a new session offers only "Optimize"
-    client = await _start(work, _settings("http://127.0.0.1:9"), tmp_path / "server2.log")
-    try:
+    nowhere = _settings("http://127.0.0.1:9")
+    async with _server(work, nowhere, tmp_path / "server2.log") as client:
         doc = client.open(path)
         lenses = await client.code_lenses(doc)
-    finally:
-        await client.shutdown_session()
-        await client.stop()
     assert [lens.command.command for lens in lenses if lens.command] == ["cudalens.optimize"]
 
 
@@ -129,8 +110,7 @@ async def test_apply_to_a_crlf_document_keeps_crlf(tmp_path):
         settings = {**_settings(url), "proposer": "llm",
                     "llm": {"baseUrl": fake.url, "model": MODEL, "rounds": 1,
                             "candidatesPerRound": 1}}
-        client = await _start(work, settings, tmp_path / "server.log")
-        try:
+        async with _server(work, settings, tmp_path / "server.log") as client:
             doc = client.open(path, text=original)
             found = action(await client.code_actions(doc, 4), "cudalens.optimize")
             started = await client.run(found.command)
@@ -139,9 +119,6 @@ async def test_apply_to_a_crlf_document_keeps_crlf(tmp_path):
             actions = await client.code_actions(doc, 4)
             answer = await client.run(action(actions, "cudalens.apply").command)
             text = client.text(doc)
-        finally:
-            await client.shutdown_session()
-            await client.stop()
     assert answer["ok"] and answer["applied"], answer
     assert "    // one fused multiply-add per element\r\n" in text
     assert text.count("\n") == text.count("\r\n") > 10, repr(text[:300])
@@ -154,15 +131,11 @@ async def test_when_no_candidate_passes_verification_the_end_says_so(tmp_path):
                     + path.read_text())
     with fake_runner_process(tmp_path, TOKEN) as url:
         settings = {**_settings(url), "budget": {"candidates": 2, "repetitions": 5}}
-        client = await _start(work, settings, tmp_path / "server.log")
-        try:
+        async with _server(work, settings, tmp_path / "server.log") as client:
             doc = client.open(path)
             found = action(await client.code_actions(doc, 4), "cudalens.optimize")
             started = await client.run(found.command)
             end = await client.wait_for(lambda: ended(client, started["token"]), timeout=60,
                                         what="the optimization")
-        finally:
-            await client.shutdown_session()
-            await client.stop()
     assert end[0].message == ("saxpy: none of the 2 candidates passed verification "
                               "(built-in passes)")
