@@ -4,6 +4,7 @@ usage, and the API key kept out of messages."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -162,3 +163,30 @@ def test_a_reply_that_is_not_a_chat_completion_is_a_chat_error(body, found):
     assert e.value.kind == "reply"
     assert str(e.value) == (f"m at {server.url}: the server's reply is not a chat completion "
                             f"({found})")
+
+
+def test_a_server_that_ignores_stream_gets_whole_requests_instead():
+    # answers a streamed request with one whole JSON reply (no server-sent events)
+    whole = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+                        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                            "role": "assistant", "content": "```cuda\nkernel\n```"}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                                  "total_tokens": 15}}).encode()
+    with Canned(200, whole, "application/json") as server:
+        client = ChatClient(AgentConfig(model="m", base_url=server.url, max_retries=0))
+        reply = client.complete([{"role": "user", "content": "hi"}])
+        again = client.complete([{"role": "user", "content": "hi"}])
+        client.close()
+    assert (reply.content, reply.streamed, again.streamed) == ("```cuda\nkernel\n```", False,
+                                                              False)
+    assert client.notes == ["the server refused streamed replies; using whole replies"]
+
+
+def test_an_empty_stream_with_streaming_forced_is_a_chat_error():
+    with Canned(200, b'{"choices": []}', "application/json") as server:
+        client = ChatClient(AgentConfig(model="m", base_url=server.url, max_retries=0,
+                                        stream="on"))
+        with pytest.raises(ChatError, match=r"the streamed reply held no events \(the server "
+                                            r"does not stream\? set stream = \"off\"\)"):
+            client.complete([{"role": "user", "content": "hi"}])
+        client.close()

@@ -202,6 +202,29 @@ def test_optimize_checks_the_json_path_before_running(tmp_path):
     assert f"cannot write there ({tmp_path / 'file'} is not a directory)" in proc.stderr
 
 
+def test_json_never_replaces_the_source_or_its_spec(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    shutil.copy(EXAMPLES / "saxpy.cu.spec", tmp_path / "saxpy.cu.spec")
+    for name in ("saxpy.cu", "saxpy.cu.spec"):
+        proc = cudalens("optimize", "saxpy.cu", "--json", name, "--apply", cwd=tmp_path)
+        assert proc.returncode == 2
+        assert (f"--json {name}: cannot write there (it is the kernel's source or spec file, "
+                f"which the JSON would replace)") in proc.stderr
+    assert (tmp_path / "saxpy.cu").read_text() == (EXAMPLES / "saxpy.cu").read_text()
+
+
+def test_a_file_whose_kernels_all_come_from_a_macro_says_so(tmp_path):
+    src = tmp_path / "mac.cu"
+    src.write_text("#define KERNEL __global__ void\nKERNEL k(float* y) { y[0] = 1.0f; }\n")
+    proc = cudalens("spec", str(src))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"error: {src}: expected at least one __global__ kernel, found none; a #define in the "
+        f"file spells __global__: kernels declared through a macro are not seen by cudalens "
+        f"spec and optimize (write the definitions out), though cudalens check, which compiles "
+        f"the file, lists them")
+
+
 def test_a_json_path_is_not_created_when_the_run_fails(tmp_path):
     out = tmp_path / "new" / "r.json"
     proc = cudalens("optimize", "examples/saxpy.cu", "--json", str(out),

@@ -43,3 +43,31 @@ def test_ctrl_c_while_measuring_exits_130_and_leaves_the_file(tmp_path):
                                  f"its results dropped; {source} is unchanged"), err
     assert "Traceback" not in err and "Aborted!" not in err, err
     assert source.read_text() == original
+
+
+def test_ctrl_c_while_probing_the_llm_exits_130(tmp_path):
+    import socket
+
+    source = tmp_path / "saxpy.cu"
+    shutil.copy(ROOT / "examples" / "saxpy.cu", source)
+    shutil.copy(ROOT / "examples" / "saxpy.cu.spec", tmp_path / "saxpy.cu.spec")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        proc = subprocess.Popen([sys.executable, "-m", "cudalens", "optimize", str(source),
+                                 "--proposer", "auto", "--model", "m", "--base-url", url],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=tmp_path)
+        silent.settimeout(60)
+        conn, _ = silent.accept()  # the probe is waiting for an answer (5 s limit)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        conn.close()
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith(f"error: interrupted (Ctrl-C); {source} is unchanged"), err
+    assert "Traceback" not in err and "Aborted!" not in err

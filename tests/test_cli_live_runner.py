@@ -91,6 +91,33 @@ def _llm_optimize(path: Path, fake: FakeOpenAI, url: str, rounds: int) -> subpro
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(url), cwd=path.parent)
 
 
+def test_apply_keeps_a_byte_order_mark(tmp_path):
+    path = tmp_path / "saxpy.cu"
+    path.write_bytes(b"\xef\xbb\xbf" + SAXPY.encode())
+    (tmp_path / "saxpy.cu.spec").write_text(SPEC)
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        done = _optimize(path, _env(url), "--proposer", "builtin", "--budget", "2", "--apply")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf") and path.read_bytes().count(
+        b"\xef\xbb\xbf") == 1
+
+
+def test_results_that_cannot_be_written_are_an_error_after_the_table(tmp_path):
+    # a link to a folder that does not exist: the path passes the check before the run (its
+    # folder exists, nothing is there), and writing through it fails after the run
+    path = _files(tmp_path)
+    target = tmp_path / "r.json"
+    target.symlink_to(tmp_path / "gone" / "r.json")
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        done = _optimize(path, _env(url), "--proposer", "builtin", "--budget", "2", "--json",
+                         str(target))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Winner:" in done.stdout
+    assert done.stderr.rstrip().endswith(
+        f"error: --json {target}: the results could not be written (No such file or "
+        f"directory)"), done.stderr
+
+
 def _when(condition, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudalens.textfile import TextFileError, read_text_file, same_line_endings
+from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
 
 
 def test_line_endings_follow_the_file():
@@ -23,3 +23,12 @@ def test_read_errors_say_where(tmp_path):
         read_text_file(tmp_path / "missing.cu")
     with pytest.raises(TextFileError, match="^expected a text file, found a directory"):
         read_text_file(tmp_path)
+
+
+def test_a_mixed_file_keeps_its_endings_and_a_bom_is_not_text(tmp_path):
+    mixed = "a\r\nb\nc\r\n"
+    assert same_line_endings("a\r\nb\nnew\nc\r\n", mixed) == "a\r\nb\nnew\nc\r\n"
+    bom = tmp_path / "bom.cu"
+    bom.write_bytes(b"\xef\xbb\xbf__global__ void k() {}\n")
+    assert read_text_file(bom) == "__global__ void k() {}\n"
+    assert has_bom(bom) and not has_bom(tmp_path / "missing.cu")

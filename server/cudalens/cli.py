@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from cudalens.cli_agent import agent_options
 from cudalens.errors import CudalensError
-from cudalens.textfile import same_line_endings
+from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
 
 # Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
 # input errors, 3 no GPU runner available.
@@ -87,16 +87,28 @@ def main() -> None:
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
 @agent_options
-def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
-             seconds: Optional[float], repetitions: int, json_path: Optional[Path], proposer: str,
-             agent_config: Optional[Path], **agent) -> None:
+def optimize(file: Path, apply_: bool, **options) -> None:
     """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
     time them, and show the fastest verified one as a diff."""
+    written: list[Path] = []
+    try:
+        _optimize(file, apply_=apply_, written=written, **options)
+    except KeyboardInterrupt:  # wherever no closer step said what was stopped
+        state = f"{file} was already written" if written else f"{file} is unchanged"
+        _fail(Console(stderr=True), f"interrupted (Ctrl-C); {state}", EXIT_INTERRUPTED)
+
+
+def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
+              seconds: Optional[float], repetitions: int, json_path: Optional[Path],
+              proposer: str, agent_config: Optional[Path], written: list[Path],
+              **agent) -> None:
+    """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
                                     run_llm_proposer, summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient
+    from cudalens.spec.parser import spec_path_for
     from cudalens.target import load_target
 
     console = Console(stderr=False)
@@ -105,6 +117,9 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
         # Checked before the run, so that a long measurement is not lost to a bad path; nothing
         # is created until there is something to write.
         problem = _unwritable(json_path)
+        ours = {file.absolute().resolve(), spec_path_for(file).absolute().resolve()}
+        if json_path.absolute().resolve() in ours:
+            problem = "it is the kernel's source or spec file, which the JSON would replace"
         if problem:
             _fail(err, f"--json {json_path}: cannot write there ({problem})")
     try:
@@ -157,15 +172,17 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
     if apply_ and not (interrupted or failed) and result.winner is not None and \
             result.winner.candidate.source != target.text:
         try:
-            now = file.read_bytes().decode("utf-8")  # line endings kept, as target.text has them
-        except (OSError, UnicodeDecodeError):
+            now = read_text_file(file)  # line endings kept, as target.text has them
+        except TextFileError:
             now = None
         if now != target.text:
             _fail(err, f"{file} changed while cudalens was measuring; not applied, run again")
-        file.write_bytes(same_line_endings(result.winner.candidate.source,
-                                           target.text).encode("utf-8"))
+        bom = b"\xef\xbb\xbf" if has_bom(file) else b""
+        file.write_bytes(bom + same_line_endings(result.winner.candidate.source,
+                                                 target.text).encode("utf-8"))
+        written.append(file)
         applied = True
-    print_result(console, result, applied)
+    print_result(console, result, applied, suggest_apply=not apply_)
     if agent_result is not None:
         for line in summary_lines(agent_result):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -173,8 +190,12 @@ def optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, 
         record = result_record(result)
         if agent_result is not None:
             record["agent"] = agent_record(agent_result)
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        try:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            _fail(err, f"--json {json_path}: the results could not be written "
+                       f"({exc.strerror or exc})" + (f"; {file} was written" if applied else ""))
     unchanged = f"{file} is unchanged" if apply_ else "nothing was applied"
     if interrupted:
         _fail(err, f"interrupted (Ctrl-C): the LLM rounds were stopped; the table shows what "

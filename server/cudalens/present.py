@@ -105,7 +105,10 @@ def search_lines(result: OptimizeResult) -> list[str]:
     return lines
 
 
-def print_result(console: Console, result: OptimizeResult, applied: bool) -> None:
+def print_result(console: Console, result: OptimizeResult, applied: bool,
+                 suggest_apply: bool = True) -> None:
+    """The table, the search's lines and the winner's diff. ``suggest_apply``: end with how
+    to write the change (off when --apply was given but nothing was applied)."""
     console.print(candidates_table(result))
     if result.evaluation.error:
         console.print(f"note from the runner: {result.evaluation.error}", markup=False,
@@ -124,7 +127,7 @@ def print_result(console: Console, result: OptimizeResult, applied: bool) -> Non
                           "configuration alone.")
         if applied:
             console.print(f"Applied to {result.target.path}.")
-        elif diff:
+        elif diff and suggest_apply:
             console.print("Run again with --apply to write this change.")
 
 

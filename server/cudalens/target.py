@@ -54,7 +54,12 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
         raise CudalensError(f"{where}: {exc}") from None
     source = parse_source(text, str(path))
     if not source.kernels:
-        raise CudalensError(f"{path}: expected at least one __global__ kernel, found none")
+        hint = ""
+        if re.search(r"^[ \t]*#[ \t]*define\b[^\n]*\b__global__\b", text, re.M):
+            hint = ("; a #define in the file spells __global__: kernels declared through a "
+                    "macro are not seen by cudalens spec and optimize (write the definitions "
+                    "out), though cudalens check, which compiles the file, lists them")
+        raise CudalensError(f"{path}: expected at least one __global__ kernel, found none{hint}")
     return text, source
 
 

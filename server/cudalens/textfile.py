@@ -18,7 +18,8 @@ class TextFileError(Exception):
 
 
 def read_text_file(path: Path) -> str:
-    """``path``'s contents decoded as UTF-8.
+    """``path``'s contents decoded as UTF-8 (a leading byte-order mark dropped: ``has_bom``
+    tells whether to write one back).
 
     Raises:
         TextFileError: the path is missing, a directory or special file, unreadable, or not
@@ -33,7 +34,7 @@ def read_text_file(path: Path) -> str:
     except OSError as exc:
         raise TextFileError(0, f"cannot read the file ({exc.strerror or exc})") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a leading byte-order mark is not part of the text
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -42,8 +43,18 @@ def read_text_file(path: Path) -> str:
 
 
 def same_line_endings(text: str, like: str) -> str:
-    """``text`` with CRLF line endings where ``like`` (the file as read) uses them, so that an
-    applied rewrite does not mix the generated lines' LF with the file's CRLF."""
-    if "\r\n" not in like:
+    """``text`` with CRLF line endings where every line of ``like`` (the file as read) ends
+    in CRLF, so that an applied rewrite does not mix the generated lines' LF into a CRLF file.
+    A file that mixes both is left as it is: its lines keep the endings they had."""
+    if "\r\n" not in like or like.count("\r\n") != like.count("\n"):
         return text
     return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def has_bom(path: Path) -> bool:
+    """Whether ``path`` starts with the UTF-8 byte-order mark (False when unreadable)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False

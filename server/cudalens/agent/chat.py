@@ -43,6 +43,11 @@ class ChatError(CudalensError):
         self.status = status
 
 
+class _EmptyStream(Exception):
+    """A streamed request got no event at all: the server answered with something that is not
+    a server-sent event stream (a whole JSON reply that ignores ``stream``, a page)."""
+
+
 class Cancelled(CudalensError):
     """The cancel event was set while waiting for the model."""
 
@@ -221,6 +226,13 @@ class ChatClient:
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 first = first or exc
                 continue
+            except _EmptyStream:
+                if any(not later_stream for later_stream, _ in
+                       plans[plans.index((stream, use_tools)) + 1:]):
+                    continue  # whole replies are planned next
+                raise ChatError(f"{self.config.endpoint}: the streamed reply held no events "
+                                f"(the server does not stream? set stream = \"off\")",
+                                "reply") from None
             except openai.APIError as exc:
                 raise _describe(first or exc, self.config.endpoint, timeout,
                                 self.config.max_retries) from None
@@ -295,8 +307,10 @@ class ChatClient:
         calls: dict[int, dict[str, Any]] = {}
         finish: Optional[str] = None
         usage: Optional[Usage] = None
+        events = 0
         try:
             for chunk in stream:
+                events += 1
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("cancelled while the model was answering")
                 usage = _usage(getattr(chunk, "usage", None)) or usage
@@ -316,6 +330,8 @@ class ChatClient:
                             slot["arguments"] += call.function.arguments or ""
         finally:
             stream.close()
+        if not events:
+            raise _EmptyStream()
         tool_calls = [ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"])
                       for i, s in sorted(calls.items())]
         return "".join(parts), tool_calls, finish, usage
