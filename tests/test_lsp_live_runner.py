@@ -17,7 +17,7 @@ from lsprotocol import types
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 sys.path.insert(0, str(Path(__file__).absolute().parent))
 
-from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
+from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor, uri  # noqa: E402
 from live_fake_runner import fake_runner_process  # noqa: E402
 from test_lsp_optimize import action, ended  # noqa: E402
 
@@ -139,3 +139,21 @@ async def test_when_no_candidate_passes_verification_the_end_says_so(tmp_path):
                                         what="the optimization")
     assert end[0].message == ("saxpy: none of the 2 candidates passed verification "
                               "(built-in passes)")
+
+
+async def test_an_edit_during_the_run_is_said_at_its_end(tmp_path):
+    work = tmp_path / "work"
+    path = _slow_saxpy(work)
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        async with _server(work, _settings(url), tmp_path / "server.log") as client:
+            token = await _optimize_until_verifying(client, path)
+            text = path.read_text()
+            client.change(uri(path), text.replace("a * x[i] + y[i]", "a * x[i] + y[i] + 0"))
+            end = await client.wait_for(lambda: ended(client, token), timeout=90,
+                                        what="the job's end")
+            actions = [a.title for a in await client.code_actions(uri(path), 5)]
+    assert end[0].message == (
+        "saxpy: best 2.00x (verified), 1/1 candidates verified (built-in passes); the kernel "
+        "changed during the run, so these results are stale: run Optimize again to apply a "
+        "candidate")
+    assert not any(t.startswith("Apply candidate") for t in actions), actions

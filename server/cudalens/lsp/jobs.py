@@ -280,6 +280,9 @@ class Jobs:
                         llm.agent_outcome(record, agent)
                     if agent is None and job.proposer:
                         job.message += f" ({job.proposer})"
+                    if self._changed_during_run(job):
+                        job.message += ("; the kernel changed during the run, so these results "
+                                        "are stale: run Optimize again to apply a candidate")
                     self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
             finally:
                 self.running = None
@@ -307,6 +310,15 @@ class Jobs:
                 self._retired.extend(clients)
                 return
         self._close(clients)
+
+    def _changed_during_run(self, job: Job) -> bool:
+        """Whether the kernel, its spec or its includes' context changed while the job ran
+        (its material key now differs from the one the run was made for)."""
+        current = self.session.snapshot(job.uri)
+        if current is None:
+            return False
+        view = next((v for v in current.kernels if v.name == job.kernel), None)
+        return view is not None and view.material != job.view.material
 
     def _close_retired(self) -> None:
         with self._client_lock:
