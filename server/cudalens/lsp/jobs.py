@@ -257,33 +257,12 @@ class Jobs:
             except JobCancelled:
                 pass
             except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the server
-                if self._closed:
-                    log.info("optimizing %s ended with the server: %s", job.kernel, exc)
-                elif job.state == "running":
-                    job.state = "failed"
-                    job.message = _failure(exc)
-                    log.warning("optimizing %s failed: %s", job.kernel, job.message,
-                                exc_info=not isinstance(exc, CudalensError))
-                    # The message goes out first so that a client that sees the progress end
-                    # has already been told why.
-                    self.session.show_message(f"cudalens: optimizing {job.kernel} failed: "
-                                              f"{job.message}", types.MessageType.Error)
-                    self.session.progress_end(job.token, f"{job.kernel}: failed")
+                self._failed(job, exc)
             else:
-                if self._closed:  # the server shut down while the thread finished
-                    pass
-                elif job.state == "running":  # not cancelled while the thread finished
-                    job.state = "done"
-                    record, agent = record if isinstance(record, tuple) else (record, None)
-                    self.session.record_run(record, job)
-                    job.message = outcome(record) if agent is None else \
-                        llm.agent_outcome(record, agent)
-                    if agent is None and job.proposer:
-                        job.message += f" ({job.proposer})"
-                    if self._changed_during_run(job):
-                        job.message += ("; the kernel changed during the run, so these results "
-                                        "are stale: run Optimize again to apply a candidate")
-                    self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
+                try:
+                    self._finished(job, record)
+                except Exception as exc:  # noqa: BLE001 - storing or wording the results failed
+                    self._failed(job, exc)
             finally:
                 self.running = None
                 self._close_retired()
@@ -310,6 +289,38 @@ class Jobs:
                 self._retired.extend(clients)
                 return
         self._close(clients)
+
+    def _failed(self, job: Job, exc: Exception) -> None:
+        """Ends ``job`` as failed: the error shown first, then its progress ended."""
+        if self._closed:
+            log.info("optimizing %s ended with the server: %s", job.kernel, exc)
+            return
+        if job.state not in ("running", "done"):
+            return
+        job.state = "failed"
+        job.message = _failure(exc)
+        log.warning("optimizing %s failed: %s", job.kernel, job.message,
+                    exc_info=not isinstance(exc, CudalensError))
+        # The message goes out first so that a client that sees the progress end has already
+        # been told why.
+        self.session.show_message(f"cudalens: optimizing {job.kernel} failed: {job.message}",
+                                  types.MessageType.Error)
+        self.session.progress_end(job.token, f"{job.kernel}: failed")
+
+    def _finished(self, job: Job, record: Any) -> None:
+        """Stores a finished job's run and ends its progress with the outcome."""
+        if self._closed or job.state != "running":  # shut down, or cancelled meanwhile
+            return
+        job.state = "done"
+        record, agent = record if isinstance(record, tuple) else (record, None)
+        self.session.record_run(record, job)
+        job.message = outcome(record) if agent is None else llm.agent_outcome(record, agent)
+        if agent is None and job.proposer:
+            job.message += f" ({job.proposer})"
+        if self._changed_during_run(job):
+            job.message += ("; the kernel changed during the run, so these results are stale: "
+                            "run Optimize again to apply a candidate")
+        self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
 
     def _changed_during_run(self, job: Job) -> bool:
         """Whether the kernel, its spec or its includes' context changed while the job ran
