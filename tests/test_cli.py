@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from gpu_probe import gpu_present
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
@@ -16,16 +18,6 @@ EXAMPLES = ROOT / "examples"
 def cudalens(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cudalens", *args], cwd=cwd, text=True,
                           capture_output=True, timeout=300)
-
-
-def gpu_present() -> bool:
-    try:
-        import pycuda.driver as drv  # noqa: F401
-
-        drv.init()
-        return drv.Device.count() > 0
-    except Exception:
-        return False
 
 
 @pytest.mark.skipif(gpu_present(), reason="this machine has a GPU: optimize would run")

@@ -25,6 +25,7 @@ from fastapi.testclient import TestClient
 import gpu_runner.profile as gp
 from cudalens.runner_client import ProfileUnavailable, RunnerClient, RunnerError
 from gpu_runner.ncu_csv import parse_profile
+from gpu_probe import gpu_present
 from gpu_runner.problem import to_dict
 from gpu_runner.service.app import create_app
 from gpu_runner.workers.limits import Limits
@@ -252,17 +253,7 @@ def test_client_profile_and_its_not_available_answer(http_runner):
             client.profile(problem(), variant("c7", cases=1))
 
 
-def _gpu_present() -> bool:
-    try:
-        import pycuda.driver as drv
-
-        drv.init()
-        return drv.Device.count() > 0
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(_gpu_present(), reason="this machine has a GPU")
+@pytest.mark.skipif(gpu_present(), reason="this machine has a GPU")
 def test_a_runner_process_without_gpu_answers_not_available(tmp_path):
     port_file = tmp_path / "port"
     env = dict(os.environ, CUDALENS_RUNNER_TOKEN=TOKEN)

@@ -16,21 +16,12 @@ import pytest
 import cudalens.runner_client as rc
 from cudalens.errors import CudalensError
 from cudalens.runner_client import RunnerClient, RunnerError, RunnerUnavailable
+from gpu_probe import gpu_present
 from gpu_runner.service.local import LocalRunner
 from service_fakes import FakeBackend, problem, variant
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "client-test-token-0123456789"
-
-
-def gpu_present() -> bool:
-    try:
-        import pycuda.driver as drv
-
-        drv.init()
-        return drv.Device.count() > 0
-    except Exception:
-        return False
 
 
 no_gpu_here = pytest.mark.skipif(gpu_present(), reason="this machine has a GPU")
