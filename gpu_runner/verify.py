@@ -1,4 +1,4 @@
-"""The correctness contract (ARCHITECTURE.md, "Correctness"), run on the GPU.
+"""The correctness contract (docs/architecture.md, "Correctness"), run on the GPU.
 
 For each seed and each case: fresh random inputs (``inputs.make_inputs``); the baseline runs
 twice with poisoned outputs (its outputs are the reference; a baseline that writes outside its
