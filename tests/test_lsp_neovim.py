@@ -1,7 +1,8 @@
 """End to end from a real editor: headless Neovim (Debian's ``neovim`` package) opens an
 example, runs the "Optimize kernel" code action against ``cudalens lsp`` (with the
-deterministic model runner, ``model_runner.py``: modelled times, NOT measurements), applies the candidate, writes the file, and the file on
-disk is checked.
+deterministic model runner, ``model_runner.py``: modelled times, NOT measurements), applies
+the candidate, writes the file, and the file on disk is checked against the search's winner
+against the same model.
 
 Neovim is installed by ``tests/data/lsp/install_neovim.sh`` (apt-get); where it is missing
 the test skips and says how to get it.

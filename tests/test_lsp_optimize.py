@@ -22,8 +22,8 @@ from lsprotocol import types
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from expected import (expected, launch_words, spec_launch_lines, speedup_ci, speedup_x,  # noqa: E402
-                      us_words)
+from expected import (expected, launch_words, spec_launch_lines, speedup_ci,  # noqa: E402
+                      speedup_x, us_words)
 from harness import RUNNER_FACTORY, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402,E501
 from model_runner import MODEL_DEVICE, STEP_ENV  # noqa: E402
 from cudalens.lsp.wording import short_device  # noqa: E402
