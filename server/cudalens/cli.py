@@ -278,9 +278,10 @@ def check(file: Path, arch: str) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_lsp, cli_runner
 
     cli_runner.register(main)
+    cli_capture.register(main)
     cli_lsp.register(main)
 
 
