@@ -62,6 +62,34 @@ def capture(kernels: tuple[str, ...], launch: int, max_bytes: Optional[int],
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 
+def load_replay_or_fail(err: Console, path: Path, target, only: bool, proposer: str):
+    """``(target with the capture-bound spec, Replay)`` for ``optimize --capture``; prints the
+    replay's notes; exits with status 2 on an unusable capture (nothing is run)."""
+    from dataclasses import replace
+
+    from cudalens.capture.replay import load_replay
+    from cudalens.errors import CudalensError
+
+    if proposer == "llm":
+        err.print("[bold red]error:[/bold red] --capture works with the built-in search; "
+                  "run without the LLM proposer (--proposer builtin)", highlight=False)
+        sys.exit(EXIT_INPUT)
+    try:
+        replay = load_replay(path, target, only=only)
+    except CudalensError as exc:
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
+                  soft_wrap=True)
+        sys.exit(EXIT_INPUT)
+    m = replay.capture.manifest
+    err.print(escape(f"replaying {path}: launch {m.launch_index} of {m.kernel}, grid "
+                     f"{tuple(m.grid)}, block {tuple(m.block)}, {m.shared_bytes} B shared"
+                     + ("; captured case only" if only else "")), highlight=False,
+              soft_wrap=True)
+    for note in replay.notes:
+        err.print(escape(f"note: {note}"), highlight=False, soft_wrap=True)
+    return replace(target, spec=replay.spec), replay
+
+
 def register(main_group: click.Group) -> None:
     """Add the ``capture`` command to the ``cudalens`` group."""
     main_group.add_command(capture, name="capture")
