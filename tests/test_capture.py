@@ -286,3 +286,63 @@ def test_cli_a_command_that_does_not_exist(tmp_path):
     assert done.returncode == 2
     assert f"error: cannot run '{tmp_path / 'no-such-program'}': No such file or directory" \
         in " ".join(done.stderr.split())
+
+
+# -- replay: optimize --capture ------------------------------------------------------------
+
+def _replay_workspace(tmp_path):
+    from live_fake_runner import fake_runner_process  # noqa: F401 (import check)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(ROOT / "examples" / "saxpy.cu", ws / "saxpy.cu")
+    shutil.copy(ROOT / "examples" / "saxpy.cu.spec", ws / "saxpy.cu.spec")
+    out = _collect(_run(tmp_path), ["saxpy"], ["./prog"], 1, ws / ".cudalens" / "captures", ws)
+    (path,) = out.written
+    return ws, path
+
+
+TOKEN = "capture-replay-token-0123456789abc"
+
+
+def test_replay_through_the_live_fake_runner(tmp_path):
+    from live_fake_runner import fake_runner_process
+    ws, capture = _replay_workspace(tmp_path)
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        env = {"CUDALENS_RUNNER_URL": url, "CUDALENS_RUNNER_TOKEN": TOKEN}
+        done = _cli(["optimize", "saxpy.cu", "--capture", str(capture), "--proposer",
+                     "builtin", "--budget", "2"], ws, env)
+        only = _cli(["optimize", "saxpy.cu", "--capture", str(capture), "--capture-only",
+                     "--proposer", "builtin", "--budget", "2"], ws, env)
+    assert done.returncode == 0, done.stderr
+    err = " ".join(done.stderr.split())
+    assert (f"replaying {capture}: launch 1 of saxpy, grid (1, 1, 1), block (256, 1, 1), 0 B "
+            f"shared") in err
+    assert "note: size n = 100 (the captured value of scalar n)" in err
+    assert "sizes captured, nominal, ragged" in " ".join(done.stdout.split())
+    assert only.returncode == 0, only.stderr
+    assert "; captured case only" in " ".join(only.stderr.split())
+    out = " ".join(only.stdout.split())
+    assert "sizes captured:" in out and "nominal" not in out.split("sizes captured")[1][:20]
+
+
+def test_replay_of_an_edited_kernel_is_stale_and_runs_nothing(tmp_path):
+    ws, capture = _replay_workspace(tmp_path)
+    src = ws / "saxpy.cu"
+    src.write_text(src.read_text().replace("a * x[i] + y[i]", "y[i] + a * x[i]"))
+    done = _cli(["optimize", "saxpy.cu", "--capture", str(capture), "--proposer", "builtin"], ws,
+                {"CUDALENS_RUNNER_URL": "http://127.0.0.1:9", "CUDALENS_RUNNER_TOKEN": TOKEN})
+    assert done.returncode == 2
+    assert (f"error: capture {capture} is stale: saxpy in saxpy.cu changed since it was "
+            f"captured; capture it again with cudalens capture --kernel saxpy -- ./prog") \
+        in " ".join(done.stderr.split())
+    assert "starting the GPU runner" not in done.stderr
+
+
+def test_replay_of_a_truncated_capture_runs_nothing(tmp_path):
+    ws, capture = _replay_workspace(tmp_path)
+    npz = capture.with_suffix(".npz")
+    npz.write_bytes(npz.read_bytes()[:64])
+    done = _cli(["optimize", "saxpy.cu", "--capture", str(capture), "--proposer", "builtin"], ws,
+                {"CUDALENS_RUNNER_URL": "http://127.0.0.1:9", "CUDALENS_RUNNER_TOKEN": TOKEN})
+    assert done.returncode == 2
+    assert "(truncated or replaced)" in done.stderr and "Traceback" not in done.stderr

@@ -120,3 +120,16 @@ def test_corrupt_captured_data_is_an_error_before_any_launch(fake, tmp_path):
                                "arrays have sha256 ")
     assert "corrupt or replaced" in ev.error
     assert [n for n in fake.launches if n == "saxpy"] == []
+
+
+@pytest.mark.parametrize("data, message", [
+    (CapturedData(sha256="ab" * 32), "captured data needs exactly one of payload and path, "
+                                     "found neither"),
+    (CapturedData(sha256="ab" * 32, payload="AA==", path="/x"), "found both"),
+    (CapturedData(sha256="xyz", payload="AA=="), "captured.sha256 must be 64 lowercase hex"),
+])
+def test_the_service_refuses_malformed_captured_data(data, message):
+    from gpu_runner.service.validate import evaluate_problems
+    problems = evaluate_problems(problem_with(data), variant("saxpy.cu"), [])
+    assert len(problems) == 1 and problems[0].startswith("problem.cases[0] 'captured': ")
+    assert message in problems[0]
