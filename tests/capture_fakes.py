@@ -32,7 +32,7 @@ def write_saxpy_record(out: Path, n: int = 1000, index: int = 0, *, refused: boo
                        truncated: bool = False, launched_extra=("other_kernel(float*)",),
                        counts: bool = True) -> Path:
     x, y, y_after = saxpy_arrays(n)
-    k = out / f"k{index}"
+    k = out / f"k4242.{index}"
     k.mkdir(parents=True)
     size = 8 * n + 256  # the allocation holds x, y and 256 bytes of something else
     tail = bytes(range(256))
@@ -57,6 +57,6 @@ def write_saxpy_record(out: Path, n: int = 1000, index: int = 0, *, refused: boo
     names = [(MANGLED, DEMANGLED)] + [(f"_Z{i}", d) for i, d in enumerate(launched_extra)]
     (out / "launched.tsv").write_text("".join(f"{m}\t{d}\n" for m, d in names))
     if counts:
-        (out / "counts.tsv").write_text("".join(f"1\t{m}\n" for m, _ in names))
+        (out / "counts.4242.tsv").write_text("".join(f"1\t{m}\n" for m, _ in names))
     (out / "ready.txt").write_text("ready\n")
     return k

@@ -346,3 +346,72 @@ def test_replay_of_a_truncated_capture_runs_nothing(tmp_path):
                 {"CUDALENS_RUNNER_URL": "http://127.0.0.1:9", "CUDALENS_RUNNER_TOKEN": TOKEN})
     assert done.returncode == 2
     assert "(truncated or replaced)" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- replay pieces -------------------------------------------------------------------------
+
+def _target(ws):
+    from cudalens.target import load_target
+    return load_target(ws / "saxpy.cu", "saxpy")
+
+
+def test_sizes_passed_as_scalars_take_the_captured_values(tmp_path):
+    from cudalens.capture.replay import bind_sizes
+    from cudalens.spec.model import CheckDecl
+    from cudalens.spec.resolve import sizes_for
+    ws, capture = _replay_workspace(tmp_path)
+    target = _target(ws)
+    spec = replace_checks(target.spec, (CheckDecl("n", "1001"),))
+    bound, notes = bind_sizes(spec, read_capture(capture))
+    assert [(s.name, s.expr) for s in bound.sizes] == [("n", "100")]
+    assert bound.checks == ()  # 1001 would exceed the captured n
+    assert sizes_for(bound, "ragged") == {"n": 61}  # (100 * 3 // 5) | 1, the derived value
+    assert notes == ("size n = 100 (the captured value of scalar n)",)
+
+
+def replace_checks(spec, checks):
+    from dataclasses import replace
+    return replace(spec, checks=checks)
+
+
+def test_the_captured_case_and_launches(tmp_path):
+    from cudalens.capture.replay import load_replay
+    from gpu_runner.problem import Buffer, Launch, Problem, Scalar, Variant
+    ws, capture = _replay_workspace(tmp_path)
+    target = _target(ws)
+    r = load_replay(capture, target)
+    n, a, x, y = r.case.args
+    assert (n, a) == (Scalar("n", "int32", 100), Scalar("a", "float32", 3.0))
+    assert (x.length, x.role, y.length, y.role) == (100, "in", 164, "inout")
+    assert r.case.captured.payload and not r.case.captured.path
+    assert r.launch == Launch((1, 1, 1), (256, 1, 1), 0)
+    base = Problem("saxpy", (replace_label(r.case, "nominal"), replace_label(r.case, "ragged")))
+    assert [c.label for c in r.problem(base).cases] == ["captured", "nominal", "ragged"]
+    v = Variant("c1", "src", "saxpy", (Launch((9, 1, 1), (512, 1, 1)), Launch((5, 1, 1),
+                                                                           (512, 1, 1))))
+    changed = replace_launch(target.spec.launch, block=("512",))
+    assert r.variant(v, changed).launches[0] == Launch((9, 1, 1), (512, 1, 1))  # its own
+    assert r.variant(v, target.spec.launch).launches[0] == r.launch  # the captured one
+    only = load_replay(capture, target, only=True)
+    assert [c.label for c in only.problem(base).cases] == ["captured"]
+    assert len(only.variant(v, target.spec.launch).launches) == 1
+
+
+def replace_label(case, label):
+    from dataclasses import replace
+    return replace(case, label=label, captured=None)
+
+
+def replace_launch(launch, **kw):
+    from dataclasses import replace
+    return replace(launch, **kw)
+
+
+def test_a_capture_of_another_kernel_is_refused(tmp_path):
+    from cudalens.capture.replay import ReplayError, load_replay
+    from cudalens.target import load_target
+    ws, capture = _replay_workspace(tmp_path)
+    (ws / "scale.cu").write_text("__global__ void scale(int n, float a, const float* x, "
+                                 "float* y) { }\n")
+    with pytest.raises(ReplayError, match=r"is of kernel saxpy, not scale"):
+        load_replay(capture, load_target(ws / "scale.cu", "scale"))

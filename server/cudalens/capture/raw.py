@@ -1,6 +1,6 @@
 """What the recorder (``recorder.cpp``) wrote in its output directory, as typed values.
 
-``k<N>/meta.txt`` holds one record per line, a keyword and its fields separated by single
+``k<PID>.<N>/meta.txt`` (record N of process PID) holds one record per line, a keyword and its fields separated by single
 spaces::
 
     kernel MANGLED              demangled TEXT (rest of the line)
@@ -13,12 +13,14 @@ spaces::
     end                         (last line of a complete record)
 
 Allocation J's bytes are in ``a<J>.before.bin`` and ``a<J>.after.bin``. ``launched.tsv`` lists
-``MANGLED\\tDEMANGLED`` per distinct kernel in first-launch order, ``counts.tsv``
-``COUNT\\tMANGLED`` per kernel (written at exit; absent if the program was killed).
+``MANGLED\\tDEMANGLED`` per distinct kernel in first-launch order, ``counts.<PID>.tsv``
+``COUNT\\tMANGLED`` per kernel of each process (written at its exit; absent if it was
+killed); counts of several processes are added.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -165,16 +167,18 @@ def _tsv(path: Path) -> list[list[str]]:
 
 
 def read_output(directory: Path) -> RecorderOutput:
-    """Every record under ``directory`` (``k0``, ``k1``, ... in order). Raises
-    ``RawCaptureError`` for a malformed record."""
-    records = sorted((p for p in directory.glob("k*") if p.is_dir() and p.name[1:].isdigit()),
-                     key=lambda p: int(p.name[1:]))
+    """Every record under ``directory`` (``k<PID>.<N>``, in the order they were made).
+    Raises ``RawCaptureError`` for a malformed record."""
+    records = sorted((p for p in directory.glob("k*")
+                      if p.is_dir() and re.fullmatch(r"k\d+\.\d+", p.name)),
+                     key=lambda p: (p.stat().st_mtime_ns, p.name))
     launched = tuple((row[0], row[1] if len(row) > 1 else row[0])
                      for row in _tsv(directory / "launched.tsv"))
-    counts = {}
-    for row in _tsv(directory / "counts.tsv"):
-        if len(row) == 2 and row[0].isdigit():
-            counts[row[1]] = int(row[0])
+    counts: dict[str, int] = {}
+    for path in sorted(directory.glob("counts.*.tsv")):
+        for row in _tsv(path):
+            if len(row) == 2 and row[0].isdigit():
+                counts[row[1]] = counts.get(row[1], 0) + int(row[0])
     errors = tuple(line for line in (directory / "errors.txt").read_text().splitlines()
                    ) if (directory / "errors.txt").is_file() else ()
     skipped = tuple("\t".join(r) for r in _tsv(directory / "skipped.tsv"))

@@ -21,14 +21,16 @@
 //
 // Output under CUDALENS_CAPTURE_DIR (read by cudalens.capture.raw):
 //   launched.tsv           one line per distinct kernel, when first launched: MANGLED\tDEMANGLED
-//   counts.tsv             at exit: COUNT\tMANGLED for every kernel launched
-//   k<N>/meta.txt          one record per line (see raw.py); its last line is "end"
-//   k<N>/a<J>.before.bin   allocation J's bytes before the launch; a<J>.after.bin after it
+//   counts.<PID>.tsv       at exit: COUNT\tMANGLED for every kernel the process launched
+//   k<PID>.<N>/meta.txt    one record per line (see raw.py); its last line is "end"
+//   k<PID>.<N>/a<J>.before.bin  allocation J's bytes before the launch; a<J>.after.bin after
+// (per process: a program's child processes, e.g. data loader workers, inherit the injection)
 #include <cupti.h>
 #include <cuda.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -219,7 +221,7 @@ void begin_record(const LaunchView &v, const std::string &mangled, long index) {
   std::string dir;
   {
     std::lock_guard<std::mutex> hold(g_lock);
-    dir = g_out + "/k" + std::to_string(g_next_record++);
+    dir = g_out + "/k" + std::to_string(getpid()) + "." + std::to_string(g_next_record++);
   }
   mkdir(dir.c_str(), 0755);
   meta << "kernel " << mangled << "\n";
@@ -347,7 +349,7 @@ void CUPTIAPI on_callback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId 
 
 void write_counts() {
   std::lock_guard<std::mutex> hold(g_lock);
-  std::string path = g_out + "/counts.tsv";
+  std::string path = g_out + "/counts." + std::to_string(getpid()) + ".tsv";
   FILE *f = std::fopen(path.c_str(), "w");
   if (!f) return;
   for (const auto &kv : g_counts) std::fprintf(f, "%ld\t%s\n", kv.second, kv.first.c_str());

@@ -134,7 +134,10 @@ def _collect(run: ProgramRun, names: list[str], command: Sequence[str], launch: 
         if not records:
             missing.append(Missing(name, _why_missing(name, run, launch)))
             continue
-        for raw in records:
+        if len(records) > 1:  # several processes of the program launched it
+            notes.append(f"{name}: {len(records)} processes recorded launch {launch}; the "
+                         f"first is kept")
+        for raw in records[:1]:
             if raw.refused is not None:
                 total, limit = raw.refused
                 missing.append(Missing(name, f"the capture would be {total} bytes, over "
