@@ -415,3 +415,15 @@ def test_a_capture_of_another_kernel_is_refused(tmp_path):
                                  "float* y) { }\n")
     with pytest.raises(ReplayError, match=r"is of kernel saxpy, not scale"):
         load_replay(capture, load_target(ws / "scale.cu", "scale"))
+
+
+def test_a_runtime_launch_that_never_reached_the_driver_is_explained(tmp_path):
+    run = _run(tmp_path)
+    (tmp_path / "raw" / "runtime_only.tsv").write_text("_Z4gemmPf\tgemm(float*)\n")
+    run = ProgramRun(0, (), read_output(tmp_path / "raw"))
+    out = _collect(run, ["gemm"], ["prog"], 1, tmp_path / "caps", _workspace(tmp_path))
+    assert out.missing[0].reason == ("it was launched through the CUDA runtime, but the launch "
+                                     "never reached the driver's launch functions the recorder "
+                                     "watches, so it cannot be captured")
+    assert out.notes == ("1 kernel(s) were launched through the CUDA runtime without reaching "
+                         "the driver's launch functions, and cannot be captured: gemm",)

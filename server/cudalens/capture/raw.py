@@ -15,7 +15,8 @@ spaces::
 Allocation J's bytes are in ``a<J>.before.bin`` and ``a<J>.after.bin``. ``launched.tsv`` lists
 ``MANGLED\\tDEMANGLED`` per distinct kernel in first-launch order, ``counts.<PID>.tsv``
 ``COUNT\\tMANGLED`` per kernel of each process (written at its exit; absent if it was
-killed); counts of several processes are added.
+killed); counts of several processes are added. ``runtime_only.tsv`` lists
+``MANGLED\\tDEMANGLED`` for runtime-API launches no driver launch callback fired inside.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class RecorderOutput:
     ready: bool = False
     errors: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    runtime_only: tuple[tuple[str, str], ...] = ()  # (mangled, demangled): never reached
+    # the driver's launch functions, so never recorded
 
 
 def _ints(fields: list[str], n: int, where: str) -> list[int]:
@@ -184,4 +187,6 @@ def read_output(directory: Path) -> RecorderOutput:
     skipped = tuple("\t".join(r) for r in _tsv(directory / "skipped.tsv"))
     return RecorderOutput(launches=tuple(read_launch(p) for p in records), launched=launched,
                           counts=counts, ready=(directory / "ready.txt").is_file(),
-                          errors=errors, skipped=skipped)
+                          errors=errors, skipped=skipped,
+                          runtime_only=tuple((r[0], r[1] if len(r) > 1 else r[0])
+                                             for r in _tsv(directory / "runtime_only.tsv")))

@@ -6,6 +6,9 @@
 // launches (cudaLaunchKernel, <<<...>>>, a statically linked cudart, PyTorch) reach the driver
 // through these same functions, so one subscription sees every launch exactly once.
 //
+// Runtime-API launch callbacks (cudaLaunchKernel*, __cudaLaunchKernel) are watched only to
+// report a runtime launch that did not reach these driver functions (runtime_only.tsv).
+//
 // For the launch numbered CUDALENS_CAPTURE_LAUNCH (1-based) of each kernel named in
 // CUDALENS_CAPTURE_KERNELS (one name per line; a name matches the demangled name without its
 // parameter list, with or without template arguments and namespaces), it:
@@ -21,6 +24,7 @@
 //
 // Output under CUDALENS_CAPTURE_DIR (read by cudalens.capture.raw):
 //   launched.tsv           one line per distinct kernel, when first launched: MANGLED\tDEMANGLED
+//   runtime_only.tsv       kernels launched through the runtime without a driver callback
 //   counts.<PID>.tsv       at exit: COUNT\tMANGLED for every kernel the process launched
 //   k<PID>.<N>/meta.txt    one record per line (see raw.py); its last line is "end"
 //   k<PID>.<N>/a<J>.before.bin  allocation J's bytes before the launch; a<J>.after.bin after
@@ -84,6 +88,9 @@ std::map<std::string, std::string> g_demangled;
 int g_next_record = 0;
 thread_local Pending t_pending;
 thread_local bool t_inside = false;
+thread_local int t_runtime_depth = 0;  // inside a runtime-API launch call
+thread_local bool t_driver_seen = false;  // a driver launch callback fired inside it
+std::set<std::string> g_runtime_only;
 
 std::string demangle(const std::string &mangled) {
   int status = 0;
@@ -311,12 +318,32 @@ void end_record(CUresult launch_result) {
   std::rename(part.c_str(), (p.dir + "/meta.txt").c_str());
 }
 
+// Runtime-API launches are only watched, never recorded: each must reach the driver's launch
+// functions, where it is recorded. One that does not (no driver callback inside it) is listed
+// in runtime_only.tsv, so that a capture that finds nothing says why.
+void on_runtime(const CUpti_CallbackData *info) {
+  if (info->callbackSite == CUPTI_API_ENTER) {
+    if (t_runtime_depth++ == 0) t_driver_seen = false;
+    return;
+  }
+  if (--t_runtime_depth > 0 || t_driver_seen) return;
+  std::string name = info->symbolName ? info->symbolName : "?";
+  bool first;
+  {
+    std::lock_guard<std::mutex> hold(g_lock);
+    first = g_runtime_only.insert(name).second;
+  }
+  if (first) append_line(g_out + "/runtime_only.tsv", name + "\t" + demangle(name));
+}
+
 void CUPTIAPI on_callback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void *data) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_inside) return;
   auto *info = static_cast<const CUpti_CallbackData *>(data);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return on_runtime(info);
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_inside) return;
   LaunchView v;
   if (!view_of(cbid, info->functionParams, &v)) return;
+  if (info->callbackSite == CUPTI_API_ENTER) t_driver_seen = true;
   t_inside = true;
   if (info->callbackSite == CUPTI_API_EXIT) {
     if (t_pending.active) end_record(*static_cast<const CUresult *>(info->functionReturnValue));
@@ -405,6 +432,15 @@ extern "C" int InitializeInjection(void) {
                               CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
                               CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
     cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000})
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);  // absent: ignored
   append_line(g_out + "/ready.txt", "ready");
   std::atexit(write_counts);
   return 1;

@@ -79,6 +79,9 @@ def _why_missing(name: str, run: ProgramRun, launch: int) -> str:
     seen = [d for _, d in out.launched if name_matches(name, d)]
     if any(name in s for s in out.skipped):
         return "its launch was inside a CUDA graph capture, which cannot be recorded"
+    if not seen and any(name_matches(name, d) for _, d in out.runtime_only):
+        return ("it was launched through the CUDA runtime, but the launch never reached the "
+                "driver's launch functions the recorder watches, so it cannot be captured")
     if not seen:
         names = [_without_params(d) for _, d in out.launched]
         listed = ", ".join(names[:30]) + (f" and {len(names) - 30} more" if len(names) > 30
@@ -123,6 +126,10 @@ def _collect(run: ProgramRun, names: list[str], command: Sequence[str], launch: 
     if not out.ready:
         notes.append("the recorder was not loaded: the program never initialized CUDA, or "
                      "CUDA_INJECTION64_PATH was overridden")
+    if out.runtime_only:
+        notes.append(f"{len(out.runtime_only)} kernel(s) were launched through the CUDA runtime "
+                     f"without reaching the driver's launch functions, and cannot be captured: "
+                     + ", ".join(_without_params(d) for _, d in out.runtime_only[:10]))
     if run.status != 0:
         return CaptureOutcome((), tuple(Missing(n, "the program failed") for n in names),
                               launched, run.status, run.stderr_tail, tuple(notes))
