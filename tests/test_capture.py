@@ -427,3 +427,37 @@ def test_a_runtime_launch_that_never_reached_the_driver_is_explained(tmp_path):
                                      "watches, so it cannot be captured")
     assert out.notes == ("1 kernel(s) were launched through the CUDA runtime without reaching "
                          "the driver's launch functions, and cannot be captured: gemm",)
+
+
+def _has_libcuda() -> bool:
+    import ctypes
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+@needs_nvcc
+def test_recorder_loads_and_says_why_it_cannot_start_without_a_driver(tmp_path):
+    """The built library loads (libcupti found through its rpath); InitializeInjection without
+    an output folder does nothing, and without libcuda.so.1 says so in errors.txt."""
+    if _has_libcuda():
+        pytest.skip("a CUDA driver is installed here; the GPU script covers the recorder")
+    from cudalens.capture.build import recorder_library
+    lib = recorder_library(cache=tmp_path / "cache")
+    probe = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); "
+             "print(lib.InitializeInjection())")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDALENS_CAPTURE")}
+    plain = subprocess.run([sys.executable, "-c", probe, str(lib)], capture_output=True,
+                           text=True, env=env, check=True)
+    assert plain.stdout.strip() == "0"
+    out = tmp_path / "out"
+    out.mkdir()
+    env["CUDALENS_CAPTURE_DIR"] = str(out)
+    done = subprocess.run([sys.executable, "-c", probe, str(lib)], capture_output=True,
+                          text=True, env=env, check=True)
+    assert done.stdout.strip() == "0"
+    assert (out / "errors.txt").read_text() == "cannot open libcuda.so.1\n"
+    assert not (out / "ready.txt").exists()
+    assert read_output(out).errors == ("cannot open libcuda.so.1",)
