@@ -461,3 +461,19 @@ def test_recorder_loads_and_says_why_it_cannot_start_without_a_driver(tmp_path):
     assert (out / "errors.txt").read_text() == "cannot open libcuda.so.1\n"
     assert not (out / "ready.txt").exists()
     assert read_output(out).errors == ("cannot open libcuda.so.1",)
+
+
+def test_captures_of_a_kernel_are_current_until_it_is_edited(tmp_path):
+    from cudalens.capture.index import captures_of
+    from cudalens.source.parser import parse_source
+    ws, capture = _replay_workspace(tmp_path)
+    text = (ws / "saxpy.cu").read_text()
+    source = parse_source(text)
+    (entry,) = captures_of(ws, source, source.kernels[0])
+    assert (entry.path, entry.stale, entry.manifest.launch_index) == (capture, False, 1)
+    # another kernel added to the file: still current
+    two = parse_source(text + "\n__global__ void other(float* p) { p[0] = 1.0f; }\n")
+    assert [e.stale for e in captures_of(ws, two, two.kernels[0])] == [False]
+    assert captures_of(ws, two, two.kernels[1]) == []
+    edited = parse_source(text.replace("a * x[i] + y[i]", "a * x[i] - y[i]"))
+    assert [e.stale for e in captures_of(ws, edited, edited.kernels[0])] == [True]
