@@ -12,6 +12,7 @@ from rich.markup import escape
 
 EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
 @click.command(context_settings={"ignore_unknown_options": True,
@@ -45,6 +46,10 @@ def capture(kernels: tuple[str, ...], launch: int, max_bytes: Optional[int],
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
                   soft_wrap=True)
         sys.exit(EXIT_INPUT)
+    except KeyboardInterrupt:  # the program got the same Ctrl-C
+        err.print("[bold red]error:[/bold red] interrupted (Ctrl-C); nothing was saved",
+                  highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
     for note in outcome.notes:
         err.print(escape(f"note: {note}"), highlight=False, soft_wrap=True)
     if outcome.program_failed:
