@@ -19,28 +19,12 @@ from cudalens.runner_client import RunnerClient, RunnerError
 from gpu_runner.problem import Case, Problem, Scalar
 from gpu_runner.report import Evaluation, Mismatch, Verdict
 from gpu_runner.service.schema import JobStatus, decode, encode
+from exact_values import assert_exact as exact
 from live_fake_runner import fake_runner_process
 from service_fakes import (HUGE_INT_MISMATCH, NONFINITE_MISMATCH, NONFINITE_REASON,
                            NONFINITE_SPEEDUP, nonfinite_timing, problem, variant)
 
 TOKEN = "wire-test-token-0123456789"
-
-
-def exact(a, b, where: str = "") -> None:
-    """Assert ``a`` and ``b`` (data classes, tuples, numbers) are equal field by field, with
-    NaN equal to NaN and an int never equal to a float."""
-    if dataclasses.is_dataclass(a):
-        assert type(a) is type(b), f"{where}: {type(a).__name__} != {type(b).__name__}"
-        for f in dataclasses.fields(a):
-            exact(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
-    elif isinstance(a, (tuple, list)):
-        assert isinstance(b, (tuple, list)) and len(a) == len(b), f"{where}: {a!r} != {b!r}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            exact(x, y, f"{where}[{i}]")
-    else:
-        assert type(a) is type(b), f"{where}: {a!r} ({type(a).__name__}) != {b!r}"
-        assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)), \
-            f"{where}: {a!r} != {b!r}"
 
 
 @pytest.fixture(scope="module")

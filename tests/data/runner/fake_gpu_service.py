@@ -7,7 +7,9 @@ it writes to ``F`` once it listens. Its GPU pool supervises real spawned worker 
 whose backend is ``service_fakes.FakeBackend`` (verdicts steered by markers in a variant's
 source: ``@syntax``, ``@mismatch``, ...; a passing candidate is timed at half the baseline's
 median). ``POST /v1/profile`` runs ``gpu_runner.profile.profile_variant`` with the executable
-``NCU`` standing in for Nsight Compute. It stops on SIGTERM or when its stdin closes.
+``NCU`` standing in for Nsight Compute. ``--backend MODULE:NAME`` picks another fake backend
+from tests/ (``adversarial_sim:SimulatedAdversarialBackend``: the adversarial suite's verdicts).
+It stops on SIGTERM or when its stdin closes.
 """
 
 from __future__ import annotations
@@ -30,17 +32,21 @@ def main() -> None:
     from gpu_runner.service.serve import bind
     from gpu_runner.workers.limits import Limits
     from gpu_runner.workers.pool import GpuPool, PoolConfig
-    from service_fakes import FakeBackend
+    import importlib
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port-file", required=True, type=Path)
     parser.add_argument("--token", required=True)
     parser.add_argument("--ncu", required=True, help="executable standing in for ncu")
+    parser.add_argument("--backend", default="service_fakes:FakeBackend",
+                        help="MODULE:NAME of the worker backend (a module in tests/)")
     args = parser.parse_args()
+    module, _, name = args.backend.partition(":")
+    backend = getattr(importlib.import_module(module), name)
 
     limits = Limits(startup_s=30, stop_s=2, first_kernel_timeout_s=2.0,
                     kernel_timeout_floor_s=2.0, silence_grace_s=5.0)
-    pool = GpuPool(PoolConfig(factory=FakeBackend, limits=limits, precompile_threads=0,
+    pool = GpuPool(PoolConfig(factory=backend, limits=limits, precompile_threads=0,
                               profile_fn=functools.partial(gp.profile_variant, ncu=args.ncu)))
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(create_app(pool, token=args.token),
