@@ -22,7 +22,9 @@ a variant's source:
 - on the baseline: ``@median=US`` sets its median time; ``@crash`` crashes the probe;
   ``@crash-full`` crashes any run on more than one case (not the probe).
 
-A passing candidate's reason names the worker's pid and the kernel time limit it was given.
+A passing candidate's reason names the worker's pid and the kernel time limit it was given. A
+variant whose options or includes ``gpu_runner.compiler.check_request`` refuses does not
+compile, as in the real runner (the check runs before nvcc).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import os
 import re
 import time
 
+from gpu_runner.compiler import check_request
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation,
                                Mismatch, Speedup, Timing, Verdict)
 from gpu_runner.session import NoGpuError
@@ -113,7 +116,10 @@ class FakeBackend:
     def compile(self, variants):
         out = []
         for v in variants:
-            if "@syntax" in v.source:
+            refused = check_request(v)  # what the real compile_variant checks before nvcc
+            if refused:
+                out.append(CompileReport(variant=v.label, ok=False, log=refused))
+            elif "@syntax" in v.source:
                 out.append(CompileReport(variant=v.label, ok=False,
                                          log=f"nvcc failed for variant '{v.label}':\nerror: "
                                              f"expected a \";\""))
@@ -134,7 +140,15 @@ class FakeBackend:
         found = re.search(r"@median=(\d+)", base.source)
         median = float(found.group(1)) if found else 100.0
         verdicts: dict[str, Verdict] = {}
+        compiles = {c.label: _compiled(c.label) for c in spec.candidates}
         for c in spec.candidates:
+            refused = check_request(c)
+            if refused:
+                compiles[c.label] = CompileReport(variant=c.label, ok=False, log=refused)  # as the real runner words a candidate that did not compile
+                verdicts[c.label] = Verdict(c.label, "compile_error",
+                                            f"{c.label} did not compile: "
+                                            f"{(refused.splitlines()[1:2] or [refused])[0]}")
+                continue
             progress(f"verify: {c.label} on case 'nominal', seed 1")
             src = c.source
             if "@crash" in src and "@crash-timing" not in src:
@@ -198,7 +212,7 @@ class FakeBackend:
             if t is not None:
                 speedup = (NONFINITE_SPEEDUP if "@nonfinite-timing" in c.source
                            else Speedup(2.0, 1.9, 2.1))
-            results.append(CandidateResult(compile=_compiled(c.label), verdict=v, timing=t,
+            results.append(CandidateResult(compile=compiles[c.label], verdict=v, timing=t,
                                            speedup=speedup))
         return Evaluation(device=self.info, baseline_compile=_compiled(base.label),
                           baseline=timings.get(base.label), candidates=tuple(results),
