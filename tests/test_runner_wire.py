@@ -134,3 +134,17 @@ def test_encode_and_decode_are_inverse_for_every_special_number():
     case = Case("nominal", (Scalar("k", "int64", 2**62 + 1), Scalar("a", "float64", 3.0)))
     back = decode(Case, json.loads(encode(case)))
     exact(back, case)
+
+
+def test_a_bare_nan_from_another_client_is_a_422_whose_body_is_json(runner):
+    # json.dumps writes NaN as a bare token (not JSON); the service reads it, refuses the value
+    # and echoes it in the error's detail in the wire encoding (its JSONResponse would raise)
+    body = ('{"problem": ' + encode(problem()).decode() + ', "baseline": '
+            + encode(variant("baseline")).decode() + ', "time_budget_s": NaN}')
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    resp = httpx.post(f"{runner}/v1/evaluate", content=body, headers=headers, timeout=30)
+    assert resp.status_code == 422, resp.text
+    error = json.loads(resp.text, parse_constant=lambda c: pytest.fail(f"{c} in {resp.text}"))
+    assert error["message"] == ("malformed request: time_budget_s: Input should be less than "
+                                "or equal to 3600")
+    assert error["detail"][0]["input"] == "NaN"

@@ -65,7 +65,8 @@ class ApiError(Exception):
 class WireResponse(JSONResponse):
     """A JSON response in the wire encoding (``schema.encode``), whatever FastAPI hands it:
     a body model or its dump, whose floats may be NaN or infinite (``JSONResponse`` would
-    raise for those)."""
+    raise for those). The app's default response class, so FastAPI's own fast path, which
+    wrote NaN as ``null`` here (tests/test_runner_wire.py), is not taken."""
 
     def render(self, content) -> bytes:
         return encode(content)
