@@ -21,7 +21,8 @@ CSV = ROOT / "tests" / "data" / "ncu" / "saxpy_metrics.csv"
 def fake_runner_process(folder: Path, token: str, backend: str = "fake") -> Iterator[str]:
     """The runner process's URL while the block runs; stopped afterwards (stdin closed, then
     terminated). ``folder``: where its port file and stand-in ncu go; ``backend``: ``fake``
-    (``service_fakes.FakeBackend``) or ``model`` (``model_runner.ModelBackend``)."""
+    (``service_fakes.FakeBackend``), ``model`` (``model_runner.ModelBackend``) or
+    ``MODULE:NAME`` of a module in tests/."""
     ncu = folder / "ncu"
     ncu.write_text(f"#!/bin/sh\necho '==PROF== Connected to process 7'\ncat '{CSV}'\n")
     ncu.chmod(0o755)

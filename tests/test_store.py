@@ -215,3 +215,29 @@ def test_source_materials_change_only_with_the_kernel_or_what_it_sees():
     moved = "".join([lines[0], lines[1], lines[3], lines[2]])
     assert _materials(moved)["first"] == base["first"]
     assert _materials(moved)["second"] != base["second"]
+
+
+def test_a_record_with_nan_infinite_and_huge_values_round_trips(saxpy_record):
+    # the runner's mismatch of an unwritten element reads back NaN; integer buffers give ints
+    # past 2^53 (issue 11, item 1)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from exact_values import assert_exact
+    from gpu_runner.report import Verdict
+    from service_fakes import HUGE_INT_MISMATCH, NONFINITE_MISMATCH, NONFINITE_REASON
+
+    def with_verdict(c, verdict):
+        return dataclasses.replace(c, result=dataclasses.replace(
+            c.result, verdict=verdict, timing=None, speedup=None))
+
+    first, second, *rest = saxpy_record.candidates
+    record = dataclasses.replace(saxpy_record, candidates=(
+        with_verdict(first, Verdict(first.label, "unwritten", NONFINITE_REASON,
+                                    NONFINITE_MISMATCH)),
+        with_verdict(second, Verdict(second.label, "mismatch", "differs", HUGE_INT_MISMATCH)),
+        *rest))
+    assert_exact(from_dict(json.loads(json.dumps(to_dict(record)))), record)
+    data = to_dict(record)
+    data["candidates"][0]["result"]["verdict"]["mismatch"]["actual"] = "NaN"
+    with pytest.raises(ValueError, match=r"invalid value for type, expected Union @ "
+                                         r"\$\.candidates\[0\]\.result\.verdict\.mismatch\.actual"):
+        from_dict(data)
