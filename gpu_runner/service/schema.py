@@ -160,11 +160,12 @@ class ErrorBody(_Body):
 T = TypeVar("T")
 
 
-def encode(value: Any) -> bytes:
+def encode(value: Any, *, indent: Optional[int] = None) -> bytes:
     """``value`` (a body above, a contract data class, or lists and dicts of them and of plain
-    values) as JSON text in the wire encoding (see the module doc). Raises
-    ``pydantic_core.PydanticSerializationError`` for a value JSON cannot hold."""
-    return to_json(value, inf_nan_mode=INF_NAN_MODE)
+    values) as JSON text in the wire encoding (see the module doc), ``indent`` spaces per level
+    (None: one line). Raises ``pydantic_core.PydanticSerializationError`` for a value JSON
+    cannot hold."""
+    return to_json(value, indent=indent, inf_nan_mode=INF_NAN_MODE)
 
 
 def decode(kind: type[T], data: Any) -> T:

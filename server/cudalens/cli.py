@@ -16,6 +16,7 @@ from rich.markup import escape
 from cudalens.cli_agent import agent_options
 from cudalens.errors import CudalensError
 from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
+from gpu_runner.service.schema import encode
 
 # Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
 # input errors, 3 no GPU runner available.
@@ -207,7 +208,8 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
             record["agent"] = agent_record(agent_result)
         try:
             json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            # Strict JSON, as the runner writes it: NaN and infinities as strings.
+            json_path.write_bytes(encode(record, indent=2) + b"\n")
         except OSError as exc:
             _fail(err, f"--json {json_path}: the results could not be written "
                        f"({exc.strerror or exc})" + (f"; {file} was written" if applied else ""))
