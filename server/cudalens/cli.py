@@ -104,7 +104,8 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
               **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
-                                    run_llm_proposer, summary_lines)
+                                    config_warnings, offline_choice, run_llm_proposer,
+                                    summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient
@@ -125,10 +126,13 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
-        choice = choose_proposer(proposer, config)
+        choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
         _fail(err, str(exc))
-    err.print(escape(choice.reason), highlight=False, soft_wrap=True)
+    for warning in config_warnings(config):
+        err.print(escape(f"warning: {warning}"), highlight=False, soft_wrap=True)
+    if choice is not None:
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     if target.spec_inferred:
         err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
                          f"inferred from the kernel (see it with: cudalens spec {file} --kernel "
@@ -144,6 +148,16 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     except KeyboardInterrupt:
         _fail(err, f"interrupted (Ctrl-C) while starting the GPU runner; nothing was measured "
                    f"and {file} is unchanged", EXIT_INTERRUPTED)
+    if choice is None:
+        try:
+            choice = choose_proposer(proposer, config)
+        except CudalensError as exc:
+            client.close()
+            _fail(err, str(exc))
+        except BaseException:
+            client.close()
+            raise
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     agent_result = None
     try:
         with client, err.status("starting") as status:
@@ -278,10 +292,11 @@ def check(file: Path, arch: str) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_lsp, cli_runner
+    from cudalens import cli_config, cli_lsp, cli_runner
 
     cli_runner.register(main)
     cli_lsp.register(main)
+    cli_config.register(main)
 
 
 _register_commands()
