@@ -178,8 +178,8 @@ def find_sources(*, start: Optional[Path] = None, config_file: Optional[Path] = 
     entry = trust.trusted_folder(found.resolve().parent, user.trusted_folders)
     if entry is not None:
         return Sources(user, found, root, True, f"under {entry}, trusted in {user.path}")
-    return Sources(user, found, root, False, f"no --trust-project-config, and not under a "
-                                             f"folder listed in [trust] folders of {user.path}")
+    return Sources(user, found, root, False, f"not trusted for this run, and not under a folder "
+                                             f"listed in [trust] folders of {user.path}")
 
 
 def load_agent_config(*, start: Optional[Path] = None, config_file: Optional[Path] = None,
