@@ -117,3 +117,23 @@ async def test_a_trusted_workspace_and_trust_granted_later_send_to_the_configure
         assert fake.requests == [PROBE]
     assert any(m.startswith(f"proposer: the built-in passes (the LLM {MODEL} at {fake.url} "
                             f"cannot be used: ") for m in messages if m), messages
+
+
+@pytest.mark.asyncio
+async def test_without_a_runner_a_trusted_configuration_sends_nothing_either(tmp_path):
+    # the live runner client (no replay) at a closed port: the job fails before any request
+    # goes to the model's server
+    from harness import SERVER_COMMAND
+    live = [c for c in SERVER_COMMAND if c not in ("--runner-factory", "replay_runner:make_client")]
+    with FakeOpenAI() as fake:
+        kernel, _ = _project(tmp_path, fake.url)
+        settings = {**TEST_SETTINGS, "workspaceTrusted": True, "profile": False,
+                    "runner": {"url": "http://127.0.0.1:9", "token": "t" * 32}}
+        async with editor(tmp_path, settings=settings, env={"GITHUB_TOKEN": SECRET},
+                          command=live) as client:
+            messages = await _optimize(client, client.open(kernel), f"LLM {MODEL} at {fake.url}")
+            errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        assert fake.requests == []
+    assert not any((m or "").startswith("proposer:") for m in messages), messages
+    assert errors == ["cudalens: optimizing saxpy failed: no GPU runner can be used: cannot "
+                      "reach the GPU runner at http://127.0.0.1:9: [Errno 111] Connection refused"]
