@@ -98,7 +98,7 @@ async def test_a_trusted_workspace_and_trust_granted_later_send_to_the_configure
         tmp_path):
     # the model is not served there: `auto` probes, then falls back (only the probe is sent)
     with FakeOpenAI(models=("nothing-served",)) as fake:
-        kernel, _ = _project(tmp_path, fake.url)
+        kernel, conf = _project(tmp_path, fake.url)
         async with editor(tmp_path, env={"GITHUB_TOKEN": SECRET}) as client:
             uri = client.open(kernel)
             await _optimize(client, uri)
@@ -111,10 +111,17 @@ async def test_a_trusted_workspace_and_trust_granted_later_send_to_the_configure
             messages = await _optimize(client, uri, f"LLM {MODEL} at {fake.url}")
         assert fake.requests == [PROBE]
         fake.requests.clear()
+        from harness import SERVER_COMMAND
+        log = tmp_path / "server.log"
         async with editor(tmp_path, settings={**TEST_SETTINGS, "workspaceTrusted": True},
-                          env={"GITHUB_TOKEN": SECRET}) as client:
+                          env={"GITHUB_TOKEN": SECRET},
+                          command=SERVER_COMMAND + ["--log-file", str(log)]) as client:
             await _optimize(client, client.open(kernel), f"LLM {MODEL} at {fake.url}")
         assert fake.requests == [PROBE]
+    layer = f"{conf} [agent]"
+    assert (f"LLM configuration for saxpy: model '{MODEL}' from {layer}; base_url "
+            f"'{fake.url}' from {layer}; api_key_env 'GITHUB_TOKEN' from {layer}") \
+        in log.read_text()
     assert any(m.startswith(f"proposer: the built-in passes (the LLM {MODEL} at {fake.url} "
                             f"cannot be used: ") for m in messages if m), messages
 
