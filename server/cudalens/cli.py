@@ -111,8 +111,9 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
               capture_path: Optional[Path] = None, capture_only: bool = False,
               **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
-    from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
-                                    run_llm_proposer, summary_lines)
+    from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer, config_from_cli,
+                                    config_warnings, offline_choice, run_llm_proposer,
+                                    summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient
@@ -133,18 +134,24 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
-        choice = choose_proposer(proposer, config)
+        choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
         _fail(err, str(exc))
+    for warning in config_warnings(config):
+        err.print(escape(f"warning: {warning}"), highlight=False, soft_wrap=True)
     replay = None
     if capture_only and capture_path is None:
         _fail(err, "--capture-only needs --capture PATH")
     if capture_path is not None:
         from cudalens.cli_capture import load_replay_or_fail
 
+        if choice is None and proposer == "auto":  # a replay runs the built-in search only
+            choice = ProposerChoice("builtin", "proposer: the built-in search (--capture "
+                                               "replays a captured launch with it)")
         target, replay = load_replay_or_fail(err, capture_path, target, capture_only,
-                                             choice.kind)
-    err.print(escape(choice.reason), highlight=False, soft_wrap=True)
+                                             choice.kind if choice is not None else proposer)
+    if choice is not None:
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     if target.spec_inferred:
         err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
                          f"inferred from the kernel (see it with: cudalens spec {file} --kernel "
@@ -160,6 +167,16 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     except KeyboardInterrupt:
         _fail(err, f"interrupted (Ctrl-C) while starting the GPU runner; nothing was measured "
                    f"and {file} is unchanged", EXIT_INTERRUPTED)
+    if choice is None:
+        try:
+            choice = choose_proposer(proposer, config)
+        except CudalensError as exc:
+            client.close()
+            _fail(err, str(exc))
+        except BaseException:
+            client.close()
+            raise
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     agent_result = None
     try:
         with client, err.status("starting") as status:
@@ -295,11 +312,12 @@ def check(file: Path, arch: str) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_capture, cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_config, cli_lsp, cli_runner
 
     cli_runner.register(main)
     cli_capture.register(main)
     cli_lsp.register(main)
+    cli_config.register(main)
 
 
 _register_commands()
