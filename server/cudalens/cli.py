@@ -111,9 +111,9 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
               capture_path: Optional[Path] = None, capture_only: bool = False,
               **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
-    from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer, config_from_cli,
-                                    config_warnings, offline_choice, run_llm_proposer,
-                                    summary_lines)
+    from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
+                                    config_from_cli, config_warnings, offline_choice,
+                                    run_llm_proposer, summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient
