@@ -123,8 +123,14 @@ def _own(finding: Finding) -> Finding:
 
 
 def _script_lines(text: str) -> str:
-    return "; ".join(ln.strip() for ln in text.splitlines()
-                     if ln.startswith("sanitize_launch:"))[:2000]
+    """The launch script's message (its ``sanitize_launch:`` line and the lines after it that
+    are not compute-sanitizer's), lines joined with " | ", at most 2000 characters."""
+    lines, on = [], False
+    for ln in text.splitlines():
+        on = on or ln.startswith("sanitize_launch:")
+        if on and ln.strip() and not ln.startswith("========="):
+            lines.append(ln.strip())
+    return " | ".join(lines)[:2000]
 
 
 def sanitize_variant(problem: Problem, variant: Variant, *, device_index: int = 0,
