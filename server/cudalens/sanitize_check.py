@@ -11,7 +11,8 @@ non-blank character), ``None`` for findings outside the file (a header, or no li
 an invalid or out-of-bounds access, an uninitialized read, a barrier error; see
 ``gpu_runner.sanitizer_text.BLOCKING``) raises ``OriginalUnsafe`` naming the finding and its
 line; where no report can be made (no compute-sanitizer on the runner, a runner without the
-endpoint, a timeout) it says so through ``progress`` and lets the run go on.
+endpoint, a timeout) it says so through ``progress`` (a message starting ``note: ``) and lets
+the run go on; a client without ``sanitize`` (a replayed runner) is not checked.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Located:
 
 def locate(text: str, finding: Finding) -> Located:
     """``finding`` placed in the file whose text is ``text`` (the variant's source)."""
-    lines = text.splitlines()
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]  # as the compiler counts lines
     if not finding.own or not 1 <= finding.line <= len(lines):
         return Located(finding, None, None)
     body = lines[finding.line - 1]
@@ -123,6 +124,8 @@ def check_original(target: Target, client: Any,
     say = progress or (lambda _m: None)
     from cudalens.runner_client import RunnerError  # noqa: PLC0415
 
+    if not callable(getattr(client, "sanitize", None)):
+        return ()  # a client without the tool (a replayed runner): nothing to say
     say(f"checking the original {target.kernel.name} with compute-sanitizer")
     try:
         report, located = sanitize_target(target, client)

@@ -13,8 +13,13 @@ notification (``{"cudalens": {...}}``) is read directly. Shape, with defaults::
       "budget":   {"candidates": 24, "repetitions": 50, "seed": 0},
       "check":    {"enabled": true, "arch": "sm_90", "nvcc": "nvcc", "options": [],
                    "debounceMs": 400},
-      "profile":  true                            # Nsight Compute profile after a run
+      "profile":  true,                           # Nsight Compute profile after a run
+      "sanitize": true                            # compute-sanitizer on the original first
     }
+
+``sanitize``: before an optimize job, run compute-sanitizer on the original kernel
+(``cudalens.sanitize_check.check_original``); an original with a race or an invalid access is
+not used as a reference: the job fails with the finding and its line. Off: no check.
 
 ``profile``: after an optimize job, ask the runner for an Nsight Compute profile of the
 winner (else the baseline) and show it in the hover; where the runner cannot profile (no
@@ -73,6 +78,7 @@ class Settings:
     nvcc_options: tuple[str, ...] = ()
     debounce_ms: int = 400
     profile: bool = True
+    sanitize: bool = True
 
     def agent_settings(self) -> dict[str, Any]:
         """The ``llm`` values that were set, by ``AgentConfig`` field name (the editor's layer
@@ -173,6 +179,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
     ("check", "options"): ("nvcc_options", _options),
     ("check", "debounceMs"): ("debounce_ms", _int_between(0, 60000)),
     ("profile",): ("profile", _bool),
+    ("sanitize",): ("sanitize", _bool),
 }
 
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}
