@@ -90,3 +90,21 @@ def test_requests_are_validated(url):
     assert r.status_code == 422 and "variant 'b'" in r.json()["message"]
     assert httpx.post(f"{url}/v1/sanitize", json=body).status_code == 401
     assert SAXPY in body["variant"]["source"]
+
+
+def test_the_openapi_schema_describes_the_endpoint(url):
+    schema = httpx.get(f"{url}/openapi.json", timeout=30,
+                       headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    post = schema["paths"]["/v1/sanitize"]["post"]
+    assert {"200", "401", "413", "422", "503"} <= set(post["responses"])
+    defs = schema["components"]["schemas"]
+    req = defs["SanitizeRequest"]
+    assert set(req["required"]) == {"problem", "variant"}
+    assert req["properties"]["timeout_s"]["maximum"] == 600
+    assert req["properties"]["tools"]["items"]["enum"] == ["memcheck", "racecheck", "initcheck",
+                                                          "synccheck"]
+    kinds = next(k["enum"] for k in defs["SanitizeResponse"]["properties"]["kind"]["anyOf"]
+                 if "enum" in k)
+    assert set(kinds) == {"no_gpu", "sanitizer_missing", "timeout", "variant_failed", "failed"}
+    assert {"tool", "kind", "message", "file", "line", "thread", "block", "count",
+            "own"} <= set(defs["Finding"]["properties"])
