@@ -59,8 +59,8 @@ def test_check_gpu_prints_each_finding_at_its_line_and_exits_1(url, tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0] == (f"{path}:8:9: error: racecheck: race: Race reported between Write "
                         f"access and Read access; 96 hazards")
-    assert lines[1].startswith("saxpy: 1 finding (compute-sanitizer on the 'ragged' case: "
-                               "memcheck "), lines
+    assert lines[1].startswith("saxpy: 1 finding (compute-sanitizer on the ragged case at "
+                               "n=262145 (memcheck "), lines
     assert "Traceback" not in done.stderr
 
 
@@ -68,8 +68,8 @@ def test_check_gpu_on_a_clean_kernel_exits_0(url, tmp_path):
     path = _files(tmp_path, SAXPY)
     done = _cudalens(_env(url), tmp_path, "check", "--gpu", str(path), "--kernel", "saxpy")
     assert done.returncode == 0, done.stderr + done.stdout
-    assert done.stdout.startswith("saxpy: 0 findings (compute-sanitizer on the 'ragged' case: "
-                                  "memcheck ")
+    assert done.stdout.startswith("saxpy: 0 findings (compute-sanitizer on the ragged case at "
+                                  "n=262145 (memcheck ")
     assert "synccheck" in done.stdout
 
 

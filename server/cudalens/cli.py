@@ -319,20 +319,19 @@ def _check_gpu(file: Path, kernel_name: Optional[str], err: Console) -> None:
         _fail(err, "interrupted (Ctrl-C) while starting the GPU runner", EXIT_INTERRUPTED)
     try:
         with client, err.status(f"checking {target.kernel.name} with compute-sanitizer"):
-            report, located = sanitize_target(target, client)
+            run = sanitize_target(target, client)
     except CheckUnavailable as exc:
         _fail(err, str(exc), EXIT_NO_GPU)
     except CudalensError as exc:  # the spec, or the runner refused the request
         _fail(err, str(exc))
     except KeyboardInterrupt:
         _fail(err, "interrupted (Ctrl-C): the check was stopped", EXIT_INTERRUPTED)
-    for loc in located:
+    for loc in run.found:
         click.echo(finding_line(str(file), loc))
-    tools = ", ".join(f"{run.tool} {run.seconds:.1f} s" for run in report.runs)
-    count = len(located)
+    count = len(run.found)
     click.echo(f"{target.kernel.name}: {count} finding{'s' if count != 1 else ''} "
-               f"(compute-sanitizer on the '{report.case}' case: {tools})")
-    if located:
+               f"(compute-sanitizer on {run.where()})")
+    if run.found:
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 

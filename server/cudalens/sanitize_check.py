@@ -17,16 +17,21 @@ the run go on; a client without ``sanitize`` (a replayed runner) is not checked.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from cudalens.errors import CudalensError
 from cudalens.spec.errors import SpecError
+from cudalens.spec.model import CheckDecl, KernelSpec
 from cudalens.target import Target
 from gpu_runner.sanitize import SanitizeReport
 from gpu_runner.sanitizer_text import Finding
 
 DISABLE_HINT = "--no-sanitize"
+# The sanitizer runs the ragged case with its literal sizes scaled down so that their product is
+# at most about this many: racecheck and memcheck slow a kernel down by orders of magnitude.
+SANITIZE_ELEMENTS = 1 << 18
 
 
 class OriginalUnsafe(CudalensError):
@@ -64,6 +69,22 @@ class Located:
         return f"{path}:{self.line + 1}:{(self.column or 0) + 1}"
 
 
+@dataclass(frozen=True)
+class SanitizeRun:
+    """A finished check: the runner's ``report``, its findings located in the file
+    (``found``), and the sizes of the case it ran (``small_spec``'s ragged sizes)."""
+
+    report: SanitizeReport
+    found: tuple[Located, ...]
+    sizes: dict[str, int]
+
+    def where(self) -> str:
+        """``the ragged case at n=262145 (memcheck 2.1 s, racecheck 3.4 s, ...)``."""
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        tools = ", ".join(f"{run.tool} {run.seconds:.1f} s" for run in self.report.runs)
+        return f"the {self.report.case} case{' at ' + sizes if sizes else ''} ({tools})"
+
+
 def locate(text: str, finding: Finding) -> Located:
     """``finding`` placed in the file whose text is ``text`` (the variant's source)."""
     lines = [ln.rstrip("\r") for ln in text.split("\n")]  # as the compiler counts lines
@@ -73,10 +94,32 @@ def locate(text: str, finding: Finding) -> Located:
     return Located(finding, finding.line - 1, len(body) - len(body.lstrip()))
 
 
+def small_spec(spec: KernelSpec, elements: int = SANITIZE_ELEMENTS) -> KernelSpec:
+    """``spec`` with ``check`` values that make its ragged case small: each literal size (one
+    whose expression names no other size) becomes the smaller of its ragged value and an odd
+    cap, the k-th root of ``elements`` for k literal sizes (at least 33), so the sizes stay
+    ragged (not multiples of a block) and their product is at most about ``elements``.
+    Raises ``SpecError`` as ``resolve.sizes_for``."""
+    from cudalens.spec.expr import names_in  # noqa: PLC0415
+    from cudalens.spec.resolve import sizes_for  # noqa: PLC0415
+
+    ragged = sizes_for(spec, "ragged")
+    literal = [s for s in spec.sizes if not names_in(s.expr)]
+    if not literal:
+        return spec
+    cap = max(33, int(round(elements ** (1.0 / len(literal))))) | 1
+    old = {c.name: c for c in spec.checks}
+    checks = [c for c in spec.checks if c.name not in {s.name for s in literal}]
+    for s in literal:
+        line = old[s.name].line if s.name in old else s.line
+        checks.append(CheckDecl(s.name, str(min(ragged[s.name], cap)), line))
+    return dataclasses.replace(spec, checks=tuple(checks))
+
+
 def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str]] = None,
-                    timeout_s: float = 120.0) -> tuple[SanitizeReport, tuple[Located, ...]]:
-    """The runner's sanitizer report of ``target``'s kernel as written, and its findings
-    located in the file.
+                    timeout_s: float = 120.0) -> SanitizeRun:
+    """The runner's sanitizer report of ``target``'s kernel as written, on the ragged case of
+    ``small_spec(target.spec)``, and its findings located in the file.
 
     Raises:
         CudalensError: the spec cannot be resolved (its message names the spec's line).
@@ -84,24 +127,26 @@ def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str
             has no ``sanitize``).
         RunnerUnavailable, RunnerError: as ``RunnerClient.sanitize``.
     """
-    from cudalens.spec.resolve import build_problem, build_variant  # noqa: PLC0415
+    from cudalens.spec.resolve import build_problem, build_variant, sizes_for  # noqa: PLC0415
 
     sanitize = getattr(client, "sanitize", None)
     if not callable(sanitize):
         raise CheckUnavailable("this runner connection cannot run compute-sanitizer",
                                "unsupported")
     try:
-        problem = build_problem(target.spec, target.kernel)
+        spec = small_spec(target.spec)
+        problem = build_problem(spec, target.kernel)
         variant = build_variant("original", target.text, target.kernel.qualified_name,
-                                target.spec, target.spec.launch,
-                                client.device_info().sm_count)
+                                spec, spec.launch, client.device_info().sm_count)
+        sizes = sizes_for(spec, "ragged")
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     answer = sanitize(problem, variant, tools=tools, timeout_s=timeout_s)
     if answer.report is None:
         raise CheckUnavailable(f"compute-sanitizer could not check {target.kernel.name}: "
                                f"{answer.reason}", answer.kind)
-    return answer.report, tuple(locate(target.text, f) for f in answer.report.findings)
+    return SanitizeRun(answer.report,
+                       tuple(locate(target.text, f) for f in answer.report.findings), sizes)
 
 
 def finding_line(path: str, located: Located) -> str:
@@ -128,11 +173,10 @@ def check_original(target: Target, client: Any,
         return ()  # a client without the tool (a replayed runner): nothing to say
     say(f"checking the original {target.kernel.name} with compute-sanitizer")
     try:
-        report, located = sanitize_target(target, client)
+        located = sanitize_target(target, client).found
     except (CheckUnavailable, RunnerError) as exc:
         say(f"note: the original was not checked for races and memory errors: {exc}")
         return ()
-    del report
     blocking = tuple(loc for loc in located if loc.finding.blocking)
     if not blocking:
         return located

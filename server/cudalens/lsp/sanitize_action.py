@@ -139,8 +139,7 @@ class SanitizerChecks:
         settings = self.session.settings
         try:
             client = self.session.jobs._client(settings)  # the optimize jobs' connection
-            report, found = await loop.run_in_executor(self._executor, sanitize_target,
-                                                       target, client)
+            run = await loop.run_in_executor(self._executor, sanitize_target, target, client)
         except Exception as exc:  # noqa: BLE001 - any failure ends this check, not the server
             text = str(exc).strip() or type(exc).__name__
             if not isinstance(exc, CudalensError):
@@ -155,11 +154,12 @@ class SanitizerChecks:
             self._running.discard((snapshot.uri, name))
         if self._closed:
             return
+        found = run.found
         self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
         self.session.diagnostics.publish(snapshot.uri)
         blocking = sum(1 for loc in found if loc.finding.blocking)
         if not found:
-            end = f"{name}: compute-sanitizer found no races or memory errors ({report.case} case)"
+            end = f"{name}: compute-sanitizer found no races or memory errors on {run.where()}"
         else:
             end = (f"{name}: {len(found)} finding{'s' if len(found) != 1 else ''} "
                    f"({blocking} error{'s' if blocking != 1 else ''}), shown as diagnostics")
