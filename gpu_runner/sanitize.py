@@ -15,9 +15,11 @@ not to be multiples of the block; the first case when there is none), with buffe
 their sizes. The text report of each tool is parsed by ``sanitizer_text``; a finding located in
 the variant's source has ``own=True`` and its line is the variant source's own line.
 
-A kernel that faults under memcheck ends the launch script with exit status 3 after memcheck
-printed why: its findings are the answer. Exit status 3 without a finding means the variant
-did not compile or launch (``VARIANT_FAILED``).
+A kernel that faults under memcheck ends the launch script with exit status 4 after memcheck
+printed why: its findings are the answer. A kernel that faults under another tool (which does
+not stop invalid accesses: a kernel without a bounds check may write past its buffers there)
+gives that tool's run no findings and a ``note`` saying so; the other tools' runs stand. Exit
+status 3 (the variant did not compile or load) is ``VARIANT_FAILED``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from gpu_runner.problem import Problem, Variant, to_dict
-from gpu_runner.sanitize_launch import EXIT_VARIANT_FAILED, SOURCE_NAME
+from gpu_runner.sanitize_launch import EXIT_KERNEL_FAILED, EXIT_VARIANT_FAILED, SOURCE_NAME
 from gpu_runner.sanitizer_text import TOOLS, Finding, error_summary, parse_findings
 
 SANITIZER_FALLBACKS = ("/usr/local/cuda/bin/compute-sanitizer",)
@@ -176,7 +178,9 @@ def sanitize_variant(problem: Problem, variant: Variant, *, device_index: int = 
 def _tool_run(tool: str, code: int, text: str, seconds: float, label: str) -> ToolRun:
     findings = tuple(_own(f) for f in parse_findings(tool, text))
     note = _script_lines(text)
-    if code in (0, ERROR_EXITCODE) or findings:
+    if code in (0, ERROR_EXITCODE, EXIT_KERNEL_FAILED) or findings:
+        if code == EXIT_KERNEL_FAILED and not note:
+            note = f"the kernel failed under {tool} (exit status {code})"
         return ToolRun(tool, findings, error_summary(text), round(seconds, 3),
                        note if code != 0 else "")
     if code == EXIT_VARIANT_FAILED and note:

@@ -11,8 +11,9 @@ outputs with the poison pattern (so initcheck sees initialized memory: a read of
 before writing it is the runner's business, not a finding), launches the kernel once and
 waits for it.
 
-Exit status: 0 launched and finished; 3 the variant did not compile, load or launch, or the
-kernel failed (the reason on stderr, after ``sanitize_launch:``); 2 a malformed request.
+Exit status: 0 launched and finished; 3 the variant did not compile or load; 4 the launch was
+refused or the kernel failed (a kernel that faults under memcheck ends so); the reason on
+stderr, after ``sanitize_launch:``; 2 a malformed request.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gpu_runner.problem import Buffer, Scalar, problem_from_dict, variant_from_d
 
 EXIT_BAD_REQUEST = 2
 EXIT_VARIANT_FAILED = 3
+EXIT_KERNEL_FAILED = 4
 SOURCE_NAME = "cudalens-variant.cu"
 
 
@@ -104,7 +106,7 @@ def main(argv: list[str]) -> int:
             except (drv.Error, ValueError, MemoryError) as exc:
                 print(f"sanitize_launch: {variant.label} on case '{case.label}': {exc}",
                       file=sys.stderr)
-                return EXIT_VARIANT_FAILED
+                return EXIT_KERNEL_FAILED
             finally:
                 for alloc in allocs.values():
                     try:

@@ -83,7 +83,7 @@ def test_an_unknown_tool_is_refused():
 
 def test_a_run_that_found_something_is_a_report_even_when_the_launch_failed():
     text = report("memcheck") + "\nsanitize_launch: baseline on case 'ragged': launch failed\n"
-    run = _tool_run("memcheck", 3, text, 1.25, "baseline")
+    run = _tool_run("memcheck", 4, text, 1.25, "baseline")
     assert [f.kind for f in run.findings] == [OOB_READ, API_ERROR]
     assert run.note == "sanitize_launch: baseline on case 'ragged': launch failed"
     assert run.errors == 3 and run.findings[0].own  # cudalens-variant.cu is the variant's
@@ -101,3 +101,13 @@ def test_a_run_that_failed_without_findings_says_why():
     clean = _tool_run("racecheck", 0, report("clean"), 1.0, "baseline")
     assert clean.findings == () and clean.note == ""
     assert _tool_run("racecheck", ERROR_EXITCODE, report("racecheck"), 1, "b").findings[0].own
+
+
+def test_a_kernel_that_faults_under_a_tool_without_findings_is_a_run_with_a_note():
+    text = ("========= COMPUTE-SANITIZER\nsanitize_launch: original on case 'ragged': "
+            "cuStreamSynchronize failed: an illegal memory access was encountered\n"
+            "========= ERROR SUMMARY: 0 errors\n")
+    run = _tool_run("racecheck", 4, text, 2.0, "original")
+    assert run.findings == () and run.errors == 0
+    assert run.note == ("sanitize_launch: original on case 'ragged': cuStreamSynchronize "
+                        "failed: an illegal memory access was encountered")

@@ -328,6 +328,10 @@ def _check_gpu(file: Path, kernel_name: Optional[str], err: Console) -> None:
         _fail(err, "interrupted (Ctrl-C): the check was stopped", EXIT_INTERRUPTED)
     for loc in run.found:
         click.echo(finding_line(str(file), loc))
+    for tool_run in run.report.runs:
+        if tool_run.note:
+            err.print(escape(f"note: {tool_run.tool}: {tool_run.note}"), highlight=False,
+                      soft_wrap=True)
     count = len(run.found)
     click.echo(f"{target.kernel.name}: {count} finding{'s' if count != 1 else ''} "
                f"(compute-sanitizer on {run.where()})")
