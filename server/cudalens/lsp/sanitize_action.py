@@ -137,9 +137,12 @@ class SanitizerChecks:
     async def _run(self, snapshot: DocumentSnapshot, name: str, target, token: str) -> None:
         loop = asyncio.get_running_loop()
         settings = self.session.settings
-        try:
+        def work():  # in the thread: making the connection may start a local runner
             client = self.session.jobs._client(settings)  # the optimize jobs' connection
-            run = await loop.run_in_executor(self._executor, sanitize_target, target, client)
+            return sanitize_target(target, client)
+
+        try:
+            run = await loop.run_in_executor(self._executor, work)
         except Exception as exc:  # noqa: BLE001 - any failure ends this check, not the server
             text = str(exc).strip() or type(exc).__name__
             if not isinstance(exc, CudalensError):
