@@ -86,6 +86,10 @@ async def test_optimize_refuses_a_racy_original_and_goes_on_with_the_check_off(t
             end = await client.wait_for(lambda: ended(client, started["token"]), timeout=60,
                                         what="the refused optimization")
             errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
+            shown = await client.wait_for(lambda: _sanitizer(client, doc), timeout=20,
+                                          what="the refusal's findings as diagnostics")
+        assert sorted((d.range.start.line, d.code) for d in shown) == [
+            (6, "out-of-bounds read"), (7, "race")]
         assert end[0].message == "saxpy: failed"
         [error] = errors
         assert error.startswith("cudalens: optimizing saxpy failed: the original saxpy is not "

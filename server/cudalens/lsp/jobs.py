@@ -58,7 +58,7 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.optimize import optimize
-from cudalens.sanitize_check import check_original
+from cudalens.sanitize_check import OriginalUnsafe, check_original
 from cudalens.store.from_optimize import profile_subject, run_record
 from cudalens.store.keys import device_id, result_key
 from cudalens.store.records import RunProfile, RunRecord
@@ -381,7 +381,14 @@ class Jobs:
         loop.call_soon_threadsafe(self.session.device_seen, job.settings, device)
         target = job.snapshot.target(job.view)
         if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
-            check_original(target, client, lambda message: report(message, None))
+            try:
+                check_original(target, client, lambda message: report(message, None))
+            except OriginalUnsafe as exc:  # its findings go on their lines too
+                checks = getattr(self.session.server, "sanitizer", None)
+                if checks is not None:
+                    loop.call_soon_threadsafe(checks.record, job.snapshot, job.view.name,
+                                              exc.findings)
+                raise
             if job.cancel.is_set():
                 raise JobCancelled()
         agent = None

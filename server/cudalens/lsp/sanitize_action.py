@@ -13,7 +13,9 @@ an Error for a finding that makes the kernel unusable as a reference, else a War
 finding outside the file (in a header, or without line info) goes on the kernel's name. The
 diagnostics are merged into the document's publish (``Diagnostics.providers``) for as long as
 the document's text is the one that was checked; an edit drops them (their lines may no longer
-be the ones that were run), the next check brings them back.
+be the ones that were run), the next check brings them back. An optimize job refused because
+the original has such findings (``jobs``, ``sanitize_check.OriginalUnsafe``) shows them the
+same way (``SanitizerChecks.record``).
 """
 
 from __future__ import annotations
@@ -167,6 +169,14 @@ class SanitizerChecks:
             end = (f"{name}: {len(found)} finding{'s' if len(found) != 1 else ''} "
                    f"({blocking} error{'s' if blocking != 1 else ''}), shown as diagnostics")
         self.session.progress_end(token, end)
+
+    def record(self, snapshot: DocumentSnapshot, name: str, found: tuple[Located, ...]) -> None:
+        """Keeps findings made elsewhere (the check before an optimize job) for ``snapshot``'s
+        text and publishes them."""
+        if self._closed:
+            return
+        self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
+        self.session.diagnostics.publish(snapshot.uri)
 
     def forget(self, uri: str) -> None:
         self._results.pop(uri, None)
