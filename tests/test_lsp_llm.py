@@ -171,7 +171,8 @@ async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_appl
                 f"Optimize kernel saxpy again (LLM {endpoint})",
                 "Apply candidate (1.90x, verified)",
                 "Show diff of candidate (llm r2c1)",
-                "Reject candidate (1.90x, llm r2c1)"]
+                "Reject candidate (1.90x, llm r2c1)",
+                "Check this kernel for races and memory errors"]
             apply = next(a for a in actions if a.command.command == "cudalens.apply")
             answer = await client.run(apply.command)
             assert answer["ok"] and answer["applied"], answer

@@ -18,11 +18,14 @@ from cudalens.errors import CudalensError
 from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
 from gpu_runner.service.schema import encode
 
-# Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
-# input errors, 3 no GPU runner available.
+# Exit codes: 0 success, 1 the command ran and found problems (compile errors; with check
+# --gpu, compute-sanitizer's findings), 2 usage or input errors, 3 no GPU runner available
+# (check --gpu: or no compute-sanitizer report could be made), 4 optimize refused the original
+# (compute-sanitizer found a race or an invalid access in it; --no-sanitize skips the check).
 EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
+EXIT_ORIGINAL_UNSAFE = 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
@@ -87,6 +90,10 @@ def main() -> None:
               help="Timed launches per variant (interleaved).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
+@click.option("--no-sanitize", "no_sanitize", is_flag=True,
+              help="Skip the compute-sanitizer check of the original (races, invalid accesses) "
+                   "made before optimizing; an original with such a finding is refused "
+                   "(exit status 4).")
 @click.option("--capture", "capture_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Time and verify on a launch recorded by `cudalens capture` (its .json "
                    "manifest); the spec's seeded cases are checked too.")
@@ -109,7 +116,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
               proposer: str, agent_config: Optional[Path], written: list[Path],
               capture_path: Optional[Path] = None, capture_only: bool = False,
-              **agent) -> None:
+              no_sanitize: bool = False, **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
                                     config_from_cli, config_warnings, offline_choice,
@@ -182,6 +189,11 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
         with client, err.status("starting") as status:
             def progress(msg: str) -> None:
                 status.update(escape(msg))
+
+            # --capture-only: the spec's random inputs cannot drive the kernel (CSR indices...),
+            # so a sanitizer run on them would report accesses the real inputs never make
+            if not no_sanitize and not capture_only:
+                _check_original(target, client, err, progress)
 
             if choice.kind == "llm":
                 agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
@@ -292,9 +304,17 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
-def check(file: Path, arch: str) -> None:
+@click.option("--gpu", is_flag=True,
+              help="Instead: run the kernel once on the GPU under compute-sanitizer (memcheck, "
+                   "racecheck, initcheck, synccheck) with its spec's inputs and print each "
+                   "finding at FILE:LINE:COL. Exit status 0 clean, 1 findings, 2 input errors, "
+                   "3 no GPU runner or no report.")
+@click.option("--kernel", "kernel_name", help="With --gpu: the kernel to check (needed when FILE "
+                                              "holds several).")
+def check(file: Path, arch: str, gpu: bool, kernel_name: Optional[str]) -> None:
     """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
-    spills and compile errors with their lines."""
+    spills and compile errors with their lines; with --gpu, check one kernel for races and
+    memory errors with compute-sanitizer."""
     from cudalens.check import CheckError, compile_check, format_check
 
     err = Console(stderr=True)
@@ -302,6 +322,11 @@ def check(file: Path, arch: str) -> None:
         _fail(err, f"{file}: no such file")
     if not file.is_file():
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
+    if gpu:
+        _check_gpu(file, kernel_name, err)
+        return
+    if kernel_name is not None:
+        _fail(err, "--kernel is used with --gpu only (the compile check covers every kernel)")
     try:
         result = compile_check(str(file), arch=arch)
     except CheckError as exc:
@@ -309,6 +334,65 @@ def check(file: Path, arch: str) -> None:
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _check_gpu(file: Path, kernel_name: Optional[str], err: Console) -> None:
+    """``check --gpu``: compute-sanitizer's findings on FILE's kernel, one line each."""
+    from cudalens.runner_client import RunnerClient
+    from cudalens.sanitize_check import CheckUnavailable, finding_line, sanitize_target
+    from cudalens.target import load_target
+
+    try:
+        target = load_target(file, kernel_name)
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    try:
+        with err.status("starting the GPU runner"):
+            client = RunnerClient()
+    except CudalensError as exc:
+        _fail(err, f"cannot check on the GPU: {exc}", EXIT_NO_GPU)
+    except KeyboardInterrupt:
+        _fail(err, "interrupted (Ctrl-C) while starting the GPU runner", EXIT_INTERRUPTED)
+    try:
+        with client, err.status(f"checking {target.kernel.name} with compute-sanitizer"):
+            run = sanitize_target(target, client)
+    except CheckUnavailable as exc:
+        _fail(err, str(exc), EXIT_NO_GPU)
+    except CudalensError as exc:  # the spec, or the runner refused the request
+        _fail(err, str(exc))
+    except KeyboardInterrupt:
+        _fail(err, "interrupted (Ctrl-C): the check was stopped", EXIT_INTERRUPTED)
+    for loc in run.found:
+        click.echo(finding_line(str(file), loc))
+    for tool_run in run.report.runs:
+        if tool_run.note:
+            err.print(escape(f"note: {tool_run.tool}: {tool_run.note}"), highlight=False,
+                      soft_wrap=True)
+    count = len(run.found)
+    click.echo(f"{target.kernel.name}: {count} finding{'s' if count != 1 else ''} "
+               f"(compute-sanitizer on {run.where()})")
+    if run.found:
+        sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _check_original(target, client, err: Console, progress) -> None:
+    """The compute-sanitizer check before optimizing (``cudalens.sanitize_check``): exits
+    with ``EXIT_ORIGINAL_UNSAFE`` after printing each blocking finding at its line."""
+    from cudalens.sanitize_check import OriginalUnsafe, check_original, finding_line
+
+    def say(msg: str) -> None:
+        if msg.startswith("note: "):
+            err.print(escape(msg), highlight=False, soft_wrap=True)
+        else:
+            progress(msg)
+
+    try:
+        check_original(target, client, say)
+    except OriginalUnsafe as exc:
+        for located in exc.findings:
+            err.print(escape(finding_line(str(target.path), located)), highlight=False,
+                      soft_wrap=True)
+        _fail(err, str(exc), EXIT_ORIGINAL_UNSAFE)
 
 
 def _register_commands() -> None:

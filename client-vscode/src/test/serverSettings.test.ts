@@ -60,6 +60,7 @@ test("the declared defaults reach the server in config.py's shape", () => {
     budget: { candidates: 24, repetitions: 50, seed: 0 },
     check: { enabled: true, arch: "sm_90", nvcc: "nvcc", debounceMs: 400, options: [] },
     profile: true,
+    sanitize: true,
     server: { args: [], env: {}, logLevel: "warning" },
     trace: { server: "off" },
     workspaceTrusted: false,

@@ -14,8 +14,13 @@ notification (``{"cudalens": {...}}``) is read directly. Shape, with defaults::
       "check":    {"enabled": true, "arch": "sm_90", "nvcc": "nvcc", "options": [],
                    "debounceMs": 400},
       "profile":  true,                           # Nsight Compute profile after a run
+      "sanitize": true,                           # compute-sanitizer on the original first
       "workspaceTrusted": false                   # the user trusts the workspace's files
     }
+
+``sanitize``: before an optimize job, run compute-sanitizer on the original kernel
+(``cudalens.sanitize_check.check_original``); an original with a race or an invalid access is
+not used as a reference: the job fails with the finding and its line. Off: no check.
 
 ``workspaceTrusted``: the editor's workspace trust (the VS Code extension always sets it from
 ``vscode.workspace.isTrusted``, whatever a settings file says, and sends it again when trust
@@ -86,6 +91,7 @@ class Settings:
     workspace_trusted: bool = False
     # the workspace folders of ``initialize`` (set by the session, not read from the client)
     workspace_roots: tuple[Path, ...] = ()
+    sanitize: bool = True
 
     def agent_settings(self) -> dict[str, Any]:
         """The ``llm`` values that were set, by ``AgentConfig`` field name (the editor's layer
@@ -187,6 +193,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
     ("check", "debounceMs"): ("debounce_ms", _int_between(0, 60000)),
     ("profile",): ("profile", _bool),
     ("workspaceTrusted",): ("workspace_trusted", _bool),
+    ("sanitize",): ("sanitize", _bool),
 }
 
 assert {f for f, _ in _FIELDS.values()} | {"workspace_roots"} == {f.name for f in fields(Settings)}

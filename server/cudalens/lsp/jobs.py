@@ -58,6 +58,7 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.optimize import optimize
+from cudalens.sanitize_check import OriginalUnsafe, check_original
 from cudalens.store.from_optimize import profile_subject, run_record
 from cudalens.store.keys import device_id, result_key
 from cudalens.store.records import RunProfile, RunRecord
@@ -386,6 +387,17 @@ class Jobs:
                                       f"cudalens: optimizing {job.kernel} with {choice.reason}",
                                       types.MessageType.Warning)
         target = job.snapshot.target(job.view)
+        if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
+            try:
+                check_original(target, client, lambda message: report(message, None))
+            except OriginalUnsafe as exc:  # its findings go on their lines too
+                checks = getattr(self.session.server, "sanitizer", None)
+                if checks is not None:
+                    loop.call_soon_threadsafe(checks.record, job.snapshot, job.view.name,
+                                              exc.findings)
+                raise
+            if job.cancel.is_set():
+                raise JobCancelled()
         agent = None
         if choice.kind == "llm":
             agent = self._run_agent(job, target, client, choice, report)
