@@ -30,7 +30,8 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from gpu_runner.buffers import DeviceBuffers, OutputSnapshot
-from gpu_runner.compare import Bounds, changed, output_scale, resolve_bounds
+from gpu_runner import elements
+from gpu_runner.compare import Bounds, changed, output_scale, resolve_bounds, values_of
 from gpu_runner.compiler import CompiledVariant
 from gpu_runner.inputs import make_inputs
 from gpu_runner.launch import launch_kernel
@@ -147,10 +148,10 @@ class _Reference:
 
     def bounds(self, spec: Buffer, tolerance, screen) -> Bounds:
         if spec.name not in self._bounds:
-            if self.snap is not None:
+            if self.snap is not None and not elements.is_narrow(spec.dtype):
                 scale = lambda: screen.abs_max(self.snap.ptr(spec.name), spec.dtype, spec.length)
-            else:
-                scale = lambda: output_scale(self.outputs[spec.name])
+            else:  # narrow floats: the screen has no kernel for them; decode on the host
+                scale = lambda: output_scale(values_of(self.outputs[spec.name], spec.dtype))
             self._bounds[spec.name] = resolve_bounds(spec.dtype, tolerance, scale)
         return self._bounds[spec.name]
 
