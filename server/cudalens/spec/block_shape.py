@@ -23,20 +23,56 @@ _DIM3_CALL = re.compile(r"^(?:dim3\s*)?[({](?P<args>[^(){}]*)[)}]$")
 
 
 def const_int(text: str, source: str) -> Optional[int]:
-    """The value of an integer constant expression written as a literal or a named constant.
+    """The value of an integer constant expression written as a literal or a named constant,
+    or an arithmetic expression of them (``BLOCK_SIZE / 4``, ``2 * WARPS * 32``).
 
-    A name is looked up as the first ``#define NAME VALUE`` of ``source``, else the first
-    ``const``/``constexpr`` declaration ``... NAME = VALUE;`` (or ``NAME{VALUE}``)."""
+    A name is looked up as the first ``#define NAME VALUE`` of ``source`` (also a define whose
+    value is such an expression: ``cudalens.spec.defines``), else the first
+    ``const``/``constexpr`` declaration ``... NAME = VALUE;`` (or ``NAME{VALUE}``), else a plain
+    ``int NAME = VALUE;`` (``int threads = 128;``) when the file declares and assigns NAME
+    nowhere else."""
     t = text.strip()
     while t.startswith("(") and t.endswith(")"):
         t = t[1:-1].strip()
     m = _INT.match(t)
     if m:
         return int(m.group(1), 0)
-    if not _NAME.fullmatch(t):
-        return None
     defines, consts = named_ints(source)
-    return defines[t] if t in defines else consts.get(t)
+    if _NAME.fullmatch(t):
+        if t in defines:
+            return defines[t]
+        if t in consts:
+            return consts[t]
+    from cudalens.spec.defines import file_constants
+    from cudalens.spec.expr import ExprError, evaluate
+
+    env = {**_plain_ints(source), **consts, **file_constants(source)}
+    try:
+        v = evaluate(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", t), env)
+    except ExprError:
+        return None
+    return v if isinstance(v, int) else None
+
+
+_PLAIN_INT = re.compile(r"\b(?:unsigned\s+)?(?:int|long|size_t|short)\s+([A-Za-z_]\w*)\s*"
+                        r"(?:=\s*|\{\s*|\(\s*)(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*[})]?\s*;")
+
+
+@functools.lru_cache(maxsize=8)
+def _plain_ints(source: str) -> dict[str, int]:
+    """``int NAME = LITERAL;`` declarations of names that appear in one such declaration and
+    are never assigned again (``NAME =``, ``NAME +=``, ``++NAME``...) in ``source``."""
+    found: dict[str, list[int]] = {}
+    for m in _PLAIN_INT.finditer(source):
+        found.setdefault(m.group(1), []).append(int(m.group(2), 0))
+    out = {}
+    for name, values in found.items():
+        assigned = re.findall(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+                              rf"|(?:\+\+|--)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*"
+                              rf"(?:\+\+|--)", source)
+        if len(values) == 1 and len(assigned) <= 1:
+            out[name] = values[0]
+    return out
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")

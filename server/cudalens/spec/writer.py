@@ -2,8 +2,9 @@
 
 ``parse_spec(format_spec(s))`` gives back ``s`` up to line numbers and ``source``; the layout
 is fixed: the ``kernel`` header, the notes as ``# ...`` lines, then sizes (each followed by its
-``check``), parameters in spec order, block, grid, shared (when not 0), flops, tolerance and
-the atomics flag.
+``check`` and ``multiple``), parameters in spec order (a buffer's fill before its range), block,
+grid, shared (when not 0), flops, reads, writes, tolerance and the atomics flag. The spec's
+constants come from the kernel's file, so they are not written.
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ def format_spec(spec: KernelSpec) -> str:
     for size in spec.sizes:
         lines.append(f"size {size.name} = {size.expr}")
         lines += [f"check {c.name} = {c.expr}" for c in spec.checks if c.name == size.name]
+        lines += [f"multiple {m.name} = {m.expr}" for m in spec.multiples
+                  if m.name == size.name]
     for p in spec.params:
         if isinstance(p, BufferDecl):
             text = f"{p.role} {p.name}: {p.type}[{p.length}]"
+            if p.fill != "uniform":
+                text += f" {p.fill}" + (f"({', '.join(p.fill_args)})" if p.fill_args else "")
             if p.low is not None or p.high is not None:
                 low, high = default_range(p.type)
                 text += f" range({p.low or low}, {p.high or high})"
@@ -36,6 +41,10 @@ def format_spec(spec: KernelSpec) -> str:
         lines.append(f"shared = {spec.launch.shared}")
     if spec.flops is not None:
         lines.append(f"flops = {spec.flops}")
+    if spec.reads is not None:
+        lines.append(f"reads = {spec.reads}")
+    if spec.writes is not None:
+        lines.append(f"writes = {spec.writes}")
     if spec.tolerance is not None:
         lines.append(f"tolerance = {spec.tolerance!r}")
     if spec.atomics:
