@@ -13,6 +13,12 @@ From the tree-sitter-cuda tree of the body this finds, flow-insensitively:
 
 Locals with exactly one definition and no later assignment are substituted by that definition,
 so ``int idx = row * cols + col; y[idx] = ...`` indexes ``row * cols + col``.
+
+Quotients and remainders of polynomials (``i / T``, ``i % C``, ``(i / C) % T``) become
+opaque symbols, named by their text (``(i)/(T)``), recorded in ``BodyFacts.divisions`` with
+their operands, so inference can bound them: ``a % b < b``, ``a / b <= max(a) / b``. A local
+whose single definition loads an element of a pointer parameter (``int ix = idx[i];``) stays a
+symbol too, recorded in ``BodyFacts.loads`` with the pointer it was read from.
 """
 
 from __future__ import annotations
@@ -77,6 +83,10 @@ class BodyFacts:
     bounds: dict[str, list[Poly]] = field(default_factory=dict)  # var -> exclusive upper bounds
     axes: dict[str, tuple[str, str]] = field(default_factory=dict)  # var -> (axis, thread|block)
     builtins: set[str] = field(default_factory=set)  # e.g. {"threadIdx.x", "threadIdx.y"}
+    # symbol -> (operator "/" or "%", dividend, divisor), for the symbols of i / T, i % T
+    divisions: dict[str, tuple[str, Poly, Poly]] = field(default_factory=dict)
+    # local -> pointer parameter its value is loaded from (``int ix = idx[i];``)
+    loads: dict[str, str] = field(default_factory=dict)
 
 
 class BodyAnalysis:
@@ -183,7 +193,13 @@ class BodyAnalysis:
             if name in self.bounded or name in self.int_params:
                 return Poly.sym(name)
             if name not in self.pointer_locals and self.substitutable(name):
-                return self.poly(self.defs[name][0], depth + 1)
+                inner = self.poly(self.defs[name][0], depth + 1)
+                if inner is None:
+                    loaded = self._loaded_from(self.defs[name][0])
+                    if loaded is not None:
+                        self.facts.loads[name] = loaded
+                        return Poly.sym(name)
+                return inner
             return Poly.sym(name)
         if t == "field_expression":
             return Poly.sym(self.text(node).replace(" ", ""))
@@ -207,6 +223,35 @@ class BodyAnalysis:
                 return a * b
             if op == "<<" and b.is_const() and 0 <= b.constant < 63:
                 return a * Poly.const(1 << b.constant)
+            if op == ">>" and b.is_const() and 0 <= b.constant < 63:
+                return self._division("/", a, Poly.const(1 << b.constant))
+            if op in ("/", "%") and not (b.is_const() and b.constant <= 0):
+                return self._division(op, a, b)
+        return None
+
+    def _division(self, op: str, a: Poly, b: Poly) -> Poly:
+        if b.is_const() and b.constant == 1:
+            return a if op == "/" else Poly()
+        name = f"({a.render()}){op}({b.render()})"
+        self.facts.divisions.setdefault(name, (op, a, b))
+        return Poly.sym(name)
+
+    def _loaded_from(self, node: Optional[Node]) -> Optional[str]:
+        """The pointer parameter ``node`` (up to casts and parentheses) reads one element of:
+        ``idx[i]``, ``__ldg(&idx[i])``, ``__ldg(idx + i)``; else None."""
+        if node is None:
+            return None
+        node = strip(node)
+        if node.type == "subscript_expression":
+            base = self.pointer_base(node.child_by_field_name("argument"))
+            return base[0] if base is not None else None
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            inner = named_children(args) if args is not None else []
+            if fn is not None and self.text(fn) in READ_ONLY_LOADS and len(inner) == 1:
+                base = self.pointer_base(inner[0])
+                return base[0] if base is not None else None
         return None
 
     # -- pointers through locals -----------------------------------------------------------

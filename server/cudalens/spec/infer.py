@@ -21,13 +21,35 @@ The draft is a starting point the user reviews; everything guessed carries a not
 - Launch: the block is the first literal block among the kernel's launch sites, else
   ``__launch_bounds__``, else 256, or (32, 8) when the body uses ``threadIdx.y``; the grid covers
   each axis's bound: ``ceil_div(n, block.x)`` for a per-thread index, ``n`` for a per-block one.
-- Scalars: float scalars not used as bounds get 1.5, other integers 1 (with a note).
+- Element types: template parameters take the instance's arguments (``T* x`` of
+  ``reduce<__nv_bfloat16, 256>`` is bfloat16) and aliases are followed (``typedef
+  __nv_bfloat16 floatX;``); see ``templates``. A template kernel's draft is for the instance
+  asked for, else the first the file names (with a note listing the others).
+- Constants: the file's integer ``#define``s and the instance's integer template arguments
+  count as known values in bounds (``if (col < TILE)``) and indices.
+- Decomposed indices: ``i / T`` and ``i % T`` are bounded (``i % T < T``; ``i / T < B`` when
+  ``i < B * T``), so ``out + b * T * C + t * C`` with ``b = i / T``, ``t = i % T`` gets
+  ``B * T * C``.
+- Index arrays read through locals (``int ix = idx[i]; ... table[ix * C + c]``): the table
+  gets a size ``n_TABLE`` of rows (a guessed 1024, with a note) and the index array
+  ``range(0, n_TABLE)``.
+- Dynamic shared memory: the third launch argument of the first launch site, translated
+  (``sizeof``, helper functions with one ``return``, locals with one initializer, the
+  kernel's arguments as its sizes, the block variable as ``block.x``); else, when the body
+  declares ``extern __shared__``, a marked guess of one element per thread.
+- Scalars: a by-value argument of a launch site that is a literal, or a variable the file
+  initializes once with a literal, gives the value; otherwise a value is guessed and marked
+  ``GUESS`` in the notes, to be confirmed: floats named like an optimizer's parameters get
+  their usual values (``lr`` 1e-3, ``beta1`` 0.9, ``beta2`` 0.999, ``eps`` 1e-8,
+  ``weight_decay`` 0.01), other floats 0.5 (below 1, so powers and ``1 - x`` stay positive),
+  integers 1.
 """
 
 from __future__ import annotations
 
 import functools
 import keyword
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +58,13 @@ from typing import Optional
 from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
-from cudalens.spec.block_shape import block_from_file, block_from_texts
+from cudalens.spec import templates
+from cudalens.spec.block_shape import block_from_file, block_from_texts, const_int
+from cudalens.spec.defines import file_constants
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
 from cudalens.spec.errors import SpecError
+from cudalens.spec.expr import ExprError, names_in
 from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl, SizeDecl
 from cudalens.spec.poly import Poly
 
@@ -49,7 +74,17 @@ SIZE_2D = "4096"
 SIZE_OTHER = "1024"
 DEFAULT_BLOCK_1D = (256,)
 DEFAULT_BLOCK_2D = (32, 8)
-FLOAT_SCALAR = "1.5"
+FLOAT_SCALAR = "0.5"
+TABLE_ROWS = "1024"
+# Usual values of optimizer and normalization parameters, by lower-case parameter name
+# (AdamW as in Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019, and
+# PyTorch's defaults for torch.optim.AdamW and torch.nn.LayerNorm).
+NAMED_FLOATS = {
+    "lr": "0.001", "learning_rate": "0.001", "beta1": "0.9", "beta2": "0.999",
+    "b1": "0.9", "b2": "0.999", "eps": "1e-08", "epsilon": "1e-08", "weight_decay": "0.01",
+    "wd": "0.01", "momentum": "0.9", "scale": "0.125", "alpha": "1.0", "beta": "0.0",
+    "grad_scale": "1.0", "beta1_correction": "0.1", "beta2_correction": "0.001",
+}
 _RESERVED = ("block", "sm_count")
 _MAX_DEPTH = 8
 
@@ -65,12 +100,15 @@ class _Length:
 
 
 def infer_spec(kernel: Kernel, source_text: str,
-               launch_sites: Optional[Sequence[LaunchSite]] = None) -> KernelSpec:
+               launch_sites: Optional[Sequence[LaunchSite]] = None, *,
+               instance: Optional[str] = None,
+               defines: Optional[dict[str, int]] = None) -> KernelSpec:
     """A draft spec for ``kernel`` of ``source_text`` (the whole file, as parsed into the model).
 
     ``launch_sites`` are the file's launch sites (any kernel's; those of ``kernel`` are picked
-    out), default ``kernel.launch_sites``. The result has ``source == "inferred"``, all lines 0,
-    and its notes say what was guessed.
+    out), default ``kernel.launch_sites``. ``instance`` (``reduce<float, 256>``) picks a
+    template instance; ``defines`` are the build's -D values. The result has
+    ``source == "inferred"``, all lines 0, and its notes say what was guessed.
 
     Raises:
         SpecError: the kernel's body cannot be found in ``source_text``, or a parameter has a
@@ -92,7 +130,7 @@ def infer_spec(kernel: Kernel, source_text: str,
         raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
     facts = analyze_body(parsed, body, kernel)
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    return _Drafter(kernel, facts, source_text, tuple(sites)).draft()
+    return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines).draft()
 
 
 def outside_inputs(kernel: Kernel, source_text: str,
@@ -136,12 +174,22 @@ def clear_text_caches() -> None:
 
 class _Drafter:
     def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
-                 sites: tuple[LaunchSite, ...]) -> None:
+                 sites: tuple[LaunchSite, ...], instance: Optional[str] = None,
+                 defines: Optional[dict[str, int]] = None) -> None:
         self.kernel = kernel
         self.facts = facts
         self.source = source
         self.sites = sites
         self.notes: list[str] = []  # about parameters, in parameter order
+        self.instance = self.pick_instance(instance)
+        self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
+        self.constants = dict(file_constants(source, defines))
+        for name, arg in self.bound.items():
+            v = const_int(arg, source)
+            if v is not None:
+                self.constants[name] = v
+        self.table_sizes: dict[str, str] = {}  # loaded local -> size of its table's rows
+        self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
         self.order = [p.name for p in kernel.parameters]
@@ -165,16 +213,53 @@ class _Drafter:
             total = total + term
         return total
 
+    def pick_instance(self, asked: Optional[str]) -> Optional[str]:
+        k = self.kernel
+        if not k.template_parameters:
+            return None
+        if asked is not None:
+            return asked
+        found = templates.instances(k.name, self.source)
+        if not found:
+            self.notes.append(f"template {k.name}: no instance found in the file; types of "
+                              f"template parameters assumed float")
+            return None
+        if len(found) > 1:
+            self.notes.append(f"drafted for {found[0]}, the first of {len(found)} instances "
+                              f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
+        return found[0]
+
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
-        if name in self.int_params:
+        if name in self.int_params or name in self.table_of:
             return Poly.sym(name)
+        if name in self.constants:
+            return Poly.const(self.constants[name])
         if depth >= _MAX_DEPTH:
             return None
+        if name in self.facts.divisions:
+            return self.division_upper(name, depth)
+        if name in self.table_sizes:
+            return Poly.sym(self.table_sizes[name]) - Poly.const(1)
         for b in self.facts.bounds.get(name, []):
             u = self.upper(b, depth + 1)
             if u is not None:
                 return u - Poly.const(1)
         return None
+
+    def division_upper(self, name: str, depth: int) -> Optional[Poly]:
+        """The largest value of ``a / b`` or ``a % b`` (``body.BodyFacts.divisions``), taking
+        ``b >= 1``: ``a % b <= max(b) - 1`` (else ``max(a)``); ``a / b <= (max(a) + 1) / b - 1``
+        when that divides exactly as polynomials, else ``max(a)``."""
+        op, a, b = self.facts.divisions[name]
+        ua = self.upper(a, depth + 1)
+        if op == "%":
+            ub = self.upper(b, depth + 1)
+            return ub - Poly.const(1) if ub is not None else ua
+        if ua is None:
+            return None
+        bb = self.upper(b, depth + 1)
+        q = _divide(ua + Poly.const(1), bb) if bb is not None else None
+        return q - Poly.const(1) if q is not None else ua
 
     def bound_of(self, var: str) -> Optional[Poly]:
         """The exclusive upper bound of ``var`` in integer parameters."""
@@ -197,6 +282,7 @@ class _Drafter:
                 why = why or (f"index is data-dependent ('{a.text}')" if a.data_indices
                               else f"index of '{a.text}' is not an affine expression")
                 continue
+            self.name_tables(a)
             u = self.upper(a.index)
             if u is None:
                 free = sorted(s for s in a.index.symbols
@@ -212,6 +298,17 @@ class _Drafter:
         if not known:
             return _Length(why=why or "not accessed in the body")
         return _Length(polys=tuple(known))
+
+    def name_tables(self, a: Access) -> None:
+        """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
+        ``a``'s pointer (``n_TABLE``), bounding it."""
+        assert a.index is not None
+        for s in sorted(a.index.symbols):
+            if s in self.facts.loads and s not in self.table_sizes and \
+                    not self.facts.bounds.get(s):
+                name = f"n_{a.param}"
+                self.table_sizes[s] = name
+                self.table_of.setdefault(name, self.facts.loads[s])
 
     # -- the draft ---------------------------------------------------------------------------
 
@@ -234,9 +331,15 @@ class _Drafter:
             b = self.bound_of(var)
             used |= b.symbols if b is not None else set()
         size_names = [n for n in self.order if n in used and n in self.int_params]
+        tables = [n for n in dict.fromkeys(self.table_sizes.values()) if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
         sizes = self.size_values(size_names, grid_vars, rename)
+        for name in tables:
+            rename[name] = name
+            sizes.append(SizeDecl(name=name, expr=TABLE_ROWS))
+            self.notes.append(f"size {name} = {TABLE_ROWS}: rows of {name[2:]}, indexed by "
+                              f"values read from {self.table_of[name]}; GUESS, set it")
         main = self.main_length(lengths, rename, sizes)
         if main[1] and not any(s.name == main[1] for s in sizes):
             sizes.insert(0, SizeDecl(name=main[1], expr=SIZE_1D))
@@ -261,6 +364,11 @@ class _Drafter:
             elements[p.name], assumed[p.name] = self.length_text(lengths[p.name], grid, rename,
                                                                  main_text)
         ranges = self.index_ranges(pointers, roles, by_param, elements, assumed)
+        for size, array in self.table_of.items():
+            if size in rename and array not in ranges:
+                ranges[array] = ("0", size)
+                self.later.setdefault(array, []).append(
+                    f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
         for p in k.parameters:
             if p.is_pointer:
@@ -268,6 +376,8 @@ class _Drafter:
                                           ranges.get(p.name), by_param))
             else:
                 params.append(self.scalar(p, rename))
+        self.rename = rename
+        self.block_shape = block
         self.notes += self.launch_notes
         atomics = sorted({a.atomic for a in self.facts.accesses if a.atomic})
         if atomics:
@@ -276,9 +386,13 @@ class _Drafter:
         if sizes:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in sizes)
             self.notes.append(f"sizes are defaults ({listed}): set them to your problem")
+        shared = self.shared(rename, block)
+        name = k.qualified_name or k.name
+        if self.instance:
+            name = name + self.instance[self.instance.index("<"):]
         return KernelSpec(
-            kernel=k.qualified_name or k.name, sizes=tuple(sizes), params=tuple(params),
-            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared="0"),
+            kernel=name, sizes=tuple(sizes), params=tuple(params),
+            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
 
     def role(self, p: Parameter, accesses: list[Access]) -> str:
@@ -425,7 +539,7 @@ class _Drafter:
         ``unsigned char data`` makes ``bins`` 256 long)."""
         out: dict[str, tuple[str, str]] = {}
         for p in pointers:
-            st, _ = _spec_type(p)
+            st, _ = self.spec_type(p)
             if st is None or dtypes.is_float(st) or roles[p.name] == "out":
                 continue
             targets = sorted({a.param for accs in by_param.values() for a in accs
@@ -455,7 +569,7 @@ class _Drafter:
     def buffer(self, p: Parameter, role: str, elements: str, assumed: str,
                value_range: Optional[tuple[str, str]],
                by_param: dict[str, list[Access]]) -> BufferDecl:
-        st, lanes = _spec_type(p)
+        st, lanes = self.spec_type(p)
         self.notes += self.later.get(p.name, [])
         if assumed:
             self.notes.append(f"length of {p.name} assumed {elements}: {assumed}")
@@ -469,19 +583,202 @@ class _Drafter:
         return BufferDecl(role=role, name=p.name, type=st,  # type: ignore[arg-type]
                           length=elements, low=low, high=high)
 
+    def spec_type(self, p: Parameter) -> tuple[Optional[str], int]:
+        """(spec type, lanes) of ``p``'s element (or value) type, with template parameters
+        bound to the instance's arguments and aliases followed; (None, 1) if unknown."""
+        resolved = templates.resolve_type(p.type, self.source, self.bound)
+        found = _spec_type_of(resolved)
+        if found[0] is not None and resolved.split() != p.type.split():
+            shown = " ".join(dtypes.normalize_c_type(resolved).split())
+            self.later.setdefault(p.name, []).append(
+                f"{p.name}: element type {p.type.replace('*', '').strip()} is {shown}")
+        return found
+
+    def site_value(self, p: Parameter) -> Optional[tuple[str, str]]:
+        """(value, where) for a by-value parameter from the first launch site passing a
+        literal, or a variable the file initializes once with a literal; else None."""
+        index = [q.name for q in self.kernel.parameters].index(p.name)
+        for site in self.sites:
+            if index >= len(site.arguments):
+                continue
+            arg = site.arguments[index].strip()
+            value = _literal(arg) or _literal(_initializer(arg, self.source) or "")
+            if value is not None:
+                return value, f"from the launch at line {site.range.start.line + 1} ('{arg}')"
+        return None
+
     def scalar(self, p: Parameter, rename: dict[str, str]) -> ScalarDecl:
-        st, lanes = _spec_type(p)
+        st, lanes = self.spec_type(p)
         if st is None or lanes > 1:
             self.notes.append(f"scalar {p.name}: type '{p.type}' cannot be expressed; assumed "
-                              f"float {FLOAT_SCALAR}")
+                              f"float {FLOAT_SCALAR}; GUESS, confirm")
             return ScalarDecl(name=p.name, type="float", expr=FLOAT_SCALAR)
         if p.name in rename:
             return ScalarDecl(name=p.name, type=st, expr=rename[p.name])
+        found = self.site_value(p)
+        if found is not None and (dtypes.is_float(st) or "." not in found[0]):
+            self.notes.append(f"scalar {p.name} = {found[0]}: {found[1]}")
+            return ScalarDecl(name=p.name, type=st, expr=found[0])
         if dtypes.is_float(st):
-            self.notes.append(f"scalar {p.name} = {FLOAT_SCALAR}: value guessed")
-            return ScalarDecl(name=p.name, type=st, expr=FLOAT_SCALAR)
-        self.notes.append(f"scalar {p.name} = 1: value guessed (not a bound of any index)")
+            value = NAMED_FLOATS.get(p.name.lower(), FLOAT_SCALAR)
+            why = "the usual value for that name" if p.name.lower() in NAMED_FLOATS \
+                else "no launch site passes a value"
+            self.notes.append(f"scalar {p.name} = {value}: GUESS ({why}), confirm it")
+            return ScalarDecl(name=p.name, type=st, expr=value)
+        self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, no launch "
+                          f"site passes a value), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
+
+    def shared(self, rename: dict[str, str], block: tuple[int, ...]) -> str:
+        """Dynamic shared memory bytes as a spec expression (module doc), "0" when none."""
+        for site in self.sites:
+            if len(site.config) < 3:
+                continue
+            text = site.config[2].strip()
+            expr = _shared_expr(text, site, self.kernel, self.source, rename, self.bound)
+            where = f"the launch at line {site.range.start.line + 1}"
+            if expr is not None:
+                try:
+                    names = names_in(expr)
+                except ExprError:
+                    names = {"?"}
+                if names <= set(rename.values()) | {"block"}:
+                    if expr != "0":
+                        self.notes.append(f"shared = {expr}: from {where} ('{text}')")
+                    return expr
+            self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
+                              f"{block[0]} elements of 4 bytes, set it")
+            return f"block.x * 4"
+        m = _EXTERN_SHARED.search(self.source[self.kernel.start_byte:self.kernel.end_byte])
+        if m is None:
+            return "0"
+        ctype = templates.resolve_type(m.group("type"), self.source, self.bound)
+        size = _sizeof(ctype) or 4
+        self.notes.append(f"shared = block.x * {size}: GUESS, the body declares extern "
+                          f"__shared__ {m.group('type')} but no launch passes its size")
+        return f"block.x * {size}"
+
+
+_EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?"
+                            r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\w+\s*\[\s*\]")
+_SIZEOF = re.compile(r"sizeof\s*\(\s*(?P<type>[^()]+?)\s*\)")
+_CALL = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*\((?P<args>[^()]*)\)")
+_FLOAT_LIT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fF]?$")
+
+
+def _literal(text: str) -> Optional[str]:
+    """``0.9f`` -> ``0.9``, ``1e-8`` -> ``1e-8``, ``3`` -> ``3``; anything else None."""
+    t = text.strip()
+    if not _FLOAT_LIT.match(t):
+        return None
+    return t[:-1] if t[-1] in "fF" else t
+
+
+def _initializer(name: str, source: str) -> Optional[str]:
+    """The initializer text of ``name`` when the file declares it exactly once with one
+    (``float lr = 1e-3f;``, ``const int n = 4;``) and never assigns it again; else None."""
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return None
+    decls = re.findall(rf"\b(?:const\s+)?(?:float|double|int|unsigned|long|size_t|auto)\s+"
+                       rf"{name}\s*=\s*([^;,]+);", source)
+    assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
+    return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
+
+
+def _sizeof(ctype: str) -> Optional[int]:
+    st, lanes = _spec_type_of(ctype)
+    if st is None:
+        return None
+    return dtypes.itemsize(dtypes.numpy_dtype(st)) * lanes
+
+
+def _helpers(source: str) -> dict[str, tuple[list[str], str]]:
+    """Functions whose body is one ``return EXPR;``: name -> (parameter names, EXPR)."""
+    out: dict[str, tuple[list[str], str]] = {}
+    rx = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)\s*(?:const\s*)?"
+                    r"\{\s*return\s+(?P<expr>[^;{}]+);\s*\}")
+    for m in rx.finditer(source):
+        names = [p.split()[-1].strip("*&") for p in m.group("params").split(",") if p.split()]
+        out.setdefault(m.group("name"), (names, m.group("expr").strip()))
+    return out
+
+
+def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
+                 rename: dict[str, str], bound: dict[str, str]) -> Optional[str]:
+    """The launch's shared-memory text as a spec expression of the kernel's sizes, or None.
+
+    Helper calls and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, the
+    kernel's by-value arguments become the sizes they are passed to, the block argument
+    ``block.x``, and the file's integer constants their values."""
+    args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
+            if not p.is_pointer}
+    block_text = site.config[1].strip() if len(site.config) > 1 else ""
+    helpers = _helpers(source)
+    expr = text
+    for _ in range(4):
+        before = expr
+
+        def call(m: re.Match) -> str:
+            h = helpers.get(m.group("name"))
+            if h is None or m.group("name") == "sizeof":
+                return m.group(0)
+            actual = [a.strip() for a in m.group("args").split(",")] if m.group("args").strip() \
+                else []
+            body = h[1]
+            for formal, value in zip(h[0], actual):
+                body = re.sub(rf"\b{re.escape(formal)}\b", f"({value})", body)
+            return f"({body})"
+        expr = _CALL.sub(call, expr)
+        expr = _SIZEOF.sub(lambda m: str(_sizeof(templates.resolve_type(m.group("type"), source,
+                                                                          bound)) or "?"), expr)
+
+        def name(m: re.Match) -> str:
+            word = m.group(0)
+            if word in args:
+                return rename.get(args[word], args[word])
+            if word == block_text:
+                return "block.x"
+            init = _initializer(word, source)
+            return f"({init})" if init is not None else word
+        expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", name, expr)
+        if expr == before:
+            break
+    consts = file_constants(source)
+    expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*\b",
+                  lambda m: str(consts[m.group(0)]) if m.group(0) in consts else m.group(0), expr)
+    expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
+    expr = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", expr)
+    expr = re.sub(r"block\.x\.x", "block.x", expr)
+    try:
+        evaluate_ok = names_in(expr)
+    except ExprError:
+        return None
+    del evaluate_ok
+    return " ".join(expr.split())
+
+
+def _divide(p: Poly, d: Poly) -> Optional[Poly]:
+    """``p / d`` when ``d`` is one monomial (with a positive coefficient) dividing every term
+    of ``p`` exactly, else None: ``(B * T * 4) / (T * 2) = B * 2``."""
+    if len(d.terms) != 1:
+        return None
+    (dm, dc), = d.terms
+    if dc <= 0:
+        return None
+    out = Poly()
+    for m, c in p.terms:
+        rest = list(m)
+        for s in dm:
+            if s not in rest:
+                return None
+            rest.remove(s)
+        if c % dc:
+            return None
+        term = Poly.const(c // dc)
+        for s in rest:
+            term = term * Poly.sym(s)
+        out = out + term
+    return out
 
 
 def _single_symbol(poly: Optional[Poly]) -> Optional[str]:
@@ -493,10 +790,14 @@ def _single_symbol(poly: Optional[Poly]) -> Optional[str]:
 
 
 def _spec_type(p: Parameter) -> tuple[Optional[str], int]:
-    st = dtypes.spec_type_for_c(p.type)
+    return _spec_type_of(p.type)
+
+
+def _spec_type_of(ctype: str) -> tuple[Optional[str], int]:
+    st = dtypes.spec_type_for_c(ctype)
     if st is not None:
         return st, 1
-    vec = dtypes.vector_type_for_c(p.type)
+    vec = dtypes.vector_type_for_c(ctype)
     if vec is not None:
         return vec
     return None, 1
