@@ -138,15 +138,20 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
         CudalensError: the spec file exists but is malformed or does not fit the kernel; the
             message names the spec file's line.
     """
+    from cudalens.spec.headers import local_headers
+
+    headers = local_headers(path, source.text)
+    context = "\n".join(headers + (source.text,))
     try:
         spec = spec_parser.load_spec_for(path, kernel, source_text=source.text,
-                                         instance=instance)
+                                         instance=instance, context=context)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     if spec is not None:
         return spec, str(spec_parser.spec_path_for(path))
     try:
-        spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance)
+        spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
+                          headers=headers)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     return spec, "inferred"

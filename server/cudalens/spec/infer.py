@@ -102,12 +102,15 @@ class _Length:
 def infer_spec(kernel: Kernel, source_text: str,
                launch_sites: Optional[Sequence[LaunchSite]] = None, *,
                instance: Optional[str] = None,
-               defines: Optional[dict[str, int]] = None) -> KernelSpec:
+               defines: Optional[dict[str, int]] = None,
+               headers: Sequence[str] = ()) -> KernelSpec:
     """A draft spec for ``kernel`` of ``source_text`` (the whole file, as parsed into the model).
 
     ``launch_sites`` are the file's launch sites (any kernel's; those of ``kernel`` are picked
     out), default ``kernel.launch_sites``. ``instance`` (``reduce<float, 256>``) picks a
-    template instance; ``defines`` are the build's -D values. The result has
+    template instance; ``defines`` are the build's -D values; ``headers`` the texts of the
+    project headers the file includes (``headers.local_headers``), whose aliases and defines
+    count as the file's. The result has
     ``source == "inferred"``, all lines 0, and its notes say what was guessed.
 
     Raises:
@@ -130,7 +133,8 @@ def infer_spec(kernel: Kernel, source_text: str,
         raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
     facts = analyze_body(parsed, body, kernel)
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines).draft()
+    return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
+                    tuple(headers)).draft()
 
 
 def outside_inputs(kernel: Kernel, source_text: str,
@@ -175,17 +179,19 @@ def clear_text_caches() -> None:
 class _Drafter:
     def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
                  sites: tuple[LaunchSite, ...], instance: Optional[str] = None,
-                 defines: Optional[dict[str, int]] = None) -> None:
+                 defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = ()) -> None:
         self.kernel = kernel
         self.facts = facts
         self.source = source
+        # where aliases, defines and constants are looked up: the headers, then the file
+        self.context = "\n".join(headers + (source,)) if headers else source
         self.sites = sites
         self.notes: list[str] = []  # about parameters, in parameter order
         self.instance = self.pick_instance(instance)
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
-        self.constants = dict(file_constants(source, defines))
+        self.constants = dict(file_constants(self.context, defines))
         for name, arg in self.bound.items():
-            v = const_int(arg, source)
+            v = const_int(arg, self.context)
             if v is not None:
                 self.constants[name] = v
         self.table_sizes: dict[str, str] = {}  # loaded local -> size of its table's rows
@@ -480,7 +486,7 @@ class _Drafter:
         return name, name
 
     def block(self) -> tuple[tuple[int, ...], str]:
-        found = block_from_file(self.kernel, self.sites, self.source)
+        found = block_from_file(self.kernel, self.sites, self.context)
         if found is not None:
             return found
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
@@ -586,7 +592,7 @@ class _Drafter:
     def spec_type(self, p: Parameter) -> tuple[Optional[str], int]:
         """(spec type, lanes) of ``p``'s element (or value) type, with template parameters
         bound to the instance's arguments and aliases followed; (None, 1) if unknown."""
-        resolved = templates.resolve_type(p.type, self.source, self.bound)
+        resolved = templates.resolve_type(p.type, self.context, self.bound)
         found = _spec_type_of(resolved)
         if found[0] is not None and resolved.split() != p.type.split():
             shown = " ".join(dtypes.normalize_c_type(resolved).split())
@@ -635,7 +641,7 @@ class _Drafter:
             if len(site.config) < 3:
                 continue
             text = site.config[2].strip()
-            expr = _shared_expr(text, site, self.kernel, self.source, rename, self.bound)
+            expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound)
             where = f"the launch at line {site.range.start.line + 1}"
             if expr is not None:
                 try:
@@ -652,7 +658,7 @@ class _Drafter:
         m = _EXTERN_SHARED.search(self.source[self.kernel.start_byte:self.kernel.end_byte])
         if m is None:
             return "0"
-        ctype = templates.resolve_type(m.group("type"), self.source, self.bound)
+        ctype = templates.resolve_type(m.group("type"), self.context, self.bound)
         size = _sizeof(ctype) or 4
         self.notes.append(f"shared = block.x * {size}: GUESS, the body declares extern "
                           f"__shared__ {m.group('type')} but no launch passes its size")

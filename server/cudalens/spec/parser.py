@@ -95,7 +95,8 @@ def spec_path_for(source_path: Union[str, Path]) -> Path:
 def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
                   source_text: Optional[str] = None, *,
                   defines: Optional[dict[str, int]] = None,
-                  instance: Optional[str] = None) -> Optional[KernelSpec]:
+                  instance: Optional[str] = None,
+                  context: Optional[str] = None) -> Optional[KernelSpec]:
     """The spec of ``kernel`` from the sidecar file of ``source_path``, or None.
 
     ``kernel`` is a name (plain or qualified) or a :class:`Kernel`; with a ``Kernel`` the spec
@@ -103,7 +104,8 @@ def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
     ``Kernel`` was parsed from) its roles against its body (``validate.check_roles``).
     ``instance`` (``reduce<float, 256>``) picks the section of one template instance; without
     it a template kernel's only ``kernel NAME<ARGS>`` section is taken. Expressions may name
-    ``source_text``'s integer ``#define``s and ``defines`` (the build's -D values, which win).
+    ``source_text``'s integer ``#define``s (``context``'s, when given: the file with the
+    headers it includes) and ``defines`` (the build's -D values, which win).
     Returns None when the sidecar file does not exist or has no section for the kernel.
 
     Raises:
@@ -119,7 +121,7 @@ def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
         text = read_text_file(path)
     except TextFileError as exc:
         raise SpecError(str(path), exc.line, f"cannot read the spec file: {exc}") from None
-    constants = file_constants(source_text or "", defines)
+    constants = file_constants(context if context is not None else source_text or "", defines)
     specs = parse_spec(text, str(path), constants)
     if isinstance(kernel, Kernel):
         names = [kernel.qualified_name, kernel.name]
