@@ -11,8 +11,11 @@ checked spec's nominal sizes and constants (so ``ceil_div(n, block.x)`` and
   integer (sizes and counts); float scalars are values of the user's problem: the draft must
   take them from a launch site or mark them ``GUESS`` (a note), and that is checked instead;
 - block, grid (with 132 SMs) and dynamic shared memory;
-- the bytes the timed case moves (``reads``/``writes``, else each buffer once) and flops;
+- the bytes the timed case moves (``reads``/``writes``, else each buffer once);
 - atomics.
+
+``flops`` is not compared: inference never drafts it (it is the user's count of the work), so
+the checked specs that give it are measured on everything else.
 
 A draft *faults* (a run of it could read or write outside a buffer) when a buffer is shorter
 than the checked length, an index array's range reaches past the checked one or has no
@@ -136,8 +139,6 @@ def compare(e: Entry, draft: KernelSpec) -> Verdict:
     diff("atomics", draft.atomics, checked.atomics)
     moved = _moved(draft, e, sizes)
     diff("bytes moved", moved, build_problem(checked, e.kernel).cases[0].bytes_moved)
-    diff("flops", _value(draft.flops, denv) if draft.flops else 0,
-         _value(checked.flops, env) if checked.flops else 0)
     return v
 
 

@@ -187,6 +187,7 @@ class _Drafter:
         self.context = "\n".join(headers + (source,)) if headers else source
         self.sites = sites
         self.notes: list[str] = []  # about parameters, in parameter order
+        self.fills: dict[str, tuple[str, tuple[str, ...]]] = {}  # buffer -> (fill, args)
         self.instance = self.pick_instance(instance)
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
         self.constants = dict(file_constants(self.context, defines))
@@ -194,7 +195,10 @@ class _Drafter:
             v = const_int(arg, self.context)
             if v is not None:
                 self.constants[name] = v
+        self.csr_sizes: dict[str, str] = {}  # row-pointer array -> size of its non-zeros
         self.table_sizes: dict[str, str] = {}  # loaded local -> size of its table's rows
+        self.load_bounds: dict[str, str] = {}  # loaded local -> row stride bounding it
+        self.ranges_from_loads: dict[str, str] = {}  # index array -> that stride
         self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
@@ -236,7 +240,7 @@ class _Drafter:
         return found[0]
 
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
-        if name in self.int_params or name in self.table_of:
+        if name in self.int_params or name in self.table_of or name in self.csr_sizes.values():
             return Poly.sym(name)
         if name in self.constants:
             return Poly.const(self.constants[name])
@@ -246,11 +250,23 @@ class _Drafter:
             return self.division_upper(name, depth)
         if name in self.table_sizes:
             return Poly.sym(self.table_sizes[name]) - Poly.const(1)
+        if name in self.load_bounds:
+            return Poly.sym(self.load_bounds[name]) - Poly.const(1)
+        if name in self.facts.csr and not self.facts.bounds.get(name):
+            return Poly.sym(self.csr_size(self.facts.csr[name])) - Poly.const(1)
         for b in self.facts.bounds.get(name, []):
             u = self.upper(b, depth + 1)
             if u is not None:
                 return u - Poly.const(1)
         return None
+
+    def csr_size(self, row_ptr: str) -> str:
+        """The size of non-zeros of CSR row pointers ``row_ptr`` (``nnz``, or ``nnz_ROWPTR``
+        when a parameter or another row-pointer array has that name)."""
+        if row_ptr not in self.csr_sizes:
+            taken = set(self.order) | set(self.csr_sizes.values())
+            self.csr_sizes[row_ptr] = "nnz" if "nnz" not in taken else f"nnz_{row_ptr}"
+        return self.csr_sizes[row_ptr]
 
     def division_upper(self, name: str, depth: int) -> Optional[Poly]:
         """The largest value of ``a / b`` or ``a % b`` (``body.BodyFacts.divisions``), taking
@@ -311,10 +327,30 @@ class _Drafter:
         assert a.index is not None
         for s in sorted(a.index.symbols):
             if s in self.facts.loads and s not in self.table_sizes and \
-                    not self.facts.bounds.get(s):
+                    s not in self.load_bounds and not self.facts.bounds.get(s):
+                stride = self.row_stride(a.index, s)
+                if stride is not None:
+                    self.load_bounds[s] = stride
+                    self.ranges_from_loads.setdefault(self.facts.loads[s], stride)
+                    continue
                 name = f"n_{a.param}"
                 self.table_sizes[s] = name
                 self.table_of.setdefault(name, self.facts.loads[s])
+
+    def row_stride(self, index: Poly, loaded: str) -> Optional[str]:
+        """For ``rows * S + loaded`` (``probs + b * T * V + t * V`` read at ``[ix]``): the integer
+        parameter ``S`` that every other term of the index is a multiple of, when ``loaded``
+        appears alone with coefficient 1, so that ``loaded < S`` picks one element of the row;
+        else None."""
+        others = [m for m, _ in index.terms if m != (loaded,)]
+        if ((loaded,), 1) not in index.terms or not others or \
+                any(loaded in m for m in others):
+            return None
+        common = set(others[0])
+        for m in others[1:]:
+            common &= set(m)
+        params = sorted(c for c in common if c in self.int_params)
+        return params[0] if len(params) == 1 else None
 
     # -- the draft ---------------------------------------------------------------------------
 
@@ -338,15 +374,23 @@ class _Drafter:
             used |= b.symbols if b is not None else set()
         size_names = [n for n in self.order if n in used and n in self.int_params]
         tables = [n for n in dict.fromkeys(self.table_sizes.values()) if n in used]
+        nnzs = [n for n in self.csr_sizes.values() if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
         sizes = self.size_values(size_names, grid_vars, rename)
+        for name in nnzs:
+            rename[name] = name
+            sizes.append(SizeDecl(name=name, expr=SIZE_1D))
+            array = next(a for a, n in self.csr_sizes.items() if n == name)
+            self.fills[array] = ("csr", (name,))
+            self.notes.append(f"size {name} = {SIZE_1D}: non-zeros of the CSR rows in {array} "
+                              f"(a loop runs from {array}[r] to {array}[r + 1]); GUESS, set it")
         for name in tables:
             rename[name] = name
             sizes.append(SizeDecl(name=name, expr=TABLE_ROWS))
             self.notes.append(f"size {name} = {TABLE_ROWS}: rows of {name[2:]}, indexed by "
                               f"values read from {self.table_of[name]}; GUESS, set it")
-        main = self.main_length(lengths, rename, sizes)
+        main = self.main_length(lengths, rename, sizes, grid_vars)
         if main[1] and not any(s.name == main[1] for s in sizes):
             sizes.insert(0, SizeDecl(name=main[1], expr=SIZE_1D))
             self.notes.append(f"size {main[1]} = {SIZE_1D}: no integer parameter bounds the "
@@ -370,6 +414,12 @@ class _Drafter:
             elements[p.name], assumed[p.name] = self.length_text(lengths[p.name], grid, rename,
                                                                  main_text)
         ranges = self.index_ranges(pointers, roles, by_param, elements, assumed)
+        for array, stride in self.ranges_from_loads.items():
+            if array not in ranges:
+                ranges[array] = ("0", rename.get(stride, stride))
+                self.later.setdefault(array, []).append(
+                    f"range of {array} set to [0, {stride}): its values pick one element of "
+                    f"rows {stride} long")
         for size, array in self.table_of.items():
             if size in rename and array not in ranges:
                 ranges[array] = ("0", size)
@@ -432,6 +482,62 @@ class _Drafter:
                 found[axis[0]] = (s, axis[1])
         return found
 
+    def block_step(self, var: str, axis: str) -> Optional[str]:
+        """How far ``var`` moves from one block to the next along ``axis``, as a spec
+        expression of ``block`` and numbers: the coefficient of ``blockIdx.AXIS`` in its
+        definition with the file's constants in (``blockIdx.x * TILE + threadIdx.x`` -> "32",
+        ``blockIdx.x * (blockDim.x / 32) + ...`` -> "(block.x)/(32)"); None when unknown or
+        when it involves other names."""
+        value = self.facts.values.get(var)
+        if value is None:
+            return None
+        key = f"blockIdx.{axis}"
+        coef = Poly()
+        for m, c in value.terms:
+            if key in m:
+                rest = list(m)
+                rest.remove(key)
+                term = Poly.const(c)
+                for sym in rest:
+                    term = term * Poly.sym(sym)
+                coef = coef + term
+        if not coef.terms:
+            return None
+        coef = coef.substitute(lambda sym: Poly.const(self.constants[sym])
+                               if sym in self.constants else Poly.sym(sym))
+        if coef is None:
+            return None
+        text = self.spec_text(coef)
+        if text is None:
+            return None
+        try:
+            names = names_in(text)
+        except ExprError:
+            return None
+        return text if names <= {"block"} else None
+
+    def spec_text(self, poly: Poly, depth: int = 0) -> Optional[str]:
+        """``poly`` as a spec expression of ``block.x/.y/.z`` and numbers (constants put in,
+        quotients and remainders written out), or None when it uses anything else."""
+        if depth > _MAX_DEPTH:
+            return None
+        names: dict[str, str] = {}
+        for sym in poly.symbols:
+            if sym in self.constants:
+                names[sym] = str(self.constants[sym])
+            elif sym.startswith("blockDim."):
+                names[sym] = "block." + sym.split(".")[1]
+            elif sym in self.facts.divisions:
+                op, a, b = self.facts.divisions[sym]
+                ta, tb = self.spec_text(a, depth + 1), self.spec_text(b, depth + 1)
+                if ta is None or tb is None:
+                    return None
+                names[sym] = f"({ta}) {op} ({tb})"
+            else:
+                return None
+        out = poly.substitute(lambda sym: Poly.sym(names[sym]))
+        return out.render() if out is not None else None
+
     def size_values(self, names: list[str], grid_vars: dict[str, tuple[str, str]],
                     rename: dict[str, str]) -> list[SizeDecl]:
         bound_syms: set[str] = set()
@@ -474,8 +580,16 @@ class _Drafter:
         return None
 
     def main_length(self, lengths: dict[str, _Length], rename: dict[str, str],
-                    sizes: list[SizeDecl]) -> tuple[str, str]:
-        """(length text assumed where none is known, name of a size to create or "")."""
+                    sizes: list[SizeDecl],
+                    grid_vars: Optional[dict[str, tuple[str, str]]] = None) -> tuple[str, str]:
+        """(length text assumed where none is known, name of a size to create or ""): the
+        extent of the launch's x axis when an index gives it (``row < rows``: a vector
+        gathered by data, such as SpMV's ``x[col[j]]``, is taken to be as long as the rows), else
+        the most common known length."""
+        if grid_vars and "x" in grid_vars:
+            b = self.bound_of(grid_vars["x"][0])
+            if b is not None and b.symbols and b.symbols <= set(rename):
+                return _render(b, rename), ""
         texts = [_render(ln.polys[0], rename) for ln in lengths.values() if len(ln.polys) == 1]
         if texts:
             return Counter(texts).most_common(1)[0][0], ""
@@ -511,7 +625,15 @@ class _Drafter:
                 if b.constant < 0:
                     b = b - Poly.const(b.constant)
                 text = _render(b, rename)
-                out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+                step = self.block_step(var, axis)
+                if step is not None and step != "1" and step != f"block.{axis}":
+                    out.append(f"ceil_div({text}, {step})")
+                    self.launch_notes.append(f"grid.{axis}: each block covers {step} of {var} "
+                                             f"(blockIdx.{axis} * {step} in its definition)")
+                elif step == "1" and kind == "thread":
+                    out.append(text)
+                else:
+                    out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
             elif axis == "x":
                 out.append(f"ceil_div({main}, {bx})")
                 self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
@@ -568,6 +690,15 @@ class _Drafter:
             if narrow and high != str(count):
                 high = f"min({high}, {count})"
             out[p.name] = ("0", high)
+            scatter = any(a.direct_index == p.name and a.kind == "write" and not a.atomic
+                          for a in by_param.get(target, []))
+            if scatter:  # plain writes through it: distinct targets, or the writes race
+                same = elements[target] == elements[p.name]
+                self.fills[p.name] = ("permutation", ()) if same else ("unique", ())
+                self.later.setdefault(p.name, []).append(
+                    f"{p.name}: {'permutation' if same else 'unique'}: {target} is written "
+                    f"through its values without atomics, so they are taken to be distinct")
+                continue
             self.later.setdefault(p.name, []).append(
                 f"range of {p.name} set to [0, {high}): its values index {target}")
         return out
@@ -586,8 +717,12 @@ class _Drafter:
             self.notes.append(f"{p.name}: {p.type} counted as {lanes} {st} lanes")
             elements = f"{lanes} * ({elements})" if " " in elements else f"{lanes} * {elements}"
         low, high = value_range if value_range else (None, None)
+        fill, args = self.fills.get(p.name, ("uniform", ()))
+        if fill in ("csr", "permutation"):
+            low = high = None
         return BufferDecl(role=role, name=p.name, type=st,  # type: ignore[arg-type]
-                          length=elements, low=low, high=high)
+                          length=elements, low=low, high=high, fill=fill,  # type: ignore
+                          fill_args=args)
 
     def spec_type(self, p: Parameter) -> tuple[Optional[str], int]:
         """(spec type, lanes) of ``p``'s element (or value) type, with template parameters
