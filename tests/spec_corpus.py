@@ -1,5 +1,6 @@
 """The spec corpus (tests/data/spec_corpus): kernels written here in the shapes public code
-takes, each with a spec checked by hand; drafting each and comparing the draft with it.
+takes, each with a spec checked by hand beside it (``NAME.cu.spec``, the sidecar name, so
+``cudalens spec``/``optimize`` read it too); drafting each and comparing the draft with it.
 
 Comparison is by value, not by text: every expression of the draft is evaluated with the
 checked spec's nominal sizes and constants (so ``ceil_div(n, block.x)`` and
@@ -80,8 +81,8 @@ def entries() -> list[Entry]:
         source = parse_source(text, str(cu))
         headers = local_headers(cu, text)
         consts = file_constants("\n".join(headers + (text,)))
-        spec_text = cu.with_suffix(".spec").read_text()
-        (checked,) = parse_spec(spec_text, str(cu.with_suffix(".spec")), consts).values()
+        spec_path = cu.with_name(cu.name + ".spec")
+        (checked,) = parse_spec(spec_path.read_text(), str(spec_path), consts).values()
         bare = checked.kernel.split("<")[0]
         kernel = next(k for k in source.kernels if bare in (k.name, k.qualified_name))
         out.append(Entry(cu.stem, cu, text, kernel, source, headers, checked))
@@ -216,3 +217,14 @@ def report(verdicts: list[Verdict]) -> str:
 
 if __name__ == "__main__":
     print(report(measure()))
+
+
+def inlined_source(e: Entry) -> str:
+    """The kernel file with its local ``#include "..."`` lines replaced by the headers' text
+    (the runner compiles one translation unit and takes no -I options)."""
+    import re
+
+    def repl(m: "re.Match") -> str:
+        path = e.path.parent / m.group(1)
+        return path.read_text() if path.is_file() else m.group(0)
+    return re.sub(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', repl, e.text, flags=re.M)

@@ -47,6 +47,7 @@ The draft is a starting point the user reviews; everything guessed carries a not
 
 from __future__ import annotations
 
+import ast
 import functools
 import keyword
 import re
@@ -817,11 +818,12 @@ def _literal(text: str) -> Optional[str]:
 
 def _initializer(name: str, source: str) -> Optional[str]:
     """The initializer text of ``name`` when the file declares it exactly once with one
-    (``float lr = 1e-3f;``, ``const int n = 4;``) and never assigns it again; else None."""
+    (``float lr = 1e-3f;``, ``const int n = 4;``, ``float b1 = 0.9f, b2 = 0.999f;``) and never
+    assigns it again; else None."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return None
-    decls = re.findall(rf"\b(?:const\s+)?(?:float|double|int|unsigned|long|size_t|auto)\s+"
-                       rf"{name}\s*=\s*([^;,]+);", source)
+    decls = re.findall(rf"(?:\b(?:const\s+)?(?:float|double|int|unsigned|long|size_t|auto)\s+"
+                       rf"|,\s*){name}\s*=\s*((?:[^;,()]|\([^()]*\))+)[;,]", source)
     assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
     return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
 
@@ -891,11 +893,10 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     expr = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", expr)
     expr = re.sub(r"block\.x\.x", "block.x", expr)
     try:
-        evaluate_ok = names_in(expr)
+        names_in(expr)
     except ExprError:
         return None
-    del evaluate_ok
-    return " ".join(expr.split())
+    return ast.unparse(ast.parse(expr.strip(), mode="eval"))  # minimal parentheses
 
 
 def _divide(p: Poly, d: Poly) -> Optional[Poly]:
