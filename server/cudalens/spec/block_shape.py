@@ -23,32 +23,38 @@ _DIM3_CALL = re.compile(r"^(?:dim3\s*)?[({](?P<args>[^(){}]*)[)}]$")
 
 
 def const_int(text: str, source: str) -> Optional[int]:
-    """The value of an integer constant expression written as a literal or a named constant,
-    or an arithmetic expression of them (``BLOCK_SIZE / 4``, ``2 * WARPS * 32``).
+    """The value of an integer constant expression written as a literal or a named constant.
 
-    A name is looked up as the first ``#define NAME VALUE`` of ``source`` (also a define whose
-    value is such an expression: ``cudalens.spec.defines``), else the first
-    ``const``/``constexpr`` declaration ``... NAME = VALUE;`` (or ``NAME{VALUE}``), else a plain
-    ``int NAME = VALUE;`` (``int threads = 128;``) when the file declares and assigns NAME
-    nowhere else."""
+    A name is looked up as the first ``#define NAME VALUE`` of ``source``, else the first
+    ``const``/``constexpr`` declaration ``... NAME = VALUE;`` (or ``NAME{VALUE}``)."""
     t = text.strip()
     while t.startswith("(") and t.endswith(")"):
         t = t[1:-1].strip()
     m = _INT.match(t)
     if m:
         return int(m.group(1), 0)
+    if not _NAME.fullmatch(t):
+        return None
     defines, consts = named_ints(source)
-    if _NAME.fullmatch(t):
-        if t in defines:
-            return defines[t]
-        if t in consts:
-            return consts[t]
+    return defines[t] if t in defines else consts.get(t)
+
+
+def const_value(text: str, source: str) -> Optional[int]:
+    """``const_int``, else the value of ``text`` as an arithmetic expression of literals and
+    names (``BLOCK_SIZE / 4``, ``2 * WARPS * 32``, ``threads``) where a name is a ``#define``
+    whose value is such an expression (``cudalens.spec.defines``), a ``const``/``constexpr``
+    declaration, or a plain ``int NAME = VALUE;`` (``int threads = 128;``) when the file
+    declares and assigns NAME nowhere else."""
+    v = const_int(text, source)
+    if v is not None:
+        return v
     from cudalens.spec.defines import file_constants
     from cudalens.spec.expr import ExprError, evaluate
 
+    _, consts = named_ints(source)
     env = {**_plain_ints(source), **consts, **file_constants(source)}
     try:
-        v = evaluate(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", t), env)
+        v = evaluate(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text.strip()), env)
     except ExprError:
         return None
     return v if isinstance(v, int) else None
@@ -123,7 +129,7 @@ def dim3_declarations(source: str) -> dict[str, str]:
 def literal_block(text: str, source: str) -> Optional[tuple[int, ...]]:
     """The block shape ``text`` (a launch's second ``<<<...>>>`` argument) denotes, or None."""
     t = text.strip()
-    v = const_int(t, source)
+    v = const_value(t, source)
     if v is not None:
         return (v,)
     m = _DIM3_CALL.match(t)
@@ -140,7 +146,7 @@ def _dims(args: str, source: str) -> Optional[tuple[int, ...]]:
     parts = [a for a in args.split(",")]
     if not 1 <= len(parts) <= 3:
         return None
-    values = [const_int(a, source) for a in parts]
+    values = [const_value(a, source) for a in parts]
     if any(v is None or v < 1 for v in values):
         return None
     dims = list(values)
@@ -177,7 +183,7 @@ def block_from_texts(blocks: tuple[Optional[str], ...], bounds: Optional[str],
             if block is not None:
                 return block, i
     if bounds is not None:
-        v = const_int(bounds, source)
+        v = const_value(bounds, source)
         if v is not None and v >= 1:
             return (v,), len(blocks)
     return None

@@ -60,7 +60,7 @@ from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
 from cudalens.spec import templates
-from cudalens.spec.block_shape import block_from_file, block_from_texts, const_int
+from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value
 from cudalens.spec.defines import file_constants
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
@@ -144,7 +144,8 @@ def outside_inputs(kernel: Kernel, source_text: str,
     kernel's own text and its launch sites' argument texts, as a hashable value: which of the
     kernel's by-value parameter types the file declares as records, and the block shape the
     launch sites and ``__launch_bounds__`` give through named constants and ``dim3``
-    variables. A cache of drafts keyed by the kernel's text and launch sites must add this
+    variables, and ``_outside_extra``'s defines, instances, aliases, initializers and helpers.
+    A cache of drafts keyed by the kernel's text and launch sites must add this
     (an edited ``#define BLOCK`` changes the draft; an edit elsewhere does not). Line numbers
     in the draft's notes are not covered. Cheap: the file's scans are cached per text.
     """
@@ -157,7 +158,23 @@ def outside_inputs(kernel: Kernel, source_text: str,
     found = block_from_texts(tuple(s.config[1] if len(s.config) >= 2 else None for s in sites),
                              kernel.launch_bounds[0] if kernel.launch_bounds else None,
                              source_text)
-    return scalars, (found[0] if found is not None else None)
+    extra = _outside_extra(kernel, source_text, tuple(sites))
+    return scalars, (found[0] if found is not None else None), extra
+
+
+def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ...]) -> tuple:
+    """The rest of what a draft reads outside the kernel and its launch sites' texts: the
+    file's integer #defines, the template instances it names, the parameters' types with
+    aliases followed, the initializers of variables passed at the launch sites, and the
+    one-line helper functions (dynamic shared memory)."""
+    consts = tuple(sorted(file_constants(source_text).items()))
+    insts = templates.instances(kernel.name, source_text) if kernel.template_parameters else ()
+    types = tuple(templates.resolve_type(p.type, source_text) for p in kernel.parameters)
+    inits = tuple(_initializer(a.strip(), source_text) for s in sites
+                  for a in s.arguments + s.config[1:])
+    helpers = tuple(sorted(_helpers(source_text).items())) if any(
+        len(s.config) >= 3 for s in sites) else ()
+    return consts, insts, types, inits, helpers
 
 
 @functools.lru_cache(maxsize=4096)
@@ -170,8 +187,14 @@ def clear_text_caches() -> None:
     ``dim3`` declarations): for measuring the plain path, and in tests."""
     from cudalens.spec import block_shape, cuda_tree, validate
 
+    from cudalens.spec import defines
+
     cuda_tree.parse.cache_clear()  # type: ignore[attr-defined]
     validate._record_types.cache_clear()
+    defines._file_constants.cache_clear()
+    templates.instances.cache_clear()
+    templates.aliases.cache_clear()
+    block_shape._plain_ints.cache_clear()
     block_shape.named_ints.cache_clear()
     block_shape.dim3_declarations.cache_clear()
     block_shape.block_from_texts.cache_clear()
@@ -193,7 +216,7 @@ class _Drafter:
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
         self.constants = dict(file_constants(self.context, defines))
         for name, arg in self.bound.items():
-            v = const_int(arg, self.context)
+            v = const_value(arg, self.context)
             if v is not None:
                 self.constants[name] = v
         self.csr_sizes: dict[str, str] = {}  # row-pointer array -> size of its non-zeros
