@@ -755,8 +755,9 @@ class _Drafter:
         found = _spec_type_of(resolved)
         if found[0] is not None and resolved.split() != p.type.split():
             shown = " ".join(dtypes.normalize_c_type(resolved).split())
-            self.later.setdefault(p.name, []).append(
-                f"{p.name}: element type {p.type.replace('*', '').strip()} is {shown}")
+            note = f"{p.name}: element type {p.type.replace('*', '').strip()} is {shown}"
+            if note not in self.later.setdefault(p.name, []):
+                self.later[p.name].append(note)
         return found
 
     def site_value(self, p: Parameter) -> Optional[tuple[str, str]]:
