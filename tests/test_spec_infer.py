@@ -60,7 +60,7 @@ kernel saxpy
 # sizes are defaults (n = 1 << 24): set them to your problem
 size n = 1 << 24
 scalar n: int = n
-scalar a: float = 0.5
+scalar a: float = 0.5  # GUESS: see the notes
 in x: float[n]
 inout y: float[n]
 block = 128

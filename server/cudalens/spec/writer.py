@@ -4,7 +4,9 @@
 is fixed: the ``kernel`` header, the notes as ``# ...`` lines, then sizes (each followed by its
 ``check`` and ``multiple``), parameters in spec order (a buffer's fill before its range), block,
 grid, shared (when not 0), flops, reads, writes, tolerance and the atomics flag. The spec's
-constants come from the kernel's file, so they are not written.
+constants come from the kernel's file, so they are not written. A declaration that a note
+calls a guess or an assumption gets a trailing ``# GUESS`` / ``# assumed`` comment pointing to
+it (the parser ignores trailing comments), so each drafted line says what was guessed.
 """
 
 from __future__ import annotations
@@ -15,12 +17,24 @@ from cudalens.spec.dtypes import default_range
 from cudalens.spec.model import BufferDecl, KernelSpec
 
 
+def _mark(spec: KernelSpec, prefixes: tuple[str, ...]) -> str:
+    """``"  # GUESS: see the notes"`` when a note starting with one of ``prefixes`` guesses,
+    ``"  # assumed: see the notes"`` when it assumes, else ""."""
+    notes = [n for n in spec.notes if n.startswith(prefixes)]
+    if any("GUESS" in n for n in notes):
+        return "  # GUESS: see the notes"
+    if any("assumed" in n for n in notes):
+        return "  # assumed: see the notes"
+    return ""
+
+
 def format_spec(spec: KernelSpec) -> str:
     """The text of one kernel section, ending with a newline."""
     lines = [f"kernel {spec.kernel}"]
     lines += [f"# {note}".rstrip() for n in spec.notes for note in n.splitlines() or [""]]
     for size in spec.sizes:
-        lines.append(f"size {size.name} = {size.expr}")
+        lines.append(f"size {size.name} = {size.expr}"
+                     + _mark(spec, (f"size {size.name} = ",)))
         lines += [f"check {c.name} = {c.expr}" for c in spec.checks if c.name == size.name]
         lines += [f"multiple {m.name} = {m.expr}" for m in spec.multiples
                   if m.name == size.name]
@@ -32,13 +46,14 @@ def format_spec(spec: KernelSpec) -> str:
             if p.low is not None or p.high is not None:
                 low, high = default_range(p.type)
                 text += f" range({p.low or low}, {p.high or high})"
-            lines.append(text)
+            lines.append(text + _mark(spec, (f"length of {p.name} ", f"{p.name}: ")))
         else:
-            lines.append(f"scalar {p.name}: {p.type} = {p.expr}")
+            lines.append(f"scalar {p.name}: {p.type} = {p.expr}"
+                         + _mark(spec, (f"scalar {p.name} = ", f"scalar {p.name}: ")))
     lines.append(f"block = {', '.join(spec.launch.block)}")
     lines.append(f"grid = {', '.join(spec.launch.grid)}")
     if spec.launch.shared.strip() != "0":
-        lines.append(f"shared = {spec.launch.shared}")
+        lines.append(f"shared = {spec.launch.shared}" + _mark(spec, ("shared",)))
     if spec.flops is not None:
         lines.append(f"flops = {spec.flops}")
     if spec.reads is not None:
