@@ -140,3 +140,12 @@ def test_cli_spec_for_a_template_instance(tmp_path):
     assert "kernel scale<float>\n" in out.output
     assert "# drafted for scale<float>, the first of 2 instances (scale<float>, scale<int>): " \
            "pick another with --kernel 'NAME<ARGS>'" in out.output
+
+
+def test_block_from_a_template_argument_of_the_instance():
+    text = (sc_text := (__import__("spec_corpus").CORPUS / "reduce_sum.cu").read_text())
+    sf = parse_source(sc_text, "r.cu")
+    spec = infer_spec(sf.kernels[0], text, sf.launch_sites, instance="reduce_sum<int, 128>")
+    assert spec.launch.block == ("128",) and spec.launch.grid == ("ceil_div(n, 256)",)
+    assert "block 128: template argument BLOCK = 128 of reduce_sum<int, 128>" in spec.notes
+    assert buffers(spec)["partial"][:3] == ("out", "int", "ceil_div(n, 256)")

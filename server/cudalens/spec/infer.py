@@ -627,6 +627,10 @@ class _Drafter:
         found = block_from_file(self.kernel, self.sites, self.context)
         if found is not None:
             return found
+        for name in self.kernel.template_parameters:  # template <int BLOCK> with no launch
+            value = self.constants.get(name)
+            if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
+                return (value,), f"template argument {name} = {value} of {self.instance}"
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
             return DEFAULT_BLOCK_2D, "default for a body that uses threadIdx.y " \
                                      "(no launch site with a literal block)"
@@ -825,6 +829,9 @@ class _Drafter:
         return f"block.x * {size}"
 
 
+# Names template parameters give the block size by (``template <int BLOCK_SIZE>``)
+_BLOCK_NAME = re.compile(r"^(?:BLOCK|BLOCK_?SIZE|BLOCK_?DIM|(?:NUM_?|N_?)?THREADS|TPB|BS)$",
+                         re.IGNORECASE)
 _EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?"
                             r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\w+\s*\[\s*\]")
 _SIZEOF = re.compile(r"sizeof\s*\(\s*(?P<type>[^()]+?)\s*\)")
