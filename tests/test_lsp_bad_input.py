@@ -22,6 +22,7 @@ from harness import copy_example, editor, uri  # noqa: E402
 
 from cudalens.lsp import commands as cmd  # noqa: E402
 from cudalens.lsp.documents import MAX_ANALYZED_BYTES  # noqa: E402
+from cudalens.lsp.incoming import without_lone_surrogates  # noqa: E402
 
 asyncio_test = pytest.mark.asyncio
 
@@ -36,33 +37,43 @@ def _errors(client) -> list[str]:
     return [m.message for m in client.messages if m.type == types.MessageType.Error]
 
 
+def test_lone_surrogates_become_one_replacement_character_each():
+    text = "a\ud800b\udfffc\U0001F600"
+    fixed, count = without_lone_surrogates(text)
+    assert (fixed, count) == ("a\ufffdb\ufffdc\U0001F600", 2)
+    assert len(fixed) == len(text)  # code points, and UTF-16 units: both unchanged
+    assert len(fixed.encode("utf-16-le")) == len(text.encode("utf-16-le", "surrogatepass"))
+    assert without_lone_surrogates("plain") == ("plain", 0)
+
+
 @asyncio_test
 async def test_a_lone_surrogate_does_not_break_later_requests(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
         u = client.open(path)
-        text = client.text(u)
-        client.change(u, text.replace("// ", "// \ud800 ", 1) if "// " in text
-                      else "// \ud800\n" + text)
-        lenses = await client.code_lenses(u)
-        assert [lens.command.title for lens in lenses] == ["Optimize"]
-        hover = await client.text_document_hover_async(types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=u),
-            position=lenses[0].range.start))
-        assert hover is not None
-        assert _errors(client) == []
-        # the surrogate became U+FFFD, one UTF-16 unit as it was: an incremental change after
-        # it lands where the client put it
-        version = client.doc_version(u) + 1
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=u, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-                text="\ud800x")]))
+        [lens] = await client.code_lenses(u)
+        line = lens.range.start.line
+        client.change(u, "// \ud800 x\n" + client.text(u))
         lenses = await client.code_lenses(u)
         assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
-            (lenses[0].range.start.line, "Optimize")]
+            (line + 1, "Optimize")]
+        hover = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=u), position=lenses[0].range.start))
+        assert hover is not None
+        # an incremental change after the surrogate still applies
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(
+                uri=u, version=client.doc_version(u) + 1),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(0, 5), types.Position(0, 6)),
+                text="\ud800\n")]))
+        lenses = await client.code_lenses(u)
+        assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
+            (line + 2, "Optimize")]
         assert _errors(client) == []
+        warned = [m.message for m in client.log_messages if "surrogate" in m.message]
+        assert warned == [f"cudalens: textDocument/didChange for {u} carried 1 lone UTF-16 "
+                          "surrogate(s), which are not text; each is kept as U+FFFD"] * 2
 
 
 @asyncio_test

@@ -1,5 +1,9 @@
 """Find and run nvcc for a compile check (no GPU needed: nvcc only compiles).
 
+nvcc runs in its own session (process group), and a timeout, a shutdown (``stop_all``) or an
+interrupt ends the whole group: nvcc's children (cicc, ptxas) do not die with nvcc, and a
+killed nvcc used to leave cicc at full CPU for minutes.
+
 The command compiles one file to a cubin for one architecture with ptxas's resource
 report (``-Xptxas -v``) and keeps the generated PTX (``--keep``) in a private directory so
 ptxas errors can be traced back to source lines. It is always run as an argument list,
@@ -10,7 +14,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,24 +126,111 @@ class NvccRun:
     duration: float  # wall-clock seconds
 
 
+class NvccStopped(CheckError):
+    """nvcc was stopped before it finished because its caller is ending (``stop_all``)."""
+
+
+# Seconds to wait for a killed nvcc's pipes to close and for it to be reaped.
+_REAP_TIMEOUT_S = 10.0
+
+
+class _Running:
+    """The nvcc processes started by ``run_nvcc`` that have not finished, so that
+    ``stop_all`` can end them (from another thread: the language server's shutdown)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+        self._stopped: set[subprocess.Popen] = set()
+
+    def add(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.add(proc)
+
+    def remove(self, proc: subprocess.Popen) -> bool:
+        """Forgets ``proc``; whether ``stop_all`` stopped it."""
+        with self._lock:
+            self._procs.discard(proc)
+            stopped = proc in self._stopped
+            self._stopped.discard(proc)
+            return stopped
+
+    def stop_all(self) -> int:
+        with self._lock:
+            procs = list(self._procs)
+            self._stopped.update(procs)
+        for proc in procs:
+            kill_group(proc)
+        return len(procs)
+
+
+_RUNNING = _Running()
+
+
+def stop_all() -> int:
+    """Ends every nvcc that ``run_nvcc`` is running now, with its whole process group (cicc,
+    ptxas, ...); each such ``run_nvcc`` raises NvccStopped. Returns how many were ended.
+    Safe from any thread."""
+    return _RUNNING.stop_all()
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to ``proc``'s process group (``run_nvcc`` starts nvcc as the leader of its own
+    session, so the group is nvcc and every process it started: killing nvcc alone leaves
+    cicc or ptxas running). A group that is already gone is not an error."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_nvcc(command: list[str], *, timeout: float, cwd: str | None = None,
              temp_dir: str | None = None) -> NvccRun:
-    """Run ``command`` (no shell); raise NvccTimeout after ``timeout`` seconds and
-    NvccNotFound when the executable cannot be started. ``temp_dir``: nvcc's ``TMPDIR``
-    (its front end writes intermediate files there even with ``--keep-dir``, and leaves some
-    behind when the compile fails); default the caller's.
+    """Run ``command`` (no shell) in a new session (its own process group); raise NvccTimeout
+    after ``timeout`` seconds, NvccStopped when ``stop_all`` ends it, and NvccNotFound when
+    the executable cannot be started. On a timeout, ``stop_all``, or an exception in the
+    caller's thread while waiting (KeyboardInterrupt), the whole group is killed and reaped
+    before this returns: no compiler process outlives the call. ``temp_dir``: nvcc's
+    ``TMPDIR`` (its front end writes intermediate files there even with ``--keep-dir``, and
+    leaves some behind when the compile fails); default the caller's.
     """
     start = time.perf_counter()
     env = None if temp_dir is None else {**os.environ, "TMPDIR": temp_dir}
     try:
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=timeout, cwd=cwd, check=False,
-                              env=env)
-    except subprocess.TimeoutExpired as exc:
-        raise NvccTimeout(f"nvcc did not finish within {timeout:g} s compiling "
-                          f"{command[-1]} (command: {' '.join(command)})") from exc
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                                start_new_session=True)
     except OSError as exc:
         raise NvccNotFound(f"cannot run nvcc at {command[0]}: {exc}; the compile check needs "
                            "the CUDA toolkit's nvcc on PATH or in $CUDA_HOME/bin") from exc
-    return NvccRun(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+    _RUNNING.add(proc)
+    stopped = False
+    try:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            _end(proc)
+            raise NvccTimeout(f"nvcc did not finish within {timeout:g} s compiling "
+                              f"{command[-1]} (command: {' '.join(command)}); it was stopped "
+                              "with every process it started") from exc
+        except BaseException:
+            _end(proc)
+            raise
+    finally:
+        stopped = _RUNNING.remove(proc)
+    if stopped:
+        _end(proc)
+        raise NvccStopped(f"nvcc was stopped while compiling {command[-1]}: the check was "
+                          "ended (the server is shutting down)")
+    return NvccRun(proc.returncode, output.decode("utf-8", "replace"),
                    time.perf_counter() - start)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Kills ``proc``'s group and reaps ``proc`` (its pipes close when the group is gone)."""
+    kill_group(proc)
+    try:
+        proc.communicate(timeout=_REAP_TIMEOUT_S)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        proc.kill()
+        proc.wait()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Optional
 from lsprotocol import types
 
 from cudalens.check import CheckError, CheckResult, compile_check
+from cudalens.check.nvcc import NvccStopped
 from cudalens.check.render import format_kernel
 from cudalens.check.report import Diagnostic as CheckDiagnostic
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri
@@ -218,6 +219,8 @@ class Diagnostics:
             result = await loop.run_in_executor(
                 self.session.check_executor, _run_check, snapshot, settings.arch,
                 settings.nvcc_options, settings.nvcc)
+        except NvccStopped:
+            return  # ended by shutdown: nothing to say
         except (CheckError, ValueError) as exc:
             if not self._nvcc_problem_shown:
                 self._nvcc_problem_shown = True

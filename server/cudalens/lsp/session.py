@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from gpu_runner.report import DeviceInfo
+from cudalens.check.nvcc import stop_all as stop_nvcc_checks
 from cudalens.lsp import config, editing
 from cudalens.lsp.config import Settings
 from cudalens.lsp.diagnostics import Diagnostics
@@ -82,6 +83,9 @@ class Session:
         self.watcher.stop()
         self.jobs.shutdown()
         self.check_executor.shutdown(wait=False, cancel_futures=True)
+        stopped = stop_nvcc_checks()  # a running check's nvcc, with cicc and ptxas
+        if stopped:
+            log.info("shutdown: stopped %d running nvcc check(s)", stopped)
         self.store.close()
 
     # -- configuration ---------------------------------------------------------------------
