@@ -182,9 +182,10 @@ class Expected:
                           f"{row['label']!r} of {self.run['kernel']}")
 
     def measured_lens(self) -> str:
-        """The lens over an optimized kernel: its baseline's median and share of peak."""
+        """The lens over an optimized kernel: its baseline's median and share of the copy
+        bandwidth measured on the device."""
         base = self.baseline
-        return (f"{base['median_us']:,.0f} us, {base['percent_of_copy']:.0f}% of peak "
+        return (f"{base['median_us']:,.0f} us, {base['percent_of_copy']:.0f}% of copy "
                 f"bandwidth, {self.short_device}")
 
     def for_driver(self) -> dict:
