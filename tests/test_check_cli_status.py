@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from child_signals import sigint_as_on_a_terminal
-from test_check_process_group import _assert_all_ended, _fake_nvcc, _read_pids, _wait_pids
+from fake_nvcc import assert_all_ended, fake_nvcc, read_pids, wait_pids
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = "__global__ void k(float *x) { x[0] = zz; }\n"
@@ -58,33 +58,32 @@ def test_a_compile_error_is_1_with_its_line(tmp_path):
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     done = _check(str(source), "--nvcc", str(fake), cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"{source}:1:" in done.stdout and 'identifier "zz" is undefined' in done.stdout, (
-        done.stdout)
+    assert f'{source}:1: error: identifier "zz" is undefined' in done.stdout, done.stdout
 
 
 def test_past_the_timeout_is_3_and_nvcc_is_stopped_with_its_children(tmp_path):
-    script, pids = _fake_nvcc(tmp_path)
+    script, pids = fake_nvcc(tmp_path)
     start = time.monotonic()
     done = _check(str(_source(tmp_path)), "--nvcc", str(script), "--timeout", "1", cwd=tmp_path)
     assert time.monotonic() - start < 60
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith("error: nvcc did not finish within 1 s compiling "), done.stderr
     assert "it was stopped with every process it started" in done.stderr
-    _assert_all_ended(_read_pids(pids))
+    assert_all_ended(read_pids(pids))
 
 
 def test_ctrl_c_is_130_and_nvcc_is_stopped_with_its_children(tmp_path):
-    script, pids = _fake_nvcc(tmp_path)
+    script, pids = fake_nvcc(tmp_path)
     source = _source(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "cudalens", "check", str(source), "--nvcc",
                              str(script)], cwd=tmp_path, env=_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=sigint_as_on_a_terminal)
-    found = _wait_pids(pids)
+    found = wait_pids(pids)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip() == (f"error: interrupted (Ctrl-C): nvcc was stopped; {source} was not "
                            "checked")
     assert "Traceback" not in err and "Aborted!" not in err
-    _assert_all_ended(found)
+    assert_all_ended(found)
