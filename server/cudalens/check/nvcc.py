@@ -18,8 +18,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Optional
 
 from cudalens.errors import CudalensError
 
@@ -127,7 +129,8 @@ class NvccRun:
 
 
 class NvccStopped(CheckError):
-    """nvcc was stopped before it finished because its caller is ending (``stop_all``)."""
+    """nvcc was stopped before it finished: its result is no longer wanted (``stop_all``,
+    ``stop_tagged``)."""
 
 
 # Seconds to wait for a killed nvcc's pipes to close and for it to be reaped.
@@ -135,29 +138,31 @@ _REAP_TIMEOUT_S = 10.0
 
 
 class _Running:
-    """The nvcc processes started by ``run_nvcc`` that have not finished, so that
-    ``stop_all`` can end them (from another thread: the language server's shutdown)."""
+    """The nvcc processes started by ``run_nvcc`` that have not finished, each with the tag
+    its thread had (``tagged``), so that ``stop_all`` and ``stop_tagged`` can end them (from
+    another thread: the language server's shutdown, or an edit that supersedes a check)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen] = set()
+        self._procs: dict[subprocess.Popen, Optional[str]] = {}
         self._stopped: set[subprocess.Popen] = set()
 
-    def add(self, proc: subprocess.Popen) -> None:
+    def add(self, proc: subprocess.Popen, tag: Optional[str]) -> None:
         with self._lock:
-            self._procs.add(proc)
+            self._procs[proc] = tag
 
     def remove(self, proc: subprocess.Popen) -> bool:
         """Forgets ``proc``; whether ``stop_all`` stopped it."""
         with self._lock:
-            self._procs.discard(proc)
+            self._procs.pop(proc, None)
             stopped = proc in self._stopped
             self._stopped.discard(proc)
             return stopped
 
-    def stop_all(self) -> int:
+    def stop(self, tag: Optional[str] = None) -> int:
+        """Kills the groups of the processes tagged ``tag`` (every one when None)."""
         with self._lock:
-            procs = list(self._procs)
+            procs = [p for p, t in self._procs.items() if tag is None or t == tag]
             self._stopped.update(procs)
         for proc in procs:
             kill_group(proc)
@@ -165,13 +170,32 @@ class _Running:
 
 
 _RUNNING = _Running()
+_TAG = threading.local()
+
+
+@contextmanager
+def tagged(tag: str) -> Iterator[None]:
+    """Within this block, nvcc runs started by this thread carry ``tag`` (for example the
+    document a check is for), so that ``stop_tagged(tag)`` ends just those."""
+    previous = getattr(_TAG, "value", None)
+    _TAG.value = tag
+    try:
+        yield
+    finally:
+        _TAG.value = previous
+
+
+def stop_tagged(tag: str) -> int:
+    """Ends the running nvcc processes tagged ``tag`` (``tagged``) with their process groups;
+    each such ``run_nvcc`` raises NvccStopped. Returns how many were ended."""
+    return _RUNNING.stop(tag)
 
 
 def stop_all() -> int:
     """Ends every nvcc that ``run_nvcc`` is running now, with its whole process group (cicc,
     ptxas, ...); each such ``run_nvcc`` raises NvccStopped. Returns how many were ended.
     Safe from any thread."""
-    return _RUNNING.stop_all()
+    return _RUNNING.stop()
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -203,7 +227,7 @@ def run_nvcc(command: list[str], *, timeout: float, cwd: str | None = None,
     except OSError as exc:
         raise NvccNotFound(f"cannot run nvcc at {command[0]}: {exc}; the compile check needs "
                            "the CUDA toolkit's nvcc on PATH or in $CUDA_HOME/bin") from exc
-    _RUNNING.add(proc)
+    _RUNNING.add(proc, getattr(_TAG, "value", None))
     stopped = False
     try:
         try:
@@ -221,7 +245,7 @@ def run_nvcc(command: list[str], *, timeout: float, cwd: str | None = None,
     if stopped:
         _end(proc)
         raise NvccStopped(f"nvcc was stopped while compiling {command[-1]}: the check was "
-                          "ended (the server is shutting down)")
+                          "ended (superseded by an edit, or the server is shutting down)")
     return NvccRun(proc.returncode, output.decode("utf-8", "replace"),
                    time.perf_counter() - start)
 
