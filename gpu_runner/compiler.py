@@ -11,7 +11,10 @@ A failure (nvcc error, kernel not in the cubin, module that does not load) is a
 
 Extra nvcc options come from requests, so only options that change code generation are
 accepted (``ALLOWED_OPTIONS``); anything else (output paths, include paths, host
-compiler flags) is reported as a compile error.
+compiler flags) is reported as a compile error. Includes are checked too
+(``gpu_runner.includes``: no absolute paths, no ``..``, no computed includes), since nvcc's log
+would echo an included host file; a refused include is a compile error naming it and its line,
+and nvcc never runs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpu_runner.cubin import CubinError, KernelNotFoundError, find_kernel_symbol
+from gpu_runner.includes import check_includes
 from gpu_runner.problem import Variant
 from gpu_runner.report import CompileReport
 
@@ -57,6 +61,16 @@ def check_options(options: tuple[str, ...]) -> Optional[str]:
     return None
 
 
+def check_request(variant: Variant) -> Optional[str]:
+    """None when ``variant`` may be handed to nvcc, else why not: a refused option
+    (``check_options``) or include (``includes.check_includes``, naming line and directive)."""
+    bad = check_options(tuple(variant.options))
+    if bad:
+        return bad
+    bad = check_includes(variant.source)
+    return f"variant '{variant.label}': {bad}" if bad else None
+
+
 def _failed(variant: Variant, log: str, started: float) -> CompiledVariant:
     return CompiledVariant(variant, CompileReport(variant=variant.label, ok=False, log=log,
                                                   seconds=time.perf_counter() - started))
@@ -68,7 +82,7 @@ def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVar
     False: no cache). Never raises for a bad variant; see the module doc."""
     drv = session.drv
     started = time.perf_counter()
-    bad = check_options(tuple(variant.options))
+    bad = check_request(variant)
     if bad:
         return _failed(variant, bad, started)
     from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415 (optional dependency)

@@ -1,19 +1,22 @@
 """The runner's output contract: device facts, verdicts and timings.
 
 Times are in microseconds, bandwidths in GB/s (10^9 bytes per second), rates in GFLOP/s.
-All classes convert to JSON-compatible dicts with ``dataclasses.asdict``.
+All classes convert to dicts with ``dataclasses.asdict``; a float may be NaN or infinite (an
+unwritten element reads back as the NaN poison) and an int may exceed 2^53, so JSON text is
+written with ``gpu_runner.service.schema``'s encoding (non-finite floats as strings).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 VerdictStatus = Literal[
     "passed",
     "compile_error",   # nvcc rejected the source, or the kernel symbol was not found
     "launch_error",    # the launch failed or the kernel faulted (illegal address, ...)
     "mismatch",        # an output differs from the baseline's beyond tolerance
+    "constant_output",  # a float output is one value throughout where the baseline's varies
     "unwritten",       # an output still holds the poison value where the baseline wrote
     "input_modified",  # an input buffer differs after the run
     "out_of_bounds",   # a guard region around a buffer was overwritten
@@ -40,14 +43,16 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class Mismatch:
-    """The first element (lowest index) that differs, with the values seen."""
+    """The first element (lowest index) that differs, with the values seen: Python ints for
+    integer buffers (exact, any size: a uint64 element), floats for float buffers (NaN where
+    the element still holds the poison, +-inf where the kernel wrote one)."""
 
     case: str
     seed: int
     buffer: str
     index: int
-    expected: float
-    actual: float
+    expected: Union[int, float]
+    actual: Union[int, float]
     mismatched: int  # how many elements differ in this buffer
     total: int
 

@@ -12,11 +12,19 @@ a variant's source:
   candidate ``launch_error``, every other unjudged one ``not verified: ...``, session wedged;
   ``@fault-timing``: the same while timing (others verified but untimed);
 - ``@mismatch``: an ordinary failed verification;
+- ``@nonfinite``: ``unwritten`` with ``NONFINITE_MISMATCH`` (NaN read back, an infinite expected
+  value, an index and counts past 2^53), as the real runner reports an output left unwritten;
+  ``@huge-int``: ``mismatch`` with ``HUGE_INT_MISMATCH`` (uint64 values past 2^53);
+  ``@nonfinite-timing``: passes, timed with ``nonfinite_timing`` and ``NONFINITE_SPEEDUP``;
+- ``@echo``: passes with the reason ``echo(problem)``: the numbers of the request as the worker
+  received them;
 - ``@slow``: takes 20 s, with a progress line every 20 ms (for cancelling);
 - on the baseline: ``@median=US`` sets its median time; ``@crash`` crashes the probe;
   ``@crash-full`` crashes any run on more than one case (not the probe).
 
-A passing candidate's reason names the worker's pid and the kernel time limit it was given.
+A passing candidate's reason names the worker's pid and the kernel time limit it was given. A
+variant whose options or includes ``gpu_runner.compiler.check_request`` refuses does not
+compile, as in the real runner (the check runs before nvcc).
 """
 
 from __future__ import annotations
@@ -25,13 +33,44 @@ import os
 import re
 import time
 
-from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
-                               Timing, Verdict)
+from gpu_runner.compiler import check_request
+from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation,
+                               Mismatch, Speedup, Timing, Verdict)
 from gpu_runner.session import GPU_EXTRA, NoGpuError
 
 WEDGED_FAULT = ("a kernel fault left CUDA unusable in this process (an illegal memory access "
                 "was encountered); the GPU cannot be used again in this process (restart the "
                 "runner)")
+
+
+# Numbers JSON cannot hold as plain numbers, or that a float64 would round (2^53 + 1).
+NONFINITE_MISMATCH = Mismatch(case="nominal", seed=1, buffer="z", index=2**53 + 1,
+                              expected=float("-inf"), actual=float("nan"),
+                              mismatched=2**64 + 3, total=2**70 + 1)
+NONFINITE_REASON = ("case 'nominal', seed 1: output 'z' was not written at index "
+                    f"{2**53 + 1} (it still holds the poison value; the baseline wrote -inf); "
+                    f"{2**64 + 3} of {2**70 + 1} elements unwritten")
+HUGE_INT_MISMATCH = Mismatch(case="ragged", seed=2, buffer="z", index=2**62 + 1,
+                             expected=2**64 - 1, actual=2**53 + 1, mismatched=1, total=2**63 + 1)
+NONFINITE_SPEEDUP = Speedup(value=float("inf"), ci_low=float("nan"), ci_high=float("inf"))
+
+
+def nonfinite_timing(label: str) -> Timing:
+    """A timing whose every float field is NaN or infinite and whose counts pass 2^53."""
+    return Timing(variant=label, median_us=float("inf"), q1_us=float("-inf"),
+                  q3_us=float("nan"), min_us=5e-324, samples=2**53 + 1,
+                  achieved_gbps=float("nan"), percent_of_copy=float("nan"),
+                  gflops=1.7976931348623157e308, median_ci_low_us=float("nan"),
+                  median_ci_high_us=float("inf"), ci_half_width_pct=float("nan"),
+                  stop_reason="converged", sm_clock_mhz=2**63 + 5,
+                  throttle_reasons=("sw_power_cap",), roofline_floor_us=float("-inf"))
+
+
+def echo(problem) -> str:
+    """The numbers of ``problem`` as Python reprs (types visible: ``1.0`` vs ``1``)."""
+    return "; ".join(f"{c.label}: bytes_moved={c.bytes_moved!r} flops={c.flops!r} " +
+                     " ".join(f"{a.name}={a.value if a.kind == 'scalar' else (a.low, a.high)!r}"
+                              for a in c.args) for c in problem.cases)
 
 
 def fake_info(pid: int) -> DeviceInfo:
@@ -77,7 +116,10 @@ class FakeBackend:
     def compile(self, variants):
         out = []
         for v in variants:
-            if "@syntax" in v.source:
+            refused = check_request(v)  # what the real compile_variant checks before nvcc
+            if refused:
+                out.append(CompileReport(variant=v.label, ok=False, log=refused))
+            elif "@syntax" in v.source:
                 out.append(CompileReport(variant=v.label, ok=False,
                                          log=f"nvcc failed for variant '{v.label}':\nerror: "
                                              f"expected a \";\""))
@@ -89,6 +131,15 @@ class FakeBackend:
     def evaluate(self, task, progress) -> Evaluation:
         spec = task.spec
         base = spec.baseline
+        for case in spec.problem.cases:  # captured data must arrive whole, as the runner needs
+            if case.captured is not None:
+                from gpu_runner.captured import CapturedDataError, captured_arrays
+                try:
+                    captured_arrays(case)
+                except CapturedDataError as exc:
+                    return Evaluation(device=self.info, baseline_compile=_compiled(base.label),
+                                      baseline=None, error=f"the captured case cannot be used: "
+                                                           f"{exc}")
         full = len(spec.problem.cases) > 1
         for v in (base, *spec.candidates):
             progress(f"compile: {v.label}")
@@ -98,7 +149,15 @@ class FakeBackend:
         found = re.search(r"@median=(\d+)", base.source)
         median = float(found.group(1)) if found else 100.0
         verdicts: dict[str, Verdict] = {}
+        compiles = {c.label: _compiled(c.label) for c in spec.candidates}
         for c in spec.candidates:
+            refused = check_request(c)
+            if refused:
+                compiles[c.label] = CompileReport(variant=c.label, ok=False, log=refused)  # as the real runner words a candidate that did not compile
+                verdicts[c.label] = Verdict(c.label, "compile_error",
+                                            f"{c.label} did not compile: "
+                                            f"{(refused.splitlines()[1:2] or [refused])[0]}")
+                continue
             progress(f"verify: {c.label} on case 'nominal', seed 1")
             src = c.source
             if "@crash" in src and "@crash-timing" not in src:
@@ -115,6 +174,15 @@ class FakeBackend:
             if "@mismatch" in src:
                 verdicts[c.label] = Verdict(c.label, "mismatch",
                                             "case 'nominal', seed 1: output 'z' differs at index 3")
+            if "@nonfinite" in src and "@nonfinite-timing" not in src:
+                verdicts[c.label] = Verdict(c.label, "unwritten", NONFINITE_REASON,
+                                            NONFINITE_MISMATCH)
+            if "@echo" in src:
+                verdicts[c.label] = Verdict(c.label, "passed", echo(spec.problem))
+            if "@huge-int" in src:
+                verdicts[c.label] = Verdict(c.label, "mismatch",
+                                            "case 'ragged', seed 2: output 'z' differs at index "
+                                            f"{2**62 + 1}", HUGE_INT_MISMATCH)
             if "@fault" in src and "@fault-timing" not in src:
                 verdicts[c.label] = Verdict(c.label, "launch_error",
                                             "case 'nominal', seed 1: an illegal memory access "
@@ -141,15 +209,20 @@ class FakeBackend:
                     error = "timing stopped: " + WEDGED_FAULT
             if not self._wedged:
                 for c in timed:
-                    timings[c.label] = _timing(c.label, median / 2, self.info)
+                    timings[c.label] = (nonfinite_timing(c.label) if "@nonfinite-timing"
+                                        in c.source else _timing(c.label, median / 2, self.info))
         results = []
         for c in spec.candidates:
             v = verdicts.get(c.label) or Verdict(
                 c.label, "passed", f"passed in pid {os.getpid()} (kernel limit "
                                    f"{task.kernel_timeout_s:g} s)")
             t = timings.get(c.label) if v.ok else None
-            results.append(CandidateResult(compile=_compiled(c.label), verdict=v, timing=t,
-                                           speedup=Speedup(2.0, 1.9, 2.1) if t else None))
+            speedup = None
+            if t is not None:
+                speedup = (NONFINITE_SPEEDUP if "@nonfinite-timing" in c.source
+                           else Speedup(2.0, 1.9, 2.1))
+            results.append(CandidateResult(compile=compiles[c.label], verdict=v, timing=t,
+                                           speedup=speedup))
         return Evaluation(device=self.info, baseline_compile=_compiled(base.label),
                           baseline=timings.get(base.label), candidates=tuple(results),
                           error=error)

@@ -1,5 +1,7 @@
-"""The adversarial suite (issue 3, point 4) through the supervisor and its worker processes, as
-the service runs it (marker gpu).
+"""The adversarial suite (issue 3, point 4) on a GPU, twice: through the supervisor and its
+worker processes in this process, and through a real runner service (``cudalens runner``) and
+the HTTP client the editor side uses (issue 11, item 1: every verdict crosses the wire), marker
+gpu. ``test_adversarial_http.py`` carries the same verdicts through the service without a GPU.
 
 Each candidate in ``tests/data/runner/adversarial/index.json`` cheats the harness in one way,
 or is a correct rewrite; one evaluation per baseline (saxpy, a block sum, a 3-point stencil)
@@ -118,13 +120,32 @@ def saxpy_half(label: str, seed: int) -> np.ndarray:
 # -- the evaluations ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def results():
-    """{label: CandidateResult} of every index entry, from one supervised evaluation per
-    baseline; the log of verdicts is printed (run pytest with -s to keep it)."""
+def _print_evaluation(name: str, ev) -> None:
+    print(f"-- {name}: baseline median "
+          f"{ev.baseline.median_us if ev.baseline else float('nan'):.2f} us; "
+          f"error: {ev.error or 'none'}")
+    for c in ev.candidates:
+        v = c.verdict
+        m = v.mismatch
+        where = (f" [{m.case} seed {m.seed} {m.buffer}[{m.index}] expected "
+                 f"{m.expected:.9g} got {m.actual:.9g}, {m.mismatched}/{m.total}]"
+                 if m else "")
+        speed = (f" speedup {c.speedup.value:.3f} [{c.speedup.ci_low:.3f}, "
+                 f"{c.speedup.ci_high:.3f}]" if c.speedup else "")
+        print(f"{v.variant}: {v.status}: {v.reason}{where}{speed}")
+
+
+def _spec(name: str):
+    from gpu_runner.workers.protocol import EvaluateSpec
+
+    return EvaluateSpec(make_problem(name), baseline(name),
+                        tuple(candidate(e) for e in entries(name)), repetitions=20, warmup=2)
+
+
+def _through_the_supervisor():
+    """{problem name: Evaluation} from the worker supervisor, in this process."""
     from gpu_runner.workers.backend import WorkerConfig
     from gpu_runner.workers.limits import Limits
-    from gpu_runner.workers.protocol import EvaluateSpec
     from gpu_runner.workers.supervisor import Supervisor, WorkerUnavailable
 
     sup = Supervisor(WorkerConfig(), Limits())
@@ -133,33 +154,61 @@ def results():
             sup.start()
         except WorkerUnavailable as exc:
             pytest.skip(str(exc))
-        out, errors = {}, {}
-        print(f"\n== adversarial suite on {sup.info.name}, driver {sup.info.driver_version} ==")
+        print(f"\n== adversarial suite in process (supervisor) on {sup.info.name}, driver "
+              f"{sup.info.driver_version} ==")
+        out = {}
         for name in ("saxpy", "block_sum", "stencil3"):
-            lines: list[str] = []
-            spec = EvaluateSpec(make_problem(name), baseline(name),
-                                tuple(candidate(e) for e in entries(name)),
-                                repetitions=20, warmup=2)
-            ev = sup.evaluate(spec, progress=lines.append)
-            errors[name] = ev.error
-            print(f"-- {name}: baseline median "
-                  f"{ev.baseline.median_us if ev.baseline else float('nan'):.2f} us; "
-                  f"error: {ev.error or 'none'}")
-            for c in ev.candidates:
-                v = c.verdict
-                m = v.mismatch
-                where = (f" [{m.case} seed {m.seed} {m.buffer}[{m.index}] expected "
-                         f"{m.expected:.9g} got {m.actual:.9g}, {m.mismatched}/{m.total}]"
-                         if m else "")
-                speed = (f" speedup {c.speedup.value:.3f} [{c.speedup.ci_low:.3f}, "
-                         f"{c.speedup.ci_high:.3f}]" if c.speedup else "")
-                print(f"{v.variant}: {v.status}: {v.reason}{where}{speed}")
-                out[v.variant] = c
+            out[name] = sup.evaluate(_spec(name), progress=lambda _line: None)
+            _print_evaluation(name, out[name])
         print("worker events:", [(e.kind, e.pid) for e in sup.events])
-        out["_errors"] = errors
-        yield out
+        return out
     finally:
         sup.close()
+
+
+def _through_the_service():
+    """{problem name: Evaluation} from a real ``cudalens runner`` process on this machine
+    (``python -m gpu_runner.service`` on 127.0.0.1 with a fresh token), through the HTTP client
+    the editor side uses: every verdict crosses the wire encoding."""
+    from cudalens.runner_client import RunnerClient, RunnerUnavailable
+    from gpu_runner.service.local import LocalRunner, LocalRunnerError
+
+    try:
+        local = LocalRunner(start_timeout_s=180).start()
+    except LocalRunnerError as exc:
+        pytest.skip(f"the runner service did not start: {exc}")
+    try:
+        try:
+            client = RunnerClient(local.url, token=local.token, start_timeout_s=180,
+                                  request_timeout_s=120)
+        except RunnerUnavailable as exc:
+            pytest.skip(str(exc))
+        with client:
+            info = client.device_info()
+            print(f"\n== adversarial suite through the runner service at {local.url} and the "
+                  f"HTTP client on {info.name}, driver {info.driver_version} ==")
+            out = {}
+            for name in ("saxpy", "block_sum", "stencil3"):
+                spec = _spec(name)
+                out[name] = client.evaluate(spec.problem, spec.baseline, spec.candidates,
+                                            repetitions=spec.repetitions, warmup=spec.warmup)
+                _print_evaluation(name, out[name])
+            return out
+    finally:
+        local.close()
+
+
+@pytest.fixture(scope="module", params=["supervisor", "service"])
+def results(request):
+    """{label: CandidateResult} of every index entry, from one evaluation per baseline, on
+    each path: ``supervisor`` (the worker supervisor in this process) and ``service`` (a real
+    runner service and the HTTP client); the log of verdicts is printed (run pytest with -s
+    to keep it)."""
+    evaluations = (_through_the_supervisor() if request.param == "supervisor"
+                   else _through_the_service())
+    out = {c.verdict.variant: c for ev in evaluations.values() for c in ev.candidates}
+    out["_errors"] = {name: ev.error for name, ev in evaluations.items()}
+    return out
 
 
 def _verdict(results, label):

@@ -120,3 +120,51 @@ def test_llm_rounds_through_a_live_runner_process(tmp_path, live_runner):
     assert outcomes == [("r1c1", "precheck_failed"), ("r2c1", "mismatch"), ("r3c1", "passed"),
                         ("r4c1", "refused"), ("r5c1", "refused")]
     assert data["winner"]["speedup"]["value"] == 2.0
+
+
+UNWRITTEN = GOOD.replace("{\n", "{\n    // @nonfinite (the fake runner: unwritten, NaN read back)\n", 1)
+
+
+def test_a_candidate_that_leaves_outputs_unwritten_is_rejected_and_the_rounds_go_on(
+        tmp_path, live_runner):
+    # Issue 11, item 1: the runner's mismatch for a NaN-poisoned element (actual NaN, index
+    # past 2^53) ended the run with 'the runner failed' when it crossed HTTP as null.
+    for name in ("saxpy.cu", "saxpy.cu.spec"):
+        shutil.copy(ROOT / "examples" / name, tmp_path / name)
+    (tmp_path / "cudalens.toml").write_text(
+        "[agent]\nsteps_per_round = 1\ntools = \"off\"\nmax_retries = 0\nconfirm_top = 0\n",
+        encoding="utf-8")
+    record = tmp_path / "result.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    env.update({KEY_ENV: "sk-fake-0123456789", "CUDALENS_RUNNER_URL": live_runner,
+                "CUDALENS_RUNNER_TOKEN": TOKEN})
+    with FakeOpenAI([reply(fenced(UNWRITTEN)), reply(fenced(GOOD))]) as fake:
+        done = subprocess.run(
+            [sys.executable, "-m", "cudalens", "optimize", str(tmp_path / "saxpy.cu"),
+             "--proposer", "llm", "--model", MODEL, "--base-url", fake.url,
+             "--api-key-env", KEY_ENV, "--rounds", "2", "--candidates-per-round", "1",
+             "--json", str(record)],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
+        bodies = fake.chat_bodies()
+    assert done.returncode == 0, done.stderr + done.stdout
+    reason = ("case 'nominal', seed 1: output 'z' was not written at index 9007199254740993 "
+              "(it still holds the poison value; the baseline wrote -inf); "
+              "18446744073709551619 of 1180591620717411303425 elements unwritten")
+    shown = [line for line in done.stdout.splitlines() if re.match(r"r\dc1: ", line)]
+    # the terminal line is cut short; the model is told the whole reason
+    assert len(shown) == 1 and shown[0].endswith("...") and len(shown[0]) > 150, done.stdout
+    assert f"r1c1: unwritten: {reason}".startswith(shown[0][:-3]), shown
+    assert "2 round(s), 2 proposal(s): 1 passed, 1 unwritten; stopped: all 2 rounds done." \
+        in done.stdout, done.stdout
+    assert re.search(r"^Winner: llm r2c1: 2\.00x faster", done.stdout, re.M), done.stdout
+    told = [[m["content"] for m in b["messages"] if m["role"] == "user"][-1] for b in bodies]
+    assert len(told) == 2 and f"r1c1 (code block 1): unwritten: {reason}" in told[1], told
+    def no_bare_constants(token):  # strict JSON readers refuse NaN and Infinity tokens
+        raise AssertionError(f"--json wrote the bare token {token}")
+    text = record.read_text()
+    data = json.loads(text, parse_constant=no_bare_constants)
+    outcomes = [(o["label"], o["status"]) for r in data["agent"]["rounds"] for o in r["outcomes"]]
+    assert outcomes == [("r1c1", "unwritten"), ("r2c1", "passed")]
+    assert '"-Infinity"' in text, text[:2000]

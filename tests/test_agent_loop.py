@@ -343,3 +343,29 @@ def test_an_unconfigured_agent_refuses_to_start(tmp_path):
 
     with pytest.raises(CudalensError, match="the LLM proposer needs a model"):
         run_agent(saxpy_target(tmp_path), FakeRunner(), AgentConfig())
+
+
+def test_the_compile_tool_does_not_compile_code_that_includes_a_host_file(tmp_path):
+    # nvcc would echo the included file's lines into the tool result the model reads
+    target = saxpy_target(tmp_path)
+    compiled: list[str] = []
+
+    def precheck(spliced, code, path, arch, kernel):
+        compiled.append(code)
+        raise AssertionError("the pre-check must not run")
+
+    leaky = GOOD.replace("{\n", '{\n#include "/home/user/.aws/credentials"\n', 1)
+    steps = [reply("", tool_call("c1", "compile", source=leaky)),
+             reply("", tool_call("e1", "evaluate", source=leaky, explanation="x"))]
+    with FakeOpenAI(steps) as fake:
+        result = run_agent(target, FakeRunner(JUDGE), config(fake, tools="on", rounds=1),
+                           precheck_fn=precheck)
+    tools = {m["tool_call_id"]: m["content"] for m in result.messages if m["role"] == "tool"}
+    assert compiled == []
+    assert tools["c1"] == (
+        "not compiled: an include could reach a file outside the project\nIt would be refused "
+        'by evaluate:\n  - line 3: #include "/home/user/.aws/credentials" is refused: an '
+        "absolute path; a compile request may include the toolkit's headers and the files sent "
+        "with it only")
+    assert tools["e1"].startswith('refused, not measured:\n  - line 3: #include '
+                                  '"/home/user/.aws/credentials" is refused: an absolute path')

@@ -17,7 +17,7 @@ from lsprotocol import types
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 sys.path.insert(0, str(Path(__file__).absolute().parent))
 
-from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor, uri  # noqa: E402
+from harness import RUNNER_FACTORY, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor, uri  # noqa: E402,E501
 from live_fake_runner import fake_runner_process  # noqa: E402
 from test_lsp_optimize import action, ended  # noqa: E402
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.asyncio
 
 TOKEN = "lsp-live-runner-token-0123456789"
 LIVE_COMMAND = [c for c in SERVER_COMMAND
-                if c not in ("--runner-factory", "replay_runner:make_client")]
+                if c not in ("--runner-factory", RUNNER_FACTORY)]
 
 
 def _settings(url: str) -> dict:
@@ -157,3 +157,37 @@ async def test_an_edit_during_the_run_is_said_at_its_end(tmp_path):
         "changed during the run, so these results are stale: run Optimize again to apply a "
         "candidate")
     assert not any(t.startswith("Apply candidate") for t in actions), actions
+
+
+async def test_an_llm_candidate_that_leaves_outputs_unwritten_does_not_fail_the_job(tmp_path):
+    # Issue 11, item 1: its NaN mismatch (index past 2^53) crossed HTTP as null and the job
+    # failed; now it is rejected with its reason and the next round's candidate wins.
+    from fake_openai import MODEL, FakeOpenAI, reply
+
+    work = tmp_path / "work"
+    path = copy_example(work, "saxpy.cu")
+    (work / "cudalens.toml").write_text("[agent]\nsteps_per_round = 1\ntools = \"off\"\n"
+                                        "max_retries = 0\nconfirm_top = 0\n")
+    good = ("__global__ void saxpy(int n, float a, const float* x, float* y)\n{\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) y[i] = fmaf(a, x[i], y[i]);\n}")
+    unwritten = good.replace("{\n", "{\n    // @nonfinite\n", 1)
+    with fake_runner_process(tmp_path, TOKEN) as url, \
+            FakeOpenAI([reply(f"```cuda\n{unwritten}\n```"),
+                        reply(f"```cuda\n{good}\n```")]) as fake:
+        settings = {**_settings(url), "proposer": "llm",
+                    "llm": {"baseUrl": fake.url, "model": MODEL, "rounds": 2,
+                            "candidatesPerRound": 1}}
+        async with _server(work, settings, tmp_path / "server.log") as client:
+            doc = client.open(path)
+            found = action(await client.code_actions(doc, 4), "cudalens.optimize")
+            started = await client.run(found.command)
+            end = await client.wait_for(lambda: ended(client, started["token"]), timeout=90,
+                                        what="the optimization")
+            errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        bodies = fake.chat_bodies()
+    assert errors == []
+    assert end[0].message.startswith("saxpy: best 2.00x (verified)"), end[0].message
+    told = [m["content"] for m in bodies[1]["messages"] if m["role"] == "user"][-1]
+    assert ("r1c1 (code block 1): unwritten: case 'nominal', seed 1: output 'z' was not written "
+            "at index 9007199254740993") in told, told

@@ -1,7 +1,8 @@
 """The results store: keys, records and the SQLite file (no server, no GPU).
 
 Records carry numbers recorded on a real H200 (``tests/data/lsp/recorded.py``); one test
-builds a record from a whole optimize run answered by the replay runner.
+builds a record from a whole optimize run answered by the model runner (modelled times, NOT
+measurements: ``tests/data/lsp/model_runner.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from recorded import record, recorded_run  # noqa: E402
-from replay_runner import ROOT, ReplayRunnerClient, coverage_problem, newest_recording_of  # noqa: E402,E501
+from recorded import ROOT, record, recorded_run  # noqa: E402
+from model_runner import ModelRunnerClient, model_time_us  # noqa: E402
 
 from cudalens.optimize import optimize  # noqa: E402
 from cudalens.source.parser import parse_source  # noqa: E402
@@ -81,30 +82,30 @@ def test_device_id_names_gpu_architecture_and_sms(saxpy_record):
     assert device_id(saxpy_record.device) == "NVIDIA H200/sm_90/132"
 
 
-_GAP = coverage_problem("saxpy")
-
-
-@pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
 def test_run_record_from_an_optimize_run_holds_its_numbers():
+    from cudalens.spec.resolve import build_variant
+
     target = load_target(ROOT / "examples" / "saxpy.cu", "saxpy")
-    result = optimize(target, ReplayRunnerClient(), budget=24)
-    rec = run_record(result, key="k" * 64, provenance="replay", created="2026-11-29T23:00:00",
+    result = optimize(target, ModelRunnerClient(), budget=24)
+    rec = run_record(result, key="k" * 64, provenance="model", created="2026-11-29T23:00:00",
                      budget=24, seed=0)
-    _, run = newest_recording_of("saxpy")  # the run the replay answered from
-    assert rec.baseline.median_us == run["baseline"]["median_us"]
+    baseline = build_variant("baseline", target.text, target.kernel.qualified_name, target.spec,
+                             target.spec.launch, result.device.sm_count)
+    assert rec.baseline.median_us == model_time_us(result.problem, baseline)
     assert rec.bytes_moved == 3 * 4 * (1 << 25)  # x read, y read and written: floats
     assert rec.flops == 2 * (1 << 25)
     assert rec.threads_per_block == 256
     assert rec.path == str(target.path.resolve()) and rec.kernel == "saxpy"
     assert [c.label for c in rec.candidates] == [r.candidate.label for r in result.rows]
-    assert [c.label for c in rec.candidates] == [c["label"] for c in run["candidates"]]
     best = rec.offers()[0]
-    assert best.label == run["winner"]["label"]
-    assert best.result.speedup.value == run["winner"]["speedup"]["value"]
+    assert best.label == result.winner.candidate.label
+    assert best.result.speedup.value == result.winner.result.speedup.value
     assert best.source == result.winner.candidate.source and len(best.id) == 16
-    # every other recorded row is offered after it, with its own recorded numbers
-    others = {c["label"]: c["speedup"]["value"] for c in run["candidates"]
-              if c["label"] != best.label and c["speedup"] and c["speedup"]["ci_low"] > 1.0}
+    # every other significant row is offered after it, with its own numbers
+    others = {r.candidate.label: r.result.speedup.value for r in result.rows
+              if r.candidate.label != best.label and r.result.speedup
+              and r.result.speedup.ci_low > 1.0}
+    assert others, "the model gives saxpy more than one significant candidate"
     assert {c.label: c.result.speedup.value for c in rec.offers()[1:]} == others
 
 
@@ -214,3 +215,29 @@ def test_source_materials_change_only_with_the_kernel_or_what_it_sees():
     moved = "".join([lines[0], lines[1], lines[3], lines[2]])
     assert _materials(moved)["first"] == base["first"]
     assert _materials(moved)["second"] != base["second"]
+
+
+def test_a_record_with_nan_infinite_and_huge_values_round_trips(saxpy_record):
+    # the runner's mismatch of an unwritten element reads back NaN; integer buffers give ints
+    # past 2^53 (issue 11, item 1)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from exact_values import assert_exact
+    from gpu_runner.report import Verdict
+    from service_fakes import HUGE_INT_MISMATCH, NONFINITE_MISMATCH, NONFINITE_REASON
+
+    def with_verdict(c, verdict):
+        return dataclasses.replace(c, result=dataclasses.replace(
+            c.result, verdict=verdict, timing=None, speedup=None))
+
+    first, second, *rest = saxpy_record.candidates
+    record = dataclasses.replace(saxpy_record, candidates=(
+        with_verdict(first, Verdict(first.label, "unwritten", NONFINITE_REASON,
+                                    NONFINITE_MISMATCH)),
+        with_verdict(second, Verdict(second.label, "mismatch", "differs", HUGE_INT_MISMATCH)),
+        *rest))
+    assert_exact(from_dict(json.loads(json.dumps(to_dict(record)))), record)
+    data = to_dict(record)
+    data["candidates"][0]["result"]["verdict"]["mismatch"]["actual"] = "NaN"
+    with pytest.raises(ValueError, match=r"invalid value for type, expected Union @ "
+                                         r"\$\.candidates\[0\]\.result\.verdict\.mismatch\.actual"):
+        from_dict(data)

@@ -15,7 +15,8 @@
 ``DELETE /v1/jobs/{id}``   cancel (also ``POST /v1/jobs/{id}/cancel``); 404 for unknown ids
 =========================  ==================================================================
 
-Errors are ``ErrorBody`` JSON: 401 (token), 404, 413 (body too large), 422 (malformed or
+Bodies are JSON in ``schema``'s wire encoding (NaN and infinities as strings, integers of any
+size exact), responses written by ``WireResponse``. Errors are ``ErrorBody`` JSON: 401 (token), 404, 413 (body too large), 422 (malformed or
 inconsistent request: the message says where), 503 (no GPU here: the message says what is
 missing; or the workers failed to start).
 """
@@ -41,7 +42,7 @@ from gpu_runner.profile import KINDS as PROFILE_KINDS, ProfileError
 from gpu_runner.service.schema import (API_PREFIX, CompileRequest, CompileResponse,
                                        DeviceEntry, DevicesResponse, ErrorBody, EvaluateRequest,
                                        Health, JobCreated, JobStatus, ProfileRequest,
-                                       ProfileResponse)
+                                       ProfileResponse, encode)
 from gpu_runner.service.validate import compile_problems, evaluate_problems, profile_problems
 from gpu_runner.workers.pool import DeviceNotFound, GpuPool
 from gpu_runner.workers.protocol import EvaluateSpec
@@ -61,9 +62,19 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+class WireResponse(JSONResponse):
+    """A JSON response in the wire encoding (``schema.encode``), whatever FastAPI hands it:
+    a body model or its dump, whose floats may be NaN or infinite (``JSONResponse`` would
+    raise for those). The app's default response class, so FastAPI's own fast path, which
+    wrote NaN as ``null`` here (tests/test_runner_wire.py), is not taken."""
+
+    def render(self, content) -> bytes:
+        return encode(content)
+
+
 def _error(status: int, code: str, message: str, detail=None) -> JSONResponse:
     body = ErrorBody(error=code, message=message, detail=detail)
-    return JSONResponse(status_code=status, content=body.model_dump(exclude_none=True))
+    return WireResponse(status_code=status, content=body.model_dump(exclude_none=True))
 
 
 def _validation_message(errors) -> str:
@@ -100,6 +111,7 @@ def create_app(pool: GpuPool, *, token: Optional[str] = None,
             await run_in_threadpool(pool.close)
 
     app = FastAPI(title=TITLE, version=VERSION, lifespan=lifespan,
+                  default_response_class=WireResponse,
                   description="Compiles, verifies and times CUDA kernels on this machine's GPUs. "
                               "See gpu_runner/service/app.py.")
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)

@@ -7,6 +7,14 @@ stay the one definition of the wire format. ``decode(Type, data)`` turns JSON ba
 data classes on the client side.
 
 Units as in the contract: microseconds, bytes, GB/s; ``time_budget_s`` in seconds.
+
+The JSON encoding, both directions (``INF_NAN_MODE``, the one definition: every body is a
+``_Body`` with ``WIRE_CONFIG``, the service's responses and the client's requests are written
+with ``encode``): a finite float is a JSON number in its shortest round-trip form; NaN, +inf and -inf, which JSON has no number for, are the strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (pydantic's ``ser_json_inf_nan="strings"``), read
+back as those floats by ``decode`` and by the service; an integer is a JSON integer of any size,
+digit for digit (an element index or a byte count past 2^53 stays exact: Python reads JSON
+integers exactly; a JavaScript client needs a BigInt-aware parser for those).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import to_json
 
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
@@ -27,8 +36,14 @@ FINAL_STATES = ("done", "failed", "cancelled")
 MAX_CANDIDATES = 512
 
 
+# Non-finite floats as strings: JSON has no token for them (json.dumps' NaN is not JSON, and
+# pydantic's default writes null, which no float field accepts back).
+INF_NAN_MODE = "strings"
+WIRE_CONFIG = ConfigDict(extra="forbid", ser_json_inf_nan=INF_NAN_MODE)
+
+
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = WIRE_CONFIG
 
 
 class EvaluateRequest(_Body):
@@ -145,7 +160,17 @@ class ErrorBody(_Body):
 T = TypeVar("T")
 
 
+def encode(value: Any, *, indent: Optional[int] = None) -> bytes:
+    """``value`` (a body above, a contract data class, or lists and dicts of them and of plain
+    values) as JSON text in the wire encoding (see the module doc), ``indent`` spaces per level
+    (None: one line). Raises ``pydantic_core.PydanticSerializationError`` for a value JSON
+    cannot hold."""
+    return to_json(value, indent=indent, inf_nan_mode=INF_NAN_MODE)
+
+
 def decode(kind: type[T], data: Any) -> T:
-    """``data`` (parsed JSON) as an instance of ``kind`` (a contract data class such as
-    ``Evaluation`` or ``DeviceInfo``). Raises ``pydantic.ValidationError``."""
+    """``data`` (parsed JSON in the wire encoding) as an instance of ``kind`` (a contract data
+    class such as ``Evaluation`` or ``DeviceInfo``): the strings ``"NaN"``, ``"Infinity"`` and
+    ``"-Infinity"`` in a float field become those floats, integers stay exact. Raises
+    ``pydantic.ValidationError``."""
     return TypeAdapter(kind).validate_python(data)

@@ -11,8 +11,8 @@ job N+1 overlaps the GPU time of job N, and a job's variants compile in parallel
 
 Each compile writes into a scratch directory first and moves the finished cubin into the
 shared directory with ``os.replace`` (atomic), so a worker never reads a half-written cubin.
-Options are checked with ``gpu_runner.compiler.check_options`` first, exactly as the runner
-does; nothing here passes request text to a shell (nvcc gets an argument list from pycuda).
+Options and includes are checked with ``gpu_runner.compiler.check_request`` first, exactly as
+the runner does (a refused one is never compiled); nothing here passes request text to a shell (nvcc gets an argument list from pycuda).
 A precompile that fails changes nothing: the worker compiles and reports the error itself.
 """
 
@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from typing import Callable, Optional, Sequence
 
-from gpu_runner.compiler import check_options
+from gpu_runner.compiler import check_request
 from gpu_runner.problem import Variant
 
 # compile_fn(variant, arch, cache_dir) -> None; raises on failure. Injected in tests.
@@ -60,7 +60,7 @@ class Precompiler:
         return [self._pool.submit(self._one, v, arch, cache_dir) for v in variants]
 
     def _one(self, variant: Variant, arch: str, cache_dir: str) -> bool:
-        if self.disabled or check_options(tuple(variant.options)) is not None:
+        if self.disabled or check_request(variant) is not None:
             return False
         scratch = tempfile.mkdtemp(prefix=".scratch-", dir=cache_dir)  # same file system
         try:

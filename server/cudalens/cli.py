@@ -16,6 +16,7 @@ from rich.markup import escape
 from cudalens.cli_agent import agent_options
 from cudalens.errors import CudalensError
 from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
+from gpu_runner.service.schema import encode
 
 # Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
 # input errors, 3 no GPU runner available.
@@ -87,6 +88,12 @@ def main() -> None:
               help="Timed launches per variant (interleaved).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
+@click.option("--capture", "capture_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Time and verify on a launch recorded by `cudalens capture` (its .json "
+                   "manifest); the spec's seeded cases are checked too.")
+@click.option("--capture-only", is_flag=True,
+              help="With --capture: verify on the captured launch alone (when the spec's "
+                   "random inputs cannot drive the kernel, e.g. CSR structure).")
 @agent_options
 def optimize(file: Path, apply_: bool, **options) -> None:
     """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
@@ -102,9 +109,11 @@ def optimize(file: Path, apply_: bool, **options) -> None:
 def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
               proposer: str, agent_config: Optional[Path], written: list[Path],
+              capture_path: Optional[Path] = None, capture_only: bool = False,
               **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
-    from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
+    from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
+                                    config_from_cli, config_warnings, offline_choice,
                                     run_llm_proposer, summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
@@ -126,10 +135,24 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
-        choice = choose_proposer(proposer, config)
+        choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
         _fail(err, str(exc))
-    err.print(escape(choice.reason), highlight=False, soft_wrap=True)
+    for warning in config_warnings(config):
+        err.print(escape(f"warning: {warning}"), highlight=False, soft_wrap=True)
+    replay = None
+    if capture_only and capture_path is None:
+        _fail(err, "--capture-only needs --capture PATH")
+    if capture_path is not None:
+        from cudalens.cli_capture import load_replay_or_fail
+
+        if choice is None and proposer == "auto":  # a replay runs the built-in search only
+            choice = ProposerChoice("builtin", "proposer: the built-in search (--capture "
+                                               "replays a captured launch with it)")
+        target, replay = load_replay_or_fail(err, capture_path, target, capture_only,
+                                             choice.kind if choice is not None else proposer)
+    if choice is not None:
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     if target.spec_inferred:
         err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
                          f"inferred from the kernel (see it with: cudalens spec {file} --kernel "
@@ -145,6 +168,16 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     except KeyboardInterrupt:
         _fail(err, f"interrupted (Ctrl-C) while starting the GPU runner; nothing was measured "
                    f"and {file} is unchanged", EXIT_INTERRUPTED)
+    if choice is None:
+        try:
+            choice = choose_proposer(proposer, config)
+        except CudalensError as exc:
+            client.close()
+            _fail(err, str(exc))
+        except BaseException:
+            client.close()
+            raise
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     agent_result = None
     try:
         with client, err.status("starting") as status:
@@ -157,7 +190,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
                 result = agent_result.optimize
             else:
                 result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
-                                      repetitions=repetitions, progress=progress)
+                                      repetitions=repetitions, progress=progress, replay=replay)
     except CudalensError as exc:
         _fail(err, str(exc))
     except KeyboardInterrupt:
@@ -193,7 +226,8 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
             record["agent"] = agent_record(agent_result)
         try:
             json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            # Strict JSON, as the runner writes it: NaN and infinities as strings.
+            json_path.write_bytes(encode(record, indent=2) + b"\n")
         except OSError as exc:
             _fail(err, f"--json {json_path}: the results could not be written "
                        f"({exc.strerror or exc})" + (f"; {file} was written" if applied else ""))
@@ -292,10 +326,12 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_config, cli_lsp, cli_runner
 
     cli_runner.register(main)
+    cli_capture.register(main)
     cli_lsp.register(main)
+    cli_config.register(main)
 
 
 _register_commands()

@@ -5,7 +5,8 @@ The runner's URL comes from the ``url`` argument or ``CUDALENS_RUNNER_URL``, its
 child process on 127.0.0.1 with a free port and a fresh token
 (``gpu_runner.service.local.LocalRunner``), and stops it on ``close()`` (also at interpreter
 exit, and the child stops by itself when this process goes away). Bodies are the runner's
-contract data classes as JSON (``gpu_runner.service.schema``); nothing here imports pycuda.
+contract data classes as JSON in the service's wire encoding, both ways (``schema.encode`` and
+``schema.decode``: NaN and infinities as strings, integers exact); nothing here imports pycuda.
 
 Errors: ``RunnerUnavailable`` when no runner can be used (no GPU there: the runner's own
 message; unreachable; token refused); ``RunnerError`` (a ``CudalensError``) when the runner
@@ -27,10 +28,10 @@ from pydantic import ValidationError
 
 from cudalens.errors import CudalensError
 from gpu_runner.ncu_csv import Profile
-from gpu_runner.problem import Problem, Variant, to_dict
+from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
 from gpu_runner.service.local import LocalRunner, LocalRunnerError
-from gpu_runner.service.schema import API_PREFIX, decode
+from gpu_runner.service.schema import API_PREFIX, decode, encode
 
 ENV_URL = "CUDALENS_RUNNER_URL"
 ENV_TOKEN = "CUDALENS_RUNNER_TOKEN"
@@ -124,10 +125,15 @@ class RunnerClient:
     # -- HTTP --------------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, *, timeout: Optional[float] = None,
-                 **kw) -> Any:
-        """The JSON body of a successful response. Raises ``RunnerUnavailable`` (unreachable,
-        401, 503) or ``RunnerError`` (any other error status, or a body that is not JSON)."""
+                 body: Any = None, **kw) -> Any:
+        """The JSON body of a successful response. ``body``: the request's body (contract data
+        classes in dicts and lists), sent in the wire encoding. Raises ``RunnerUnavailable``
+        (unreachable, 401, 503) or ``RunnerError`` (any other error status, or a body that is
+        not JSON)."""
         extra = {"timeout": timeout} if timeout is not None else {}
+        if body is not None:
+            extra["content"] = encode(body)
+            extra["headers"] = {"Content-Type": "application/json"}
         try:
             resp = self._http.request(method, f"{API_PREFIX}{path}", **kw, **extra)
         except httpx.TransportError as exc:
@@ -184,8 +190,7 @@ class RunnerClient:
     def compile(self, variants: Sequence[Variant]) -> list[CompileReport]:
         """Each variant's resource usage (registers, shared and local memory) or compile log."""
         body = self._request("POST", "/compile", timeout=900.0,
-                             json={"variants": [to_dict(v) for v in variants],
-                                   "device": self.device_index})
+                             body={"variants": list(variants), "device": self.device_index})
         return [self._decode(CompileReport, r) for r in body["reports"]]
 
     def evaluate(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant], *,
@@ -198,14 +203,14 @@ class RunnerClient:
 
         Raises ``RunnerUnavailable`` and ``RunnerError`` (request refused, evaluation failed or
         cancelled on the runner)."""
-        body: dict[str, Any] = {"problem": to_dict(problem), "baseline": to_dict(baseline),
-                                "candidates": [to_dict(c) for c in candidates],
+        body: dict[str, Any] = {"problem": problem, "baseline": baseline,
+                                "candidates": list(candidates),
                                 "repetitions": repetitions, "device": self.device_index}
         if warmup is not None:
             body["warmup"] = warmup
         if time_budget_s is not None:
             body["time_budget_s"] = time_budget_s
-        job = self._request("POST", "/evaluate", json=body)["id"]
+        job = self._request("POST", "/evaluate", body=body)["id"]
         try:
             return self._follow(job, progress)
         except BaseException as exc:
@@ -244,7 +249,7 @@ class RunnerClient:
         Raises ``RunnerUnavailable`` (unreachable, busy) and ``RunnerError`` (request refused,
         or an answer this client cannot read)."""
         body = self._request("POST", "/profile", timeout=timeout_s + 660.0,
-                             json={"problem": to_dict(problem), "variant": to_dict(variant),
+                             body={"problem": problem, "variant": variant,
                                    "timeout_s": timeout_s, "device": self.device_index})
         if not isinstance(body, dict) or not isinstance(body.get("available"), bool):
             raise RunnerError(f"{self.where} answered POST /profile with no 'available' field: "

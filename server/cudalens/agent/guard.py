@@ -13,7 +13,10 @@ and the line of the candidate's code, when it
   ``static`` local variables, grid-wide synchronization (needs a cooperative launch), inline
   ``asm`` that names a global symbol or declares variables, host functions;
 - includes a header that is neither CUDA's own (``ALLOWED_HEADERS``) nor already included by
-  the file.
+  the file, or one that could reach a file outside the user's project (an absolute path, a
+  ``..``, a computed include: ``host_include_refusals``, the runner's own rule,
+  ``gpu_runner.includes``); includes are found as the preprocessor finds them, also inside
+  the kernel's body and behind line splices, digraphs or trigraphs.
 
 Line numbers are 1-based lines of the candidate's code. Comments and string literals are
 blanked before the text patterns are searched, so a comment mentioning ``cudaMalloc`` is fine.
@@ -31,6 +34,7 @@ import tree_sitter
 from cudalens.source.model import Kernel, Parameter
 from cudalens.source.parser import parse_source
 from cudalens.source.syntax import new_parser, squeeze, text_of
+from gpu_runner.includes import find_includes
 
 # CUDA toolkit headers a kernel may need, and the C/C++ headers of constants and math.
 ALLOWED_HEADERS = (
@@ -209,9 +213,7 @@ def _top_level_item(src: bytes, item: tree_sitter.Node, line: int,
     text = squeeze(text_of(src, item))
     if kind == "preproc_include":
         header = squeeze(text_of(src, item.child_by_field_name("path") or item))
-        name = header.strip("<>\"")
-        if header not in includes_ok and not (header.startswith("<") and any(
-                fnmatch.fnmatchcase(name, pat) for pat in ALLOWED_HEADERS)):
+        if not _allowed_header(header, includes_ok):
             yield Refusal(f"includes {header}, which is neither one of CUDA's own headers nor "
                           f"included by the file already", line)
     elif kind in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
@@ -273,6 +275,38 @@ def _asm_texts(code: str, blanked: str) -> Iterator[tuple[int, str]]:
         yield m.start(), "\n".join(strings)
 
 
+def _allowed_header(header: str, includes_ok: set[str]) -> bool:
+    name = header.strip("<>\"")
+    return header in includes_ok or (header.startswith("<") and any(
+        fnmatch.fnmatchcase(name, pat) for pat in ALLOWED_HEADERS))
+
+
+def host_include_refusals(code: str) -> list[Refusal]:
+    """The includes of ``code`` that could reach a file outside the user's project (absolute,
+    ``..``, computed; ``gpu_runner.includes``), with their lines. Such code is not compiled,
+    here or on the runner: nvcc echoes an included file's lines into the errors the model
+    reads."""
+    out = []
+    for inc in find_includes(code):
+        why = inc.refusal()
+        if why:
+            out.append(Refusal(f"{inc.spelling} is refused: {why}", inc.line))
+    return out
+
+
+def _lexical_includes(code: str, includes_ok: set[str]) -> Iterator[Refusal]:
+    """Host-reaching includes, and includes outside the allowed ones that the syntax tree's
+    file-scope walk does not see (in a function body, behind a splice or a digraph)."""
+    yield from host_include_refusals(code)
+    for inc in find_includes(code):
+        if inc.name is None or inc.refusal():
+            continue
+        header = f"<{inc.name}>" if inc.angle else f'"{inc.name}"'
+        if not _allowed_header(header, includes_ok):
+            yield Refusal(f"includes {header}, which is neither one of CUDA's own headers nor "
+                          f"included by the file already", inc.line)
+
+
 def check_candidate(code: str, kernel: Kernel, file_includes: Iterable[str] = ()) -> list[Refusal]:
     """Every reason to refuse ``code`` as the new definition of ``kernel`` (empty: accepted),
     at most one per rule, in line order.
@@ -304,7 +338,12 @@ def check_candidate(code: str, kernel: Kernel, file_includes: Iterable[str] = ()
     root = new_parser().parse(src).root_node
     includes_ok = {squeeze(i) for i in file_includes}
     seen: set[str] = set()
-    for refusal in list(_top_level(src, root, includes_ok)) + list(_statics(src, root)):
+    lexical = list(_lexical_includes(code, includes_ok))
+    include_lines = {r.line for r in lexical}
+    for refusal in lexical + list(_top_level(src, root, includes_ok)) + list(_statics(src, root)):
+        if refusal not in lexical and refusal.line in include_lines and \
+                refusal.reason.startswith("includes "):
+            continue  # the same include, already refused
         rule = refusal.reason.split("(")[0]
         if rule not in seen:
             seen.add(rule)

@@ -41,7 +41,8 @@ from cudalens.agent.config import AgentConfig
 from cudalens.agent.facts import baseline_facts, device_facts
 from cudalens.agent.feedback import (best_text, compile_text, profile_text, refused_text,
                                      result_text, tuned_text)
-from cudalens.agent.guard import ALLOWED_HEADERS, check_candidate, includes_of
+from cudalens.agent.guard import (ALLOWED_HEADERS, check_candidate, host_include_refusals,
+                                  includes_of)
 from cudalens.agent.ledger import Ledger, Usage, cost_of
 from cudalens.agent.precheck import Precheck, arch_of, map_compiler_log, precheck
 from cudalens.agent.replies import (CompileRequest, LaunchError, Proposal, Unusable, from_reply,
@@ -297,6 +298,8 @@ class AgentLoop:
                 if refusals else "")
         if self.precheck_fn is None:
             return "compile is not available in this session; submit with evaluate" + warn
+        if host_include_refusals(req.code):  # nvcc would echo the file into this reply
+            return "not compiled: an include could reach a file outside the project" + warn
         spliced = splice(self.target.text, self.kernel, req.code)
         result = self.precheck_fn(spliced, req.code, self.path, self.arch, self.kernel.name)
         if result is None:

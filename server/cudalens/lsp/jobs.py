@@ -366,18 +366,25 @@ class Jobs:
             job.message = text
             loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
 
-        choice = llm.choose(job.settings, job.snapshot.path)
-        job.proposer = choice.label
-        report(f"proposer: {choice.reason}", 0)
-        if choice.fallback:
-            loop.call_soon_threadsafe(self.session.show_message,
-                                      f"cudalens: optimizing {job.kernel} with {choice.reason}",
-                                      types.MessageType.Warning)
+        # the runner first: no request goes to the model's server where nothing can be run
         client = self._client(job.settings)
         if job.cancel.is_set():
             raise JobCancelled()
         device = client.device_info()
         loop.call_soon_threadsafe(self.session.device_seen, job.settings, device)
+        choice = llm.choose(job.settings, job.snapshot.path)
+        job.proposer = choice.label
+        if choice.config is not None:
+            log.info("LLM configuration for %s: %s", job.kernel, llm.origins(choice.config))
+        for warning in choice.warnings:
+            log.warning("%s", warning)
+            loop.call_soon_threadsafe(self.session.show_message, f"cudalens: {warning}",
+                                      types.MessageType.Warning)
+        report(f"proposer: {choice.reason}", 0)
+        if choice.fallback:
+            loop.call_soon_threadsafe(self.session.show_message,
+                                      f"cudalens: optimizing {job.kernel} with {choice.reason}",
+                                      types.MessageType.Warning)
         target = job.snapshot.target(job.view)
         agent = None
         if choice.kind == "llm":

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import cattrs
 
@@ -158,6 +158,17 @@ def candidate_id(source: str, launch: LaunchRecord) -> str:
 
 
 _converter = cattrs.Converter()
+
+
+def _number(value, _type) -> Union[int, float]:
+    """A ``Union[int, float]`` value (a ``Mismatch``'s expected and actual values: an integer
+    buffer's exact int, a float buffer's float, NaN included) kept as it was stored."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, found {value!r}")
+    return value
+
+
+_converter.register_structure_hook(Union[int, float], _number)
 
 
 def to_dict(record: RunRecord) -> dict:

@@ -1,0 +1,281 @@
+"""Which files a compile request's source may include (no nvcc needed).
+
+nvcc prints lines of an included file in its error log, and the runner returns that log: a
+source with ``#include "/etc/passwd"`` would hand the file to whoever sent it (and, through the
+LLM agent's feedback, to the model). So a request may include the toolkit's and the compiler's
+own headers (found on nvcc's search path: CUDA's include folder, pycuda's, the host compiler's
+system folders) and the files sent with it, and nothing else. Refused, each with its line and
+the directive as written:
+
+- an absolute header name (``"/etc/passwd"``, ``</etc/hostname>``);
+- a name with a ``..`` component (``"../../x.h"``), a backslash or nothing at all: it would leave
+  (or cannot name) the request's own files;
+- a computed include (``#include NAME`` with NAME a macro): its file is known only after
+  preprocessing.
+
+Relative names without ``..`` resolve in the compile's own folder, fresh and private (pycuda
+writes the source into a new ``mkdtemp`` folder and runs nvcc there), which holds only what the
+request sent, or on the toolkit's search path; ``-I``, ``-isystem``, ``-include`` and every other
+path option are refused by ``gpu_runner.compiler.check_options``. Nothing the requester did not
+send can be reached through a symbolic link: the folder holds no links (a later ``files`` field
+of a request is written there as regular files, named as ``check_file_names`` allows).
+
+Directives are found as the preprocessor finds them: after line splicing (a backslash at a line's
+end, also with blanks after it, as gcc accepts), with comments as blanks (a comment may span
+lines inside a directive), outside string, character and raw string literals and numbers (digit
+separators), spelled ``#`` or the digraph ``%:``, for ``include``, ``include_next``, ``import``
+and ``embed``; the operand of ``__has_include`` and ``__has_include_next`` follows the same
+rules (it tells whether a host file exists). The dialects a request may pick (``-std=c++NN``)
+lex differently, so the text is scanned as written and with trigraphs replaced (``??=`` is
+``#``, ``??/`` a backslash; gcc honours them under a strict ``-std=c++11``/``c++14``), each with
+and without raw strings (C++11) and digit separators (C++14), and a directive found in any of
+these readings is checked. Where the scan could
+err, it errs towards finding a directive that is not one (in ``#if 0``, a macro body): that
+include is checked too.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Optional
+
+DIRECTIVES = ("include", "include_next", "import", "embed")
+HAS_INCLUDE = ("__has_include", "__has_include_next")
+
+MAX_FILES = 64  # files a request may carry besides its source
+MAX_FILE_BYTES = 1 << 20
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+_TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": "{", ">": "}",
+              "-": "~"}
+_SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
+_RAW = re.compile(r'(?:u8|u|U|L)?R"([^ ()\\\t\v\f\n"]{0,16})\(')
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_PP_NUMBER = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z_]|[0-9A-Za-z_.])*")
+_PP_NUMBER_PLAIN = re.compile(r"\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*")
+# A directive or __has_include can only be where one of these words is, once lines are spliced.
+_WORDS = re.compile(r"include|import|embed")
+_BLANKS = " \t\f\v\r"
+
+
+@dataclass(frozen=True)
+class Include:
+    """One include found in a text: ``line`` (1-based, physical), ``spelling`` (the directive
+    or ``__has_include`` as the source line has it), ``name`` (the header name between its
+    delimiters; None for a computed include) and ``angle`` (``<...>`` rather than ``"..."``)."""
+
+    line: int
+    spelling: str
+    name: Optional[str]
+    angle: bool = False
+
+    def refusal(self) -> Optional[str]:
+        """Why this include is refused (see the module doc), or None when it may stay."""
+        if self.name is None:
+            return ("a computed include (a macro): name the file itself, in quotes or angle "
+                    "brackets")
+        return name_problem(self.name)
+
+
+@dataclass(frozen=True)
+class IncludeRefusal:
+    """A refused include of request file ``file`` at ``line``: ``spelling`` and ``why``; as
+    text in nvcc's form (``kernel.cu(3): error: ...``), so logs are read the same way."""
+
+    file: str
+    line: int
+    spelling: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}({self.line}): error: {self.spelling}: refused: {self.why}"
+
+
+def name_problem(name: str) -> Optional[str]:
+    """Why header name ``name`` may not be included, or None."""
+    if not name.strip():
+        return "an empty file name"
+    if name.startswith("/") or name.startswith("~"):
+        return ("an absolute path; a compile request may include the toolkit's headers and the "
+                "files sent with it only")
+    if "\\" in name:
+        return "a backslash in the file name; write paths with '/'"
+    if ".." in name.split("/"):
+        return ("a path that leaves the request's own files ('..'); a compile request may "
+                "include the toolkit's headers and the files sent with it only")
+    return None
+
+
+# -- scanning ----------------------------------------------------------------------------------
+
+
+class _Text:
+    """A text after line splicing, mapping offsets back to physical lines."""
+
+    def __init__(self, raw: str):
+        parts, splices, pos = [], [], 0
+        for m in _SPLICE.finditer(raw):
+            parts.append(raw[pos:m.start()])
+            splices.append(sum(len(p) for p in parts))
+            pos = m.end()
+        parts.append(raw[pos:])
+        self.text = "".join(parts)
+        self._splices = splices
+        self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+
+    def line(self, offset: int) -> int:
+        return (1 + bisect.bisect_left(self._newlines, offset)
+                + bisect.bisect_right(self._splices, offset))
+
+
+def _skip_blanks(t: str, i: int) -> int:
+    """Past blanks and comments (not newlines outside a comment)."""
+    n = len(t)
+    while i < n:
+        if t[i] in _BLANKS:
+            i += 1
+        elif t.startswith("/*", i):
+            j = t.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif t.startswith("//", i):
+            j = t.find("\n", i)
+            return n if j < 0 else j
+        else:
+            return i
+    return i
+
+
+def _operand(t: str, i: int) -> tuple[Optional[str], bool, int]:
+    """The header name at ``t[i:]`` (``"..."`` or ``<...>`` on this line): (name, angle, end);
+    name None where the operand is anything else."""
+    if i < len(t) and t[i] in "\"<":
+        close = '"' if t[i] == '"' else ">"
+        j = i + 1
+        while j < len(t) and t[j] not in (close, "\n"):
+            j += 1
+        if j < len(t) and t[j] == close:
+            return t[i + 1:j], close == ">", j + 1
+    return None, False, i
+
+
+def _skip_literal(t: str, i: int) -> int:
+    """Past the string or character literal opening at ``t[i]`` (to its end or the line's)."""
+    quote, j, n = t[i], i + 1, len(t)
+    while j < n and t[j] not in (quote, "\n"):
+        j += 2 if t[j] == "\\" else 1
+    return min(j + 1, n) if j < n and t[j] == quote else j
+
+
+def _scan(t: str, raw_strings: bool, digit_separators: bool
+          ) -> Iterator[tuple[int, Optional[str], bool]]:
+    """(offset, name, angle) of each include in the spliced text ``t``, lexed with or without
+    C++11 raw strings and C++14 digit separators (``-std=c++03`` has neither)."""
+    n, i = len(t), 0
+    while i < n:
+        c = t[i]
+        if t.startswith("//", i):
+            j = t.find("\n", i)
+            i = n if j < 0 else j
+        elif t.startswith("/*", i):
+            j = t.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c == "#" or t.startswith("%:", i):
+            start = i
+            i = _skip_blanks(t, i + (1 if c == "#" else 2))
+            m = _IDENT.match(t, i)
+            if m and m.group() in DIRECTIVES:
+                name, angle, i = _operand(t, _skip_blanks(t, m.end()))
+                yield start, name, angle
+            elif m:
+                i = m.end()
+        elif c == '"' or c == "'":
+            i = _skip_literal(t, i)
+        elif c.isdigit() or (c == "." and i + 1 < n and t[i + 1].isdigit()):
+            m = (_PP_NUMBER if digit_separators else _PP_NUMBER_PLAIN).match(t, i)
+            i = m.end() if m else i + 1
+        elif c.isalpha() or c in "_$":
+            raw = _RAW.match(t, i) if raw_strings else None
+            if raw:
+                end = t.find(")" + raw.group(1) + '"', raw.end())
+                i = n if end < 0 else end + len(raw.group(1)) + 2
+                continue
+            m = _IDENT.match(t, i)
+            i = m.end()
+            if m.group() in HAS_INCLUDE:
+                j = _skip_blanks(t, i)
+                if j < n and t[j] == "(":
+                    name, angle, i = _operand(t, _skip_blanks(t, j + 1))
+                else:
+                    name, angle = None, False
+                yield m.start(), name, angle
+        else:
+            i += 1
+
+
+def find_includes(source: str) -> list[Include]:
+    """Every include of ``source`` (see the module doc for what counts), by line."""
+    lines = source.split("\n")  # the compiler's lines: str.splitlines also splits at \f, \v
+    found: dict[tuple[int, Optional[str], bool], Include] = {}
+    variants = [source]
+    replaced = re.sub(r"\?\?([=/'()!<>-])", lambda m: _TRIGRAPHS[m.group(1)], source)
+    if replaced != source:
+        variants.append(replaced)
+    for text in variants:
+        spliced = _Text(text)
+        if not _WORDS.search(spliced.text):
+            continue
+        for raw_strings, separators in ((True, True), (False, True), (True, False),
+                                        (False, False)):
+            for offset, name, angle in _scan(spliced.text, raw_strings, separators):
+                line = spliced.line(offset)
+                spelling = lines[line - 1].strip() if line <= len(lines) else ""
+                found.setdefault((line, name, angle), Include(line, spelling[:200], name, angle))
+    return sorted(found.values(), key=lambda inc: (inc.line, inc.name or ""))
+
+
+def refused_includes(source: str, files: Mapping[str, str] | None = None,
+                     main: str = "kernel.cu") -> list[IncludeRefusal]:
+    """The refused includes of a request's ``source`` (named ``main`` in the messages) and of
+    each of its ``files`` (relative path -> text), in file and line order."""
+    out = []
+    for file, text in ((main, source), *sorted((files or {}).items())):
+        for inc in find_includes(text):
+            why = inc.refusal()
+            if why:
+                out.append(IncludeRefusal(file, inc.line, inc.spelling, why))
+    return out
+
+
+def check_includes(source: str, files: Mapping[str, str] | None = None,
+                   main: str = "kernel.cu") -> Optional[str]:
+    """None when every include of the request may stay, else a message naming each refused
+    include with its file and line (the first five)."""
+    bad = refused_includes(source, files, main)
+    if not bad:
+        return None
+    more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+    return ("include refused (the runner compiles the request's own files and the toolkit's "
+            "headers only):\n" + "\n".join(str(r) for r in bad[:5]) + more)
+
+
+def check_file_names(files: Mapping[str, str]) -> list[str]:
+    """What is wrong with the names and sizes of a request's ``files`` (relative path ->
+    text): at most ``MAX_FILES`` files of at most ``MAX_FILE_BYTES`` UTF-8 bytes, each path
+    relative, of ``/``-separated names of letters, digits and ``_.+-`` (not starting with
+    ``.``, so neither ``..`` nor a hidden file). [] when every one may be written into the
+    compile's folder."""
+    out = []
+    if len(files) > MAX_FILES:
+        out.append(f"files: at most {MAX_FILES} files may be sent, found {len(files)}")
+    for path, text in files.items():
+        parts = path.split("/")
+        if not path or not all(_FILE_NAME.fullmatch(p) for p in parts):
+            out.append(f"files['{path[:100]}']: expected a relative path of names made of "
+                       f"letters, digits and '_.+-' joined by '/' (no '..', no leading '/' or "
+                       f"'.')")
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_FILE_BYTES:
+            out.append(f"files['{path[:100]}']: at most {MAX_FILE_BYTES} bytes, found {size}")
+    return out
