@@ -180,7 +180,7 @@ async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
 
         # the applied kernel shows the time it was measured at, not "stale"
         t = BEST["timing"]
-        want = (f"{us_words(t['median_us'])}, {t['percent_of_copy']:.0f}% of peak bandwidth, "
+        want = (f"{us_words(t['median_us'])}, {t['percent_of_copy']:.0f}% of copy bandwidth, "
                 f"{SHORT}")
         lenses = await client.wait_for(
             lambda: _lens_titles_containing(client, uri, "(applied candidate)"),

@@ -26,6 +26,7 @@ EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
 EXIT_ORIGINAL_UNSAFE = 4
+EXIT_NO_NVCC = 3  # check: nvcc cannot be run or ran past its timeout (as optimize without a GPU)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
@@ -305,6 +306,12 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
+@click.option("--nvcc", default="nvcc", show_default=True,
+              help="The nvcc to run: a path, or a name looked up on PATH (then also "
+                   "$CUDA_HOME/bin and /usr/local/cuda/bin).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=120,
+              show_default=True, metavar="SECONDS",
+              help="Stop nvcc (and every process it started) after this long.")
 @click.option("--gpu", is_flag=True,
               help="Instead: run the kernel once on the GPU under compute-sanitizer (memcheck, "
                    "racecheck, initcheck, synccheck) with its spec's inputs and print each "
@@ -312,10 +319,15 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
                    "3 no GPU runner or no report.")
 @click.option("--kernel", "kernel_name", help="With --gpu: the kernel to check (needed when FILE "
                                               "holds several).")
-def check(file: Path, arch: str, gpu: bool, kernel_name: Optional[str]) -> None:
+def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
+          kernel_name: Optional[str]) -> None:
     """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
     spills and compile errors with their lines; with --gpu, check one kernel for races and
-    memory errors with compute-sanitizer."""
+    memory errors with compute-sanitizer.
+
+    Exit status: 0 when FILE compiles (warnings allowed), 1 when it does not (the errors are
+    shown at their lines), 2 for bad input (no such file), 3 when nvcc cannot be run or did not
+    finish within --timeout, 130 after Ctrl-C (nvcc is stopped either way)."""
     from cudalens.check import CheckError, compile_check, format_check
 
     err = Console(stderr=True)
@@ -329,9 +341,12 @@ def check(file: Path, arch: str, gpu: bool, kernel_name: Optional[str]) -> None:
     if kernel_name is not None:
         _fail(err, "--kernel is used with --gpu only (the compile check covers every kernel)")
     try:
-        result = compile_check(str(file), arch=arch)
+        result = compile_check(str(file), arch=arch, nvcc=nvcc, timeout=timeout_s)
     except CheckError as exc:
-        _fail(err, str(exc))
+        _fail(err, str(exc), EXIT_NO_NVCC)
+    except KeyboardInterrupt:
+        _fail(err, f"interrupted (Ctrl-C): nvcc was stopped; {file} was not checked",
+              EXIT_INTERRUPTED)
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)

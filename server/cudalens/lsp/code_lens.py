@@ -2,7 +2,7 @@
 
 On the kernel's first line, left to right:
 
-* the measurement once known: ``412 us, 71% of peak bandwidth, H200``, or ``stale: ...``
+* the measurement once known: ``412 us, 71% of copy bandwidth, H200``, or ``stale: ...``
   when the stored results are for another version of the kernel;
 * while a job runs or waits: ``optimizing: candidate 5/12 ...`` / ``queued`` (click:
   cancel);

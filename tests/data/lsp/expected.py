@@ -200,9 +200,10 @@ class Expected:
                           f"{self.run['kernel']}")
 
     def measured_lens(self) -> str:
-        """The lens over an optimized kernel: its baseline's median and share of peak."""
+        """The lens over an optimized kernel: its baseline's median and share of the copy
+        bandwidth measured on the device."""
         base = self.baseline
-        return (f"{us_words(base['median_us'])}, {base['percent_of_copy']:.0f}% of peak "
+        return (f"{us_words(base['median_us'])}, {base['percent_of_copy']:.0f}% of copy "
                 f"bandwidth, {self.short_device}")
 
     def for_driver(self) -> dict:
