@@ -70,6 +70,9 @@ def test_apply_rewrites_the_host_launch_and_the_spec_and_the_program_builds(tmp_
     assert ("Rewrote the launch at main.cu:28:19: <<<(n_rows + threads - 1) / threads, "
             "threads>>> -> <<<(n_rows + 4 - 1) / 4, 128>>>") in done.output
     assert f"Under your launch: needs a new launch: 14.80x with {NEW}." in done.output
+    # the grid-stride form of the same pass is correct under the program's launch too
+    assert ("Best drop-in (no launch change): restrict warp-per-row+gridstride unroll=4 "
+            "block=128: 1.80x (95% CI 1.75-1.85).") in done.output
     assert f"The spec {proj / 'layernorm.cu.spec'} now launches layernorm_rows with {NEW}." \
         in done.output
 
@@ -96,7 +99,8 @@ def test_a_site_that_cannot_be_mapped_makes_apply_refuse_and_names_it(tmp_path, 
             f"255) / 256, 256>>>(args...) (the launch passes 1 argument(s) where "
             f"layernorm_rows has 7 parameter(s) (a parameter pack or a macro): the sizes cannot "
             f"be read from it). Launch layernorm_rows with {NEW} there and run again with "
-            f"--accept-launch-change, or keep the original kernel") in " ".join(
+            f"--accept-launch-change, or keep the original kernel (the fastest drop-in, restrict "
+            f"warp-per-row+gridstride unroll=4 block=128, is 1.80x under your launch)") in " ".join(
                 done.output.split())
     assert {p.name: p.read_text() for p in proj.iterdir() if p.is_file()} == before
     # the table and the winner are still shown

@@ -102,10 +102,14 @@ def plan_accept(result: OptimizeResult, accept_launch_change: bool) -> Acceptanc
         checked = ("it is wrong under your launch "
                    f"({w.drop_in.result.verdict.status}: {w.drop_in.result.verdict.reason})"
                    if w.drop_in is not None else "it was not checked under your launch")
+        drop = result.best_drop_in
+        other = (f" (the fastest drop-in, {drop.candidate.label}, is "
+                 f"{drop.drop_in.speedup.value:.2f}x under your launch)"
+                 if drop is not None else "")
         return Acceptance(plan=plan, refused=(
             f"not applied: {w.candidate.label} must be launched with {new} and {checked}; "
             f"{where}. Launch {kernel} with {new} there and run again with "
-            f"--accept-launch-change, or keep the original kernel"))
+            f"--accept-launch-change, or keep the original kernel{other}"))
     writes.update(plan.new_texts())
     for e in plan.edits:
         lines.append(f"Rewrote the launch at {e.where(root)}: {e.config} -> {e.new}")

@@ -246,6 +246,24 @@ class _Batches:
             self.say(f"best so far: {best.result.speedup.value:.2f}x ({best.candidate.label}, "
                      f"verified), {self.count} candidates")
 
+    def _other_families(self, best: list[Row], top: list[Row], count: int) -> list[Row]:
+        """Up to ``count`` more rows for the confirmation, so that a drop-in has a chance to be
+        found: the fastest of each family not in ``top`` whose launch differs from the user's
+        (``best`` is sorted fastest first; a family that keeps the launch is a drop-in with
+        the speedup it measured, and a launch-only change is the original kernel under the
+        user's launch)."""
+        seen = {_family(row) for row in top}
+        out: list[Row] = []
+        for row in best:
+            if len(out) >= count:
+                break
+            if _family(row) in seen or row.candidate.source == self.target.text or \
+                    launch_change_of(row.candidate.launch, self.target.spec.launch) is None:
+                continue
+            seen.add(_family(row))
+            out.append(row)
+        return out
+
     def final(self, run: SearchRun, confirm: int
               ) -> tuple[Evaluation, tuple[Row, ...], Optional[Row]]:
         """The evaluation the result reports, its rows (then every batch's failed rows), and
@@ -264,6 +282,7 @@ class _Batches:
             if all(row.candidate.key != t.candidate.key for t in top):
                 top.append(row)
         top = top[:max(confirm, 1)]
+        top += self._other_families(best, top, max(confirm, 1) // 2)
         batch_of = {id(row): i for i, rows in enumerate(self.batches) for row in rows}
         user = self.target.spec.launch
         moved = tuple(row.candidate for row in top
@@ -285,6 +304,10 @@ class _Batches:
         others = tuple(row for i, rs in enumerate(self.batches) if i != keep
                        for row in rs if not timed(row))
         return self.evaluations[keep], rows + others, pick_winner(rows)
+
+
+def _family(row: Row) -> str:
+    return row.candidate.family
 
 
 def _with_drop_in(row: Row, user, at_user: Optional[CandidateResult]) -> Row:
