@@ -61,3 +61,16 @@ class LaunchAwareClient:
         base = Timing("baseline", 100.0, 99.0, 101.0, 98.0, repetitions, 1000.0, 25.0)
         return Evaluation(self.device_info(), CompileReport("baseline", True), base,
                           tuple(self._result(v, base) for v in variants))
+
+
+def make_client(settings=None) -> LaunchAwareClient:
+    """The ``--runner-factory`` of ``cudalens lsp`` for tests (``launch_fakes:make_client``).
+    It also turns the search's compile pruning off in the server process (nvcc is not looked
+    up), as the CLI tests do, so that a search takes seconds."""
+    import cudalens.check.nvcc as nvcc
+
+    def no_nvcc(*_args, **_kwargs):
+        raise nvcc.NvccNotFound("compile pruning is off with the launch-aware test runner")
+
+    nvcc.find_nvcc = no_nvcc
+    return LaunchAwareClient()
