@@ -296,11 +296,11 @@ class _Batches:
             self.confirmed = True
             own = evaluation.candidates[:len(top)]
             at_user = dict(zip((c.key for c in moved), evaluation.candidates[len(top):]))
-            rows = tuple(_with_drop_in(Row(row.candidate, r), user, at_user.get(row.candidate.key))
+            rows = tuple(with_drop_in(Row(row.candidate, r), user, at_user.get(row.candidate.key))
                          for row, r in zip(top, own))
             return evaluation, rows + tuple(failed), pick_winner(rows)
         keep = batch_of[id(best[0])]
-        rows = tuple(_with_drop_in(row, user, None) for row in self.batches[keep])
+        rows = tuple(with_drop_in(row, user, None) for row in self.batches[keep])
         others = tuple(row for i, rs in enumerate(self.batches) if i != keep
                        for row in rs if not timed(row))
         return self.evaluations[keep], rows + others, pick_winner(rows)
@@ -310,10 +310,10 @@ def _family(row: Row) -> str:
     return row.candidate.family
 
 
-def _with_drop_in(row: Row, user, at_user: Optional[CandidateResult]) -> Row:
-    """``row`` with its launch change and drop-in result: its own result when it keeps the
-    user's launch and passed, ``at_user`` (the same source under the user's launch) when
-    given."""
+def with_drop_in(row: Row, user, at_user: Optional[CandidateResult]) -> Row:
+    """``row`` with its launch change (against ``user``, the spec's launch) and drop-in
+    result: its own result when it keeps the user's launch and passed, ``at_user`` (the same
+    source under the user's launch) when given, else None (not checked)."""
     import dataclasses
 
     change = launch_change_of(row.candidate.launch, user)
