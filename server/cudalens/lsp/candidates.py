@@ -185,9 +185,8 @@ def _host_diff(session: "Session", snapshot: DocumentSnapshot, status: KernelSta
     plan = changes.plan
     out = []
     for path, text in plan.new_texts().items():
-        old = snapshot.text if path == snapshot.path.resolve() else plan.texts[path]
-        if path == snapshot.path.resolve():
-            old = new_text  # the kernel's diff above is against the candidate alone
+        # the kernel's own file: its diff above shows the candidate; this one its launches
+        old = plan.texts[path]
         try:
             shown = str(path.relative_to(root))
         except ValueError:
