@@ -109,6 +109,7 @@ def test_a_site_that_cannot_be_mapped_makes_apply_refuse_and_names_it(tmp_path, 
     done = _optimize(proj / "layernorm.cu", "--apply", "--accept-launch-change")
     assert done.exit_code == 0, done.output
     assert "cudalens warp_per_row" in (proj / "layernorm.cu").read_text()
+    assert "\nblock = 128\ngrid = ceil_div(rows, 4)\n" in (proj / "layernorm.cu.spec").read_text()
     assert (proj / "launcher.cu").read_text() == before["launcher.cu"]
     assert (f"Not rewritten: launcher.cu:9:5: layernorm_rows<<<(rows + 255) / 256, "
             f"256>>>(args...)") in done.output

@@ -3,8 +3,8 @@
 The kernel's file gets the winner's source. When the winner was timed with another launch
 than the user's (``Row.launch_change``), every launch of the kernel in the workspace is
 rewritten to that launch (``cudalens.host_launch``) and the spec file's ``block``/``grid``/
-``shared`` lines too (when every launch was rewritten, or the user accepts changing the rest),
-so the program and the spec keep describing what was measured.
+``shared`` lines too, so the program and the spec keep describing what was measured (as the
+editor's apply does).
 
 Accepting is refused unless ``accept_launch_change`` when the winner needs the new launch
 (it is not a verified drop-in) and some launch of the kernel cannot be rewritten, or none is
@@ -121,11 +121,9 @@ def plan_accept(result: OptimizeResult, accept_launch_change: bool) -> Acceptanc
         lines.append(f"No launch of {kernel} was found in {root}: launch it with {new} "
                      f"where your program does" + (" (under your current launch it is verified "
                                                   "too)" if drop_in else "") + ".")
-    # The spec follows the program: changed when every launch now uses the new configuration
-    # (or the user said they will change the rest), kept when the program keeps its launch.
-    moved = (plan.found and not plan.unmapped) or accept_launch_change
+    # The spec keeps describing what was measured (as the editor's apply does).
     spec_file = Path(target.spec_origin) if not target.spec_inferred else None
-    if moved and spec_file is not None and spec_file.is_file():
+    if spec_file is not None and spec_file.is_file():
         text = spec_file.read_bytes().decode("utf-8")  # line endings kept
         new_spec = spec_with_launch(text, target.spec, change.launch)
         if new_spec != text:
