@@ -105,3 +105,22 @@ def test_plan_finds_sites_in_host_files_and_skips_other_kernels(tmp_path: Path):
     assert plan.new_texts()[(tmp_path / "host.cpp").resolve()] == (
         "void go() {\n  k<<<(rows + 2 - 1) / 2, 64>>>(x, y, rows, cols, rows * cols);\n"
         "  other<<<1, 1>>>(x);\n}\n")
+
+
+def test_a_namesake_kernel_defined_elsewhere_keeps_its_launches(tmp_path: Path):
+    # a/k.cu is optimized; b/ has its own kernel k and a program launching that one
+    kernel, spec = _kernel_and_spec()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "k.cu").write_text(KERNEL)
+    host = "#include \"k.cu\"\nvoid go() { k<<<1, 256>>>(x, y, rows, cols, n); }\n"
+    (tmp_path / "b" / "main.cu").write_text(host)
+    (tmp_path / "a" / "main.cu").write_text(host)
+    launch = LaunchDecl(block=("64",), grid=("ceil_div(rows, 2)",))
+    plan = plan_launches(tmp_path, kernel, spec, launch, kernel_path=tmp_path / "a" / "k.cu")
+    assert [(e.path.parent.name, e.path.name) for e in plan.edits] == [("a", "main.cu")]
+    # a declaration-only host file (separate compilation) is taken as launching ours
+    (tmp_path / "c.cpp").write_text("__global__ void k(const float*, float*, int, int, int);\n"
+                                    "void f() { k<<<1, 256>>>(x, y, rows, cols, n); }\n")
+    plan = plan_launches(tmp_path, kernel, spec, launch, kernel_path=tmp_path / "a" / "k.cu")
+    assert sorted(str(e.path.relative_to(tmp_path)) for e in plan.edits) == ["a/main.cu", "c.cpp"]

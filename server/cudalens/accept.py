@@ -85,7 +85,7 @@ def plan_accept(result: OptimizeResult, accept_launch_change: bool) -> Acceptanc
     kernel = target.kernel.name
     root = workspace_root(path)
     plan = plan_launches(root, target.kernel, target.spec, change.launch,
-                         texts={path: w.candidate.source})
+                         texts={path: w.candidate.source}, kernel_path=path)
     drop_in = w.drop_in is not None and w.drop_in.ok
     new = launch_words(change.launch)
     lines: list[str] = []

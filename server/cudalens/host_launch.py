@@ -258,12 +258,35 @@ def site_config(spec: KernelSpec, kernel: Kernel, launch: LaunchDecl, config: tu
     return f"<<<{', '.join(parts)}>>>"
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def _includes(path: Path, text: str) -> set[Path]:
+    """The files ``text`` (of ``path``) includes with ``#include "..."``, resolved against its
+    folder."""
+    return {(path.parent / name).resolve() for name in _INCLUDE.findall(text)}
+
+
+def _defines(text: str, name: str) -> bool:
+    """Whether ``text`` holds a ``__global__`` *definition* named ``name`` (a body follows the
+    parameter list; a prototype does not count)."""
+    return re.search(rf"__global__[^;{{}}]*\b{re.escape(name)}\s*\([^;{{}}]*\)[^;{{}}]*\{{",
+                     text) is not None
+
+
 def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDecl,
-                  texts: Mapping[Path, str] = {}) -> LaunchPlan:
+                  texts: Mapping[Path, str] = {}, kernel_path: Optional[Path] = None
+                  ) -> LaunchPlan:
     """Every launch of ``kernel`` in ``root``'s host files (``host_files``), each rewritten to
     ``launch`` or named with the reason it cannot be. ``texts`` overrides files' contents (the
-    kernel's file with the candidate applied, documents open in an editor); paths resolved."""
+    kernel's file with the candidate applied, documents open in an editor); paths resolved.
+
+    ``kernel_path``: the file defining ``kernel``. A launch is matched by the kernel's name;
+    when other files define a kernel of that name too, a launch in one of them, or in a file
+    that includes one of them and not ``kernel_path``, launches that other kernel and is left
+    out."""
     texts = {Path(p).resolve(): t for p, t in texts.items()}
+    own = kernel_path.resolve() if kernel_path is not None else None
     paths = list(dict.fromkeys([*(p.resolve() for p in host_files(root)), *texts]))
     edits: list[SiteEdit] = []
     unmapped: list[UnmappedSite] = []
@@ -279,6 +302,12 @@ def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDe
                 continue
         if "<<<" not in text:
             continue
+        if own is not None and path != own:
+            others = {p for p in _includes(path, text) if p != own and p.is_file()
+                      and _defines(texts.get(p) or p.read_text(encoding="utf-8",
+                                                               errors="replace"), kernel.name)}
+            if (_defines(text, kernel.name) or others) and own not in _includes(path, text):
+                continue  # it launches a namesake defined elsewhere
         src = text.encode("utf-8")
         for call in captures(_CALL_QUERY, parser.parse(src).root_node, "launch"):
             site = launch_site_from_call(src, call)

@@ -77,7 +77,7 @@ def host_changes(root: Path, kernel_path: Path, new_text: str, kernel: Kernel,
     kernel_path = kernel_path.resolve()
     texts = {p.resolve(): d.text for p, d in open_docs.items()}
     texts[kernel_path] = new_text
-    plan = plan_launches(root, kernel, spec, decl_of(cand), texts=texts)
+    plan = plan_launches(root, kernel, spec, decl_of(cand), texts=texts, kernel_path=kernel_path)
     out: list[types.TextDocumentEdit] = []
     kernel_text = new_text
     for path, text in plan.new_texts().items():
