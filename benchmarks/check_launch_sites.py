@@ -25,6 +25,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -50,8 +51,11 @@ class Outcome:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    # this checkout's cudalens, whatever is installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "server"), str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+                          check=False, env=env)
 
 
 def build_and_run(folder: Path, name: str, log: list[str]) -> dict[str, float]:
