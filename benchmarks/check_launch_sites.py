@@ -150,13 +150,14 @@ def main() -> int:
             outcomes.append(check(example, args.budget, log, records))
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             log.append(f"{example.name}: FAILED: {exc}")
-            outcomes.append(Outcome(example.name, False, False, None, str(exc)))
+            outcomes.append(Outcome(example.name, False, False, None, f"FAILED: {exc}"))
     log.append("")
     for o in outcomes:
         control = ("" if o.control_same is None else
                    f"; kernel-only apply would be {'right' if o.control_same else 'WRONG'}")
+        verdict = "OK" if o.same else "FAILED" if o.detail.startswith("FAILED") else "DIFFERENT"
         log.append(f"{o.name}: {'applied' if o.applied else 'not applied'}; "
-                   f"{'OK' if o.same else 'DIFFERENT'}: {o.detail}{control}")
+                   f"{verdict}: {o.detail.removeprefix('FAILED: ')}{control}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     base = RESULTS / f"h200-launch-sites-{stamp}-{commit}"
     base.with_suffix(".log").write_text("\n".join(log) + "\n")
