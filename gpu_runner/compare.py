@@ -1,6 +1,6 @@
 """Comparing a candidate's buffers with the baseline's (numpy, no GPU needed).
 
-Tolerance (ARCHITECTURE.md, "Correctness"): a float output matches where
+Tolerance (docs/architecture.md, "Correctness"): a float output matches where
 ``|cand - ref| <= atol + rtol * |ref|`` elementwise, with by default
 ``rtol`` = 1e-2 (float16), 1e-4 (float32), 1e-10 (float64) and ``atol = rtol * scale``,
 ``scale`` being max |ref| over the output's finite elements. A spec's ``Tolerance`` replaces

@@ -71,6 +71,12 @@ def buffer_values(buf: Buffer, seed: int, case_label: str) -> np.ndarray:
 
 def make_inputs(case: Case, seed: int) -> dict[str, np.ndarray]:
     """Host arrays for every ``in`` and ``inout`` buffer of ``case``, keyed by buffer name.
-    ``out`` buffers and scalars are absent."""
+    ``out`` buffers and scalars are absent. A captured case (``case.captured``) gets its
+    captured values whatever the seed (``gpu_runner.captured``; raises its
+    ``CapturedDataError``)."""
+    if case.captured is not None:
+        from gpu_runner.captured import captured_inputs  # noqa: PLC0415
+
+        return captured_inputs(case)
     return {a.name: buffer_values(a, seed, case.label)
             for a in case.args if isinstance(a, Buffer) and a.role != "out"}

@@ -11,7 +11,7 @@ Units: lengths in elements, shared memory in bytes, times in microseconds.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 Role = Literal["in", "out", "inout"]
 
@@ -74,6 +74,17 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class CapturedData:
+    """Explicit values for a case, from a real launch (see ``gpu_runner.captured``): an
+    ``.npz`` of ``NAME.before``/``NAME.after`` arrays, inline as base64 (``payload``) or as a
+    file on the runner's machine (``path``), with the sha256 of its bytes."""
+
+    sha256: str
+    payload: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class Case:
     """One problem instance: the kernel's arguments in parameter order.
 
@@ -81,12 +92,15 @@ class Case:
     sizes chosen not to be multiples of the block size). ``bytes_moved`` is the fewest bytes
     the computation must move through device memory (each input read once, each output
     written once); ``flops`` the floating-point operations it must do, if known.
+    ``captured``: the case's inputs and expected results come from a real launch instead of
+    random values (``gpu_runner.captured``); it is run for the first seed only.
     """
 
     label: str
     args: tuple[Argument, ...]
     bytes_moved: int = 0
     flops: int = 0
+    captured: Optional[CapturedData] = None
 
 
 @dataclass(frozen=True)
@@ -154,8 +168,10 @@ def launch_from_dict(d: dict) -> Launch:
 
 
 def case_from_dict(d: dict) -> Case:
+    cap = d.get("captured")
     return Case(label=d["label"], args=tuple(argument_from_dict(a) for a in d["args"]),
-                bytes_moved=int(d.get("bytes_moved", 0)), flops=int(d.get("flops", 0)))
+                bytes_moved=int(d.get("bytes_moved", 0)), flops=int(d.get("flops", 0)),
+                captured=CapturedData(**cap) if cap else None)
 
 
 def variant_from_dict(d: dict) -> Variant:

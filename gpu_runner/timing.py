@@ -1,4 +1,4 @@
-"""Timing the baseline and the candidates on the timed case (ARCHITECTURE.md, "Timing").
+"""Timing the baseline and the candidates on the timed case (docs/architecture.md, "Timing").
 
 All variants share one set of device buffers holding the inputs of the first seed. Each launch
 is prepared the same way, in stream order, outside the timed region: restore the ``inout``

@@ -83,7 +83,8 @@ def _input_check(variant: str, case: Case, seed: int, inputs: Mapping[str, np.nd
 
 def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
                    reference: Mapping[str, np.ndarray], tolerance: Optional[Tolerance],
-                   status: VerdictStatus, when: str = "") -> Optional[Verdict]:
+                   status: VerdictStatus, when: str = "",
+                   reference_name: str = "the baseline") -> Optional[Verdict]:
     same = {b.name for b in _buffers(case, ("out", "inout"))
             if identical(reference[b.name], run.outputs[b.name])}  # nothing to judge there
     for buf in _buffers(case, ("out",)):
@@ -94,7 +95,7 @@ def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
             return _verdict(
                 variant, "unwritten" if status == "mismatch" else status,
                 f"{_where(case, seed)}{when}: output '{buf.name}' was not written at index "
-                f"{d.index} (it still holds the poison value; the baseline wrote "
+                f"{d.index} (it still holds the poison value; {reference_name} wrote "
                 f"{fmt(d.expected)}); {d.count} of {d.total} elements unwritten",
                 case, seed, buf.name, d)
     for buf in _buffers(case, ("out", "inout")):
@@ -108,7 +109,8 @@ def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
                     else f"allowed: {bounds.describe()}")
             return _verdict(
                 variant, status,
-                f"{_where(case, seed)}{when}: output '{buf.name}' differs from the baseline at "
+                f"{_where(case, seed)}{when}: output '{buf.name}' differs from "
+                f"{reference_name} at "
                 f"index {d.index}: expected {fmt(d.expected)}, got {fmt(d.actual)} ({d.count} of "
                 f"{d.total} elements differ; {rule})", case, seed, buf.name, d)
     return None
@@ -116,13 +118,16 @@ def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
 
 def judge_run(variant: str, case: Case, seed: int, inputs: Mapping[str, np.ndarray],
               run: RunResult, reference: Mapping[str, np.ndarray],
-              tolerance: Optional[Tolerance] = None) -> Optional[Verdict]:
+              tolerance: Optional[Tolerance] = None, *,
+              reference_name: str = "the baseline") -> Optional[Verdict]:
     """The failing verdict of a candidate's run against the baseline's outputs
-    ``reference`` on the same ``inputs``, or None when it passes every check."""
+    ``reference`` on the same ``inputs``, or None when it passes every check.
+    ``reference_name`` names the reference in the reasons (``the captured results``)."""
     if run.guard is not None:
         return guard_verdict(variant, case, seed, run.guard)
     return (_input_check(variant, case, seed, inputs, run)
-            or _output_checks(variant, case, seed, run, reference, tolerance, "mismatch"))
+            or _output_checks(variant, case, seed, run, reference, tolerance, "mismatch",
+                              reference_name=reference_name))
 
 
 def judge_repeat(variant: str, case: Case, seed: int, inputs: Mapping[str, np.ndarray],

@@ -1,4 +1,4 @@
-"""The correctness contract (ARCHITECTURE.md, "Correctness"), run on the GPU.
+"""The correctness contract (docs/architecture.md, "Correctness"), run on the GPU.
 
 For each seed and each case: fresh random inputs (``inputs.make_inputs``); the baseline runs
 twice with poisoned outputs (its outputs are the reference; a baseline that writes outside its
@@ -9,6 +9,12 @@ then each candidate still passing runs on the same inputs with poisoned outputs 
 (``verdicts.judge_repeat``). Before every launch all ``in`` and ``inout`` buffers are restored
 from their pristine device copies and every guard region is refilled, so one candidate's
 damage never reaches the next.
+
+A captured case (``Case.captured``, ``gpu_runner.captured``) runs for the first seed only, on
+its captured inputs and without the screen: the baseline's re-run must reproduce the captured
+results (else ``BaselineError``: the capture depends on state outside the parameters or
+races), and a candidate's first run must match both the baseline's re-run and the captured
+results.
 
 With a ``screen`` (``gpu_runner.screen.DeviceScreen``, what ``Runner`` passes) every check
 first runs on the device against device copies of the baseline's outputs and of a candidate's
@@ -30,8 +36,9 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from gpu_runner.buffers import DeviceBuffers, OutputSnapshot
-from gpu_runner.compare import Bounds, changed, output_scale, resolve_bounds
+from gpu_runner.compare import Bounds, changed, mismatch, output_scale, resolve_bounds
 from gpu_runner.compiler import CompiledVariant
+from gpu_runner.captured import CapturedDataError, captured_results
 from gpu_runner.inputs import make_inputs
 from gpu_runner.launch import launch_kernel
 from gpu_runner.problem import Buffer, Case, Problem
@@ -243,18 +250,23 @@ def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
     say = progress or (lambda _m: None)
     for seed in problem.seeds:
         for ci, case in enumerate(problem.cases):
+            if case.captured is not None and seed != problem.seeds[0]:
+                continue  # a captured case has the same values for every seed
             live = [c for c in candidates if c.variant.label not in failed]
-            inputs = make_inputs(case, seed)
+            inputs, captured = _case_values(case, seed)
+            case_screen = None if captured is not None else screen
             bufs = _CaseBuffers(session, case, inputs)
             try:
                 say(f"verify: baseline on case '{case.label}', seed {seed}")
                 reference = _baseline_reference(session, problem, baseline, ci, case, seed,
-                                                inputs, bufs, timeout_s, screen)
+                                                inputs, bufs, timeout_s, case_screen)
+                if captured is not None:
+                    _check_reproduced(problem, case, reference.outputs, captured)
                 for cand in live:
                     label = cand.variant.label
                     say(f"verify: {label} on case '{case.label}', seed {seed}")
                     verdict = _judge(session, problem, cand, ci, case, seed, inputs, bufs,
-                                     reference, timeout_s, screen)
+                                     reference, timeout_s, case_screen, captured)
                     if verdict is not None:
                         failed[label] = verdict
                     if session.wedged:
@@ -268,8 +280,36 @@ def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
     return failed
 
 
+def _case_values(case: Case, seed: int):
+    """``(inputs, captured results or None)`` of one (seed, case); a captured case whose data
+    cannot be used raises ``BaselineError`` (nothing can be checked on it)."""
+    try:
+        inputs = make_inputs(case, seed)
+        return inputs, (captured_results(case) if case.captured is not None else None)
+    except CapturedDataError as e:
+        raise BaselineError(f"the captured case cannot be used: {e}") from e
+
+
+def _check_reproduced(problem: Problem, case: Case, outputs: Mapping[str, np.ndarray],
+                      captured: Mapping[str, np.ndarray]) -> None:
+    """Raise ``BaselineError`` unless the baseline's re-run on the captured inputs matches the
+    captured results within the problem's tolerance (the runner's compile flags may differ
+    from the program's build, so not bit for bit)."""
+    for name, expected in captured.items():
+        bounds = resolve_bounds(str(expected.dtype), problem.tolerance,
+                                lambda e=expected: output_scale(e))
+        d = mismatch(expected, outputs[name], bounds)
+        if d:
+            raise BaselineError(
+                f"the captured launch is not reproduced: re-running the original kernel on the "
+                f"captured inputs gives '{name}' index {d.index} = {fmt(d.actual)}, the captured "
+                f"run {fmt(d.expected)} ({d.count} of {d.total} elements differ); the kernel "
+                f"depends on state outside its parameters (globals, other buffers), aliases "
+                f"its parameters, or races; this capture is not used")
+
+
 def _judge(session, problem, cand, ci, case, seed, inputs, bufs, reference, timeout_s,
-           screen=None):
+           screen=None, captured=None):
     label = cand.variant.label
     runs: list[Optional[RunResult]] = []  # None: the screen found the launch clean
     for attempt in range(2):
@@ -293,6 +333,9 @@ def _judge(session, problem, cand, ci, case, seed, inputs, bufs, reference, time
         if attempt == 0:
             verdict = judge_run(label, case, seed, inputs, runs[0], reference.outputs,
                                 problem.tolerance)
+            if verdict is None and captured is not None:  # and the real run's results
+                verdict = judge_run(label, case, seed, inputs, runs[0], captured,
+                                    problem.tolerance, reference_name="the captured results")
         else:
             first = runs[0] or RunResult(outputs={n: bufs.first.read(n)
                                                   for n in bufs.first.specs})

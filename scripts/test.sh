@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs cudalens with its test dependencies into .venv and runs the test suite, then the
 # VS Code end-to-end test (client-vscode/e2e/run.sh: code-server driven by headless Chromium,
-# against the runner that replays recorded H200 results). Set CUDALENS_SKIP_VSCODE=1 to run
+# against the deterministic model runner, tests/data/lsp/model_runner.py; no GPU). Set CUDALENS_SKIP_VSCODE=1 to run
 # only pytest. The script fails when either fails; with pytest failing, its exit code is kept.
 # GPU tests (marker `gpu`) run where pycuda and an NVIDIA GPU are present and skip elsewhere.
 set -euo pipefail

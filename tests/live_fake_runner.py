@@ -18,15 +18,16 @@ CSV = ROOT / "tests" / "data" / "ncu" / "saxpy_metrics.csv"
 
 
 @contextlib.contextmanager
-def fake_runner_process(folder: Path, token: str) -> Iterator[str]:
+def fake_runner_process(folder: Path, token: str, backend: str = "fake") -> Iterator[str]:
     """The runner process's URL while the block runs; stopped afterwards (stdin closed, then
-    terminated). ``folder``: where its port file and stand-in ncu go."""
+    terminated). ``folder``: where its port file and stand-in ncu go; ``backend``: ``fake``
+    (``service_fakes.FakeBackend``) or ``model`` (``model_runner.ModelBackend``)."""
     ncu = folder / "ncu"
     ncu.write_text(f"#!/bin/sh\necho '==PROF== Connected to process 7'\ncat '{CSV}'\n")
     ncu.chmod(0o755)
     port_file = folder / "port"
     proc = subprocess.Popen([sys.executable, str(SERVICE), "--port-file", str(port_file),
-                             "--token", token, "--ncu", str(ncu)],
+                             "--token", token, "--ncu", str(ncu), "--backend", backend],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

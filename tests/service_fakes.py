@@ -89,6 +89,15 @@ class FakeBackend:
     def evaluate(self, task, progress) -> Evaluation:
         spec = task.spec
         base = spec.baseline
+        for case in spec.problem.cases:  # captured data must arrive whole, as the runner needs
+            if case.captured is not None:
+                from gpu_runner.captured import CapturedDataError, captured_arrays
+                try:
+                    captured_arrays(case)
+                except CapturedDataError as exc:
+                    return Evaluation(device=self.info, baseline_compile=_compiled(base.label),
+                                      baseline=None, error=f"the captured case cannot be used: "
+                                                           f"{exc}")
         full = len(spec.problem.cases) > 1
         for v in (base, *spec.candidates):
             progress(f"compile: {v.label}")

@@ -27,7 +27,7 @@ from lsprotocol import types
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 sys.path.insert(0, str(Path(__file__).absolute().parent))
 
-from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
+from harness import RUNNER_FACTORY, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
 from test_lsp_optimize import action, ended, titles  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.asyncio]
@@ -38,7 +38,7 @@ KERNEL = "transpose_naive"
 KERNEL_LINE = 3  # zero-based line of "__global__ void transpose_naive(...)"
 INSIDE = 5  # a line inside the kernel, where the code actions are asked for
 LIVE_COMMAND = [c for c in SERVER_COMMAND
-                if c not in ("--runner-factory", "replay_runner:make_client")]
+                if c not in ("--runner-factory", RUNNER_FACTORY)]
 SETTINGS = {**TEST_SETTINGS, "proposer": "builtin"}
 SPEEDUP = r"(\d+\.\d\d)x"
 SPEEDUP_CI = r"(\d+\.\d\d)x \[(\d+\.\d\d), (\d+\.\d\d)\]"

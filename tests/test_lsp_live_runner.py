@@ -17,7 +17,7 @@ from lsprotocol import types
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 sys.path.insert(0, str(Path(__file__).absolute().parent))
 
-from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor, uri  # noqa: E402
+from harness import RUNNER_FACTORY, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor, uri  # noqa: E402,E501
 from live_fake_runner import fake_runner_process  # noqa: E402
 from test_lsp_optimize import action, ended  # noqa: E402
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.asyncio
 
 TOKEN = "lsp-live-runner-token-0123456789"
 LIVE_COMMAND = [c for c in SERVER_COMMAND
-                if c not in ("--runner-factory", "replay_runner:make_client")]
+                if c not in ("--runner-factory", RUNNER_FACTORY)]
 
 
 def _settings(url: str) -> dict:

@@ -1,11 +1,11 @@
 """The LLM proposer in the language server, end to end (pytest-lsp): the server runs the agent
 loop against ``tests/fake_openai.py`` (a chat-completions server replaying scripted replies)
-and the replay runner (``tests/data/lsp/replay_runner.py``).
+and the deterministic model runner (``tests/data/lsp/model_runner.py``).
 
-What is measured and what is scripted: the original kernel's timing is the one recorded on
-the H200 (the replay's recording of ``saxpy``); the LLM's candidates were written here, so no
-recording can hold their numbers: they get **scripted verdicts** (``CUDALENS_REPLAY_SCRIPTED``,
-see the replay runner's doc), recognised by a marker comment in their source. The numbers
+What is modelled and what is scripted: the original kernel's timing is the model's (NOT a
+measurement); the LLM's candidates were written here, so they get **scripted verdicts**
+(``CUDALENS_REPLAY_SCRIPTED``, see ``tests/data/lsp/scripted.py``), recognised by a marker
+comment in their source. The numbers
 below test the plumbing (feedback, progress, offers, apply), not any kernel's speed.
 """
 
@@ -23,7 +23,8 @@ from lsprotocol import types
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
 from harness import TEST_SETTINGS, copy_example, editor  # noqa: E402
-from replay_runner import ScriptedVerdicts, newest_recording_of  # noqa: E402
+from model_runner import MODEL_DEVICE  # noqa: E402
+from scripted import ScriptedVerdicts  # noqa: E402
 from fake_openai import MODEL, FakeOpenAI, reply  # noqa: E402
 
 from cudalens.lsp.config import Settings, parse_settings  # noqa: E402
@@ -54,10 +55,6 @@ SCRIPTED = {"candidates": [
 KEY_ENV = "CUDALENS_TEST_LLM_KEY"
 KEY = "sk-test-not-a-real-key-0123456789abcdef"
 
-_RECORDED = newest_recording_of("saxpy")
-recorded = pytest.mark.skipif(_RECORDED is None, reason="no recorded H200 run of saxpy in "
-                                                         "benchmarks/results (the baseline's "
-                                                         "timing comes from it)")
 
 
 def fenced(explanation: str, code: str) -> str:
@@ -121,7 +118,6 @@ def closed_port_url() -> str:
 # -- end to end ----------------------------------------------------------------------------------
 
 
-@recorded
 @pytest.mark.asyncio
 async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_applied(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
@@ -145,7 +141,7 @@ async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_appl
             assert (reports[0].kind, reports[0].title) == ("begin", f"Optimize saxpy (LLM {endpoint})")
             messages = [p.message for p in reports]
             assert messages[1:3] == ["starting", f"proposer: the LLM {endpoint}"]
-            assert "measuring the original saxpy on NVIDIA H200" in messages
+            assert f"measuring the original saxpy on {MODEL_DEVICE.name}" in messages
             assert "round 1/2: asking the model" in messages
             assert "round 1/2: r1c1 mismatch" in messages
             assert "round 2/2: asking the model" in messages
@@ -187,7 +183,6 @@ async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_appl
             assert KEY not in shown
 
 
-@recorded
 @pytest.mark.asyncio
 async def test_cancel_stops_a_request_in_flight_and_frees_the_worker(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
@@ -355,7 +350,7 @@ def test_agent_progress_counts_rounds_and_keeps_the_best_verified_speedup():
         ("LLM stopped: all 4 rounds done", 99)]
 
 
-def test_scripted_verdicts_are_labelled_and_scale_the_recorded_baseline(tmp_path):
+def test_scripted_verdicts_are_labelled_and_scale_the_baseline(tmp_path):
     from gpu_runner.report import Timing
 
     f = tmp_path / "s.json"

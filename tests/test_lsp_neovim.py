@@ -1,7 +1,8 @@
 """End to end from a real editor: headless Neovim (Debian's ``neovim`` package) opens an
-example, runs the "Optimize kernel" code action against ``cudalens lsp`` (with the runner
-that replays recorded H200 results), applies the candidate, writes the file, and the file on
-disk is checked.
+example, runs the "Optimize kernel" code action against ``cudalens lsp`` (with the
+deterministic model runner, ``model_runner.py``: modelled times, NOT measurements), applies
+the candidate, writes the file, and the file on disk is checked against the search's winner
+against the same model.
 
 Neovim is installed by ``tests/data/lsp/install_neovim.sh`` (apt-get); where it is missing
 the test skips and says how to get it.
@@ -21,22 +22,20 @@ import pytest
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
 from expected import expected, spec_launch_lines, speedup_x  # noqa: E402
-from harness import HERE, copy_example, server_env  # noqa: E402
-from replay_runner import coverage_problem  # noqa: E402
+from harness import HERE, RUNNER_FACTORY, copy_example, server_env  # noqa: E402
 
 NVIM = shutil.which("nvim")
-_GAP = coverage_problem("saxpy")
 
 
 @pytest.mark.skipif(NVIM is None, reason="Neovim is not installed: run "
                     "`bash tests/data/lsp/install_neovim.sh` (apt-get install neovim) first")
-@pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
 def test_neovim_optimizes_and_applies_saxpy(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     original = path.read_text()
     log = tmp_path / "nvim.log"
     env = server_env({"CUDALENS_WS": str(tmp_path), "CUDALENS_FILE": str(path),
-                      "CUDALENS_PYTHON": sys.executable, "CUDALENS_NVIM_LOG": str(log),
+                      "CUDALENS_PYTHON": sys.executable,
+                      "CUDALENS_RUNNER_FACTORY": RUNNER_FACTORY, "CUDALENS_NVIM_LOG": str(log),
                       "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
                       "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
                       "XDG_STATE_HOME": str(tmp_path / "xdg-state")})
@@ -45,7 +44,7 @@ def test_neovim_optimizes_and_applies_saxpy(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     steps = log.read_text() if log.exists() else ""
     assert proc.returncode == 0, f"nvim exited {proc.returncode}\n{steps}\n{proc.stderr[-2000:]}"
-    saxpy = expected("saxpy")
+    saxpy = expected("saxpy")  # the script's settings: the server's default budget
     assert steps.splitlines() == ["initialized", "action: Optimize kernel saxpy (built-in passes)",
                                   f"action: Apply candidate ({speedup_x(saxpy.best)}, verified)",
                                   "applied", "written"]

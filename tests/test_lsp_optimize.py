@@ -1,9 +1,11 @@
-"""End to end (pytest-lsp): optimizing a kernel from the editor, with a runner that replays
-numbers recorded on an NVIDIA H200 (``tests/data/lsp/replay_runner.py``; what it replays and
-why it can be trusted is said there and checked in ``test_lsp_replay.py``).
+"""End to end (pytest-lsp): optimizing a kernel from the editor, with the deterministic model
+runner (``tests/data/lsp/model_runner.py``: times from a model of bytes moved and the
+candidate's structure, NOT measurements), so no GPU and no recording is needed and any change
+to the optimizer's search is accepted.
 
-Expected texts are built here from the recorded file, so a test fails if the server shows a
-number other than the one measured.
+Expected texts are built from the optimizer's own search run in-process against the same model
+(``tests/data/lsp/expected.py``), so a test fails if the server shows a number, label or diff
+other than the one the search found.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from lsprotocol import types
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from expected import expected, launch_words, spec_launch_lines, speedup_ci, speedup_x  # noqa: E402,E501
-from harness import SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402
-from replay_runner import coverage_problem  # noqa: E402
+from expected import (expected, launch_words, spec_launch_lines, speedup_ci,  # noqa: E402
+                      speedup_x, us_words)
+from harness import RUNNER_FACTORY, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402,E501
+from model_runner import MODEL_DEVICE, STEP_ENV  # noqa: E402
+from cudalens.lsp.wording import short_device  # noqa: E402
 
 
 def today() -> str:
@@ -31,16 +35,13 @@ def today() -> str:
 
 pytestmark = pytest.mark.asyncio
 
-# The optimize path replays recorded numbers; when the optimizer proposes candidates that
-# were never measured, these tests cannot run (test_lsp_replay.py fails and says why).
-_GAP = coverage_problem("saxpy") or coverage_problem("transpose_naive")
-replayable = pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
-
-# Every expected number, label and diff below comes from the newest recording of saxpy.
-SAXPY = expected("saxpy")
+# Every expected number, label and diff below comes from the search run against the model.
+SAXPY = expected("saxpy", TEST_SETTINGS["budget"]["candidates"],
+                 TEST_SETTINGS["budget"]["repetitions"])
 BEST, SECOND = SAXPY.best, SAXPY.second
 BASE = SAXPY.baseline
 MEASURED = SAXPY.measured_lens()
+SHORT = short_device(MODEL_DEVICE)  # the device as lenses and warnings name it
 SIGNATURE = "__global__ void saxpy(int n, float a, const float* x, float* y)"
 NAME = types.Range(types.Position(3, 16), types.Position(3, 21))
 _x, _ci = speedup_x, speedup_ci
@@ -68,7 +69,6 @@ def action(actions, command: str) -> types.CodeAction:
     return next(a for a in actions if a.command and a.command.command == command)
 
 
-@replayable
 async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
@@ -84,7 +84,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
         assert (reports[0].kind, reports[0].title, reports[0].cancellable) == \
             ("begin", "Optimize saxpy (built-in passes)", True)
         messages = [p.message for p in reports]
-        # each search batch of the recorded run, in order, with cumulative counts
+        # each search batch of the run, in order, with cumulative counts
         assert [m for m in messages if "candidates proposed" in m] == SAXPY.proposed_messages()
         search = messages[:messages.index(SAXPY.confirming_message())] if SAXPY.confirmed \
             else messages
@@ -98,7 +98,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
             assert [m for m in confirm if ": verifying against the baseline" in m
                     and m.startswith("candidate ")] == SAXPY.confirming_verify_messages()
         assert reports[-1].message == SAXPY.final_message()
-        # the label names one recorded row only, so the checks on it below pin that row
+        # the label names one row only, so the checks on it below pin that row
         assert [r["label"] for r in SAXPY.run["candidates"]].count(BEST["label"]) == 1
 
         assert titles(await client.code_lenses(uri)) == [
@@ -117,13 +117,13 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
             range=types.Range(types.Position(0, 0), types.Position(20, 0))))
         assert [(h.position, h.label) for h in hints] == [
             (types.Position(3, len(SIGNATURE)),
-             f"{BASE['median_us']:,.0f} us, {BASE['percent_of_copy']:.0f}% of peak")]
+             f"{us_words(BASE['median_us'])}, {BASE['percent_of_copy']:.0f}% of peak")]
 
         hover = await client.text_document_hover_async(types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri), position=types.Position(3, 18)))
         text = hover.contents.value
         assert hover.range == NAME
-        assert f"**saxpy** on {SAXPY.device}: **{BASE['median_us']:,.0f} us** median" in text
+        assert f"**saxpy** on {SAXPY.device}: **{us_words(BASE['median_us'])}** median" in text
         assert f"{BASE['achieved_gbps']:,.0f} GB/s = {BASE['percent_of_copy']:.0f}% of the " \
                "measured copy bandwidth" in text
         assert "**memory-bound**" in text
@@ -132,7 +132,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
         assert "stall reasons: not profiled" in text
         assert f"Candidate **{BEST['label']}**: {_ci(BEST)} faster" in text
         assert f"Candidate **{SECOND['label']}**" not in text
-        assert f"replay of {SAXPY.source_path}" in text
+        assert SAXPY.provenance in text and "not measured on any GPU" in text
 
         actions = await client.code_actions(uri, 5)
         assert [a.title for a in actions] == [
@@ -150,7 +150,6 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
         assert [d.uri for d in client.shown_documents] == [diff_file.as_uri()]
 
 
-@replayable
 async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     spec = tmp_path / "saxpy.cu.spec"
@@ -165,7 +164,7 @@ async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
         source_edit, spec_edit = edit.edit.document_changes
         assert (source_edit.text_document.uri, source_edit.text_document.version) == (uri, 1)
         assert spec_edit.text_document.uri == spec.as_uri()
-        # the editor's text now differs from the original exactly by the recorded diff
+        # the editor's text now differs from the original exactly by the winner's diff
         diff = difflib.unified_diff(path.read_text().splitlines(True),
                                     client.text(uri).splitlines(True), "a", "b")
         assert list(diff)[2:] == SAXPY.diff.splitlines(True)[2:]
@@ -179,8 +178,8 @@ async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
 
         # the applied kernel shows the time it was measured at, not "stale"
         t = BEST["timing"]
-        want = (f"{t['median_us']:.1f} us, {t['percent_of_copy']:.0f}% of peak bandwidth, "
-                f"{SAXPY.short_device}")
+        want = (f"{us_words(t['median_us'])}, {t['percent_of_copy']:.0f}% of peak bandwidth, "
+                f"{SHORT}")
         lenses = await client.wait_for(
             lambda: _lens_titles_containing(client, uri, "(applied candidate)"),
             what="applied lens")
@@ -203,7 +202,6 @@ async def _lens_titles_containing(client, uri, text):
     return found if any(text in t for t, _ in found) else None
 
 
-@replayable
 async def test_stale_candidate_is_refused_with_a_message_and_can_be_rerun(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
@@ -216,10 +214,10 @@ async def test_stale_candidate_is_refused_with_a_message_and_can_be_rerun(tmp_pa
             lambda: [d for d in client.diagnostics_for(uri)
                      if d.severity == types.DiagnosticSeverity.Warning], what="stale warning")
         assert [(d.range, d.message) for d in warning] == [
-            (NAME, f"saxpy: results from {today()} on H200 are stale: the kernel, its spec or "
+            (NAME, f"saxpy: results from {today()} on {SHORT} are stale: the kernel, its spec or "
                    "the device changed since; run Optimize again")]
         assert titles(await client.code_lenses(uri)) == [
-            (f"stale: results from {today()} on H200", ""), ("Optimize", "cudalens.optimize")]
+            (f"stale: results from {today()} on {SHORT}", ""), ("Optimize", "cudalens.optimize")]
         assert [a.title for a in await client.code_actions(uri, 5)] == [
             "Optimize kernel saxpy (built-in passes, results are stale)"]
 
@@ -244,7 +242,6 @@ async def test_stale_candidate_is_refused_with_a_message_and_can_be_rerun(tmp_pa
         assert client.applied_edits[0].edit.document_changes[0].text_document.version == 3
 
 
-@replayable
 async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
@@ -254,7 +251,7 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
         assert (await client.run(reject))["ok"] is True
         assert client.messages[-1].message == (f"Rejected {BEST['label']} for saxpy; it will not "
                                                "be offered again for this source.")
-        # the next-best verified candidate of the recorded run is offered now
+        # the next-best verified candidate of the run is offered now
         assert SECOND["label"] != BEST["label"]
         assert titles(await client.code_lenses(uri))[2] == \
             (f"{_x(SECOND)} faster candidate: show diff", "cudalens.showDiff")
@@ -263,13 +260,12 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
             f"Apply candidate ({_x(SECOND)}, verified)",
             f"Show diff of candidate ({SECOND['label']})",
             f"Reject candidate ({_x(SECOND)}, {SECOND['label']})"]
-        # its diff is the one from the original to the source recorded for it
+        # its diff is the one from the original to the source sent for it
         show = action(await client.code_actions(uri, 5), "cudalens.showDiff").command
         shown = await client.run(show)
         want = difflib.unified_diff(client.text(uri).splitlines(True),
                                     SAXPY.source_of(SECOND).splitlines(True))
         assert shown["diff"].splitlines(True)[2:] == list(want)[2:]
-        assert SAXPY.source_of(SECOND) != SAXPY.source_of(BEST)
 
     assert (tmp_path / ".cudalens" / "results.db").is_file()
     async with editor(tmp_path) as client:  # a new server process: nothing measured this time
@@ -286,11 +282,10 @@ async def _offered(client, uri) -> list[str]:
     return [a.title for a in await client.code_actions(uri, 5)]
 
 
-@replayable
 async def test_cancel_a_running_job_and_a_queued_one(tmp_path):
     saxpy = copy_example(tmp_path, "saxpy.cu")
     transpose = copy_example(tmp_path, "transpose.cu")
-    async with editor(tmp_path, env={"CUDALENS_REPLAY_STEP_S": "0.05"}) as client:
+    async with editor(tmp_path, env={STEP_ENV: "0.05"}) as client:
         s_uri, t_uri = client.open(saxpy), client.open(transpose)
         first = await client.run(action(await client.code_actions(s_uri, 5), "cudalens.optimize")
                                  .command)
@@ -324,7 +319,6 @@ async def test_cancel_a_running_job_and_a_queued_one(tmp_path):
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
-@replayable
 async def test_configuration_pushed_and_pulled(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
@@ -338,9 +332,9 @@ async def test_configuration_pushed_and_pulled(tmp_path):
             "Optimize kernel saxpy (LLM: no model is configured)"]),
             what="the LLM-without-a-model title")
 
-        # the replay answers only the recorded run's budget: push that, and a repetition
-        # count of our own, which the runner is asked for (its progress says "of at most N")
-        budget = SAXPY.recording.data["settings"]["budget"]
+        # a budget and a repetition count of our own, which the runner is asked for (its
+        # progress says "of at most N")
+        budget = 12
         pushed = {"budget": {"candidates": budget, "repetitions": 7}, "proposer": "builtin",
                   "check": {"enabled": False, "arch": "sm_1"}}
         client.set_configuration(pushed, section="cudalens")
@@ -355,11 +349,11 @@ async def test_configuration_pushed_and_pulled(tmp_path):
         messages = [p.message for p in client.progress_reports[started["token"]]]
         assert "timing round 1/7, baseline and candidates interleaved" in messages
         assert not any(m.startswith("timing round") and "/7," not in m for m in messages)
-        assert messages[-1] == SAXPY.final_message()
+        assert messages[-1] == expected("saxpy", budget, 7).final_message()
+        assert f"{budget} candidates proposed; running on {SAXPY.device}" in messages
 
         # a client that does not push values: the server asks with workspace/configuration.
-        # A budget of 2 reaches the search; the recording never measured those 2 alone, so
-        # the replay refuses them rather than invent numbers.
+        # A budget of 2 reaches the search, which stops after 2 candidates.
         client.set_configuration({**TEST_SETTINGS, "budget": {"candidates": 2}},
                                  section="cudalens")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
@@ -368,19 +362,15 @@ async def test_configuration_pushed_and_pulled(tmp_path):
         messages = [p.message for p in client.progress_reports[started["token"]]]
         assert f"2 candidates proposed; running on {SAXPY.device}" in messages
         assert not any("candidate 3/" in m for m in messages)
-        assert messages[-1] == "saxpy: failed"
-        error = await client.wait_for(
-            lambda: [m.message for m in client.messages if m.type == types.MessageType.Error],
-            what="the error message")
-        assert error[-1].startswith("cudalens: optimizing saxpy failed: ReplayMismatch: ")
-        assert "with these 2 variants" in error[-1]
+        assert messages[-1] == expected("saxpy", 2, TEST_SETTINGS["budget"]["repetitions"]) \
+            .final_message()
+        assert not [m for m in client.messages if m.type == types.MessageType.Error]
 
 
 async def _titles_are(client, uri, want: list[str]) -> bool:
     return await _offered(client, uri) == want
 
 
-@replayable
 async def test_spec_changed_on_disk_marks_results_stale_and_back(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     spec = tmp_path / "saxpy.cu.spec"
@@ -393,7 +383,7 @@ async def test_spec_changed_on_disk_marks_results_stale_and_back(tmp_path):
                               what="stale lens after the spec changed on disk")
         warnings = [d.message for d in client.diagnostics_for(uri)
                     if d.severity == types.DiagnosticSeverity.Warning]
-        assert warnings == [f"saxpy: results from {today()} on H200 are stale: the kernel, its "
+        assert warnings == [f"saxpy: results from {today()} on {SHORT} are stale: the kernel, its "
                             "spec or the device changed since; run Optimize again"]
         spec.write_text(original)
         lenses = await client.wait_for(lambda: _lens_titles_containing(client, uri, "us, "),
@@ -438,8 +428,7 @@ async def test_two_kernels_get_a_lens_each(tmp_path):
 async def test_unreachable_runner_is_reported(tmp_path):
     """The default runner factory (the HTTP client) with a runner URL nothing listens on."""
     path = copy_example(tmp_path, "saxpy.cu")
-    command = [c for c in SERVER_COMMAND if c not in ("--runner-factory",
-                                                      "replay_runner:make_client")]
+    command = [c for c in SERVER_COMMAND if c not in ("--runner-factory", RUNNER_FACTORY)]
     settings = {**TEST_SETTINGS, "runner": {"url": "http://127.0.0.1:9", "token": "t0k3n"}}
     async with editor(tmp_path, settings=settings, command=command) as client:
         uri = client.open(path)

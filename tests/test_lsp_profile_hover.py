@@ -1,8 +1,10 @@
 """The Nsight Compute profile in the language server: the optimize job asks a runner that can
 profile for the winner's profile (else the baseline's) and keeps it with the run; the hover
-shows it from the results store, or says "not profiled" with the reason, and the replay runner
+shows it from the results store, or says "not profiled" with the reason, and the model runner
 (which cannot profile) leaves runs unprofiled. The profile is parsed from ncu's real CSV
-format (tests/data/ncu/saxpy_metrics.csv); run numbers were recorded on an H200."""
+format (tests/data/ncu/saxpy_metrics.csv); the optimize run's numbers are the model runner's
+(``tests/data/lsp/model_runner.py``: modelled, NOT measurements), the stored records' were
+recorded on an H200 (``recorded.py``)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
 from recorded import ROOT, record  # noqa: E402
-from replay_runner import ReplayRunnerClient  # noqa: E402
+from model_runner import ModelRunnerClient  # noqa: E402
 
 from cudalens.lsp.bottleneck import profile_summary  # noqa: E402
 from cudalens.lsp.config import parse_settings  # noqa: E402
@@ -112,8 +114,8 @@ def test_the_profile_setting_defaults_on_and_is_checked():
                         "default"]
 
 
-class ProfilingReplay(ReplayRunnerClient):
-    """The replay runner plus a profile answer (test-only: the profile is the CSV fixture's)."""
+class ProfilingModel(ModelRunnerClient):
+    """The model runner plus a profile answer (test-only: the profile is the CSV fixture's)."""
 
     def __init__(self, answer: ProfileAnswer):
         super().__init__()
@@ -126,9 +128,9 @@ class ProfilingReplay(ReplayRunnerClient):
 
 
 @pytest.fixture(scope="module")
-def replayed():
+def modelled():
     target = load_target(ROOT / "examples" / "saxpy.cu", "saxpy")
-    client = ReplayRunnerClient()
+    client = ModelRunnerClient()
     return optimize(target, client, budget=24), client
 
 
@@ -136,10 +138,10 @@ def _job():
     return SimpleNamespace(cancel=threading.Event(), kernel="saxpy")
 
 
-def test_the_job_profiles_the_winner_as_it_was_sent(replayed):
-    result, _ = replayed
+def test_the_job_profiles_the_winner_as_it_was_sent(modelled):
+    result, _ = modelled
     assert result.winner is not None
-    client = ProfilingReplay(ProfileAnswer(PROFILE))
+    client = ProfilingModel(ProfileAnswer(PROFILE))
     said = []
     got = take_profile(_job(), client, result, lambda text, pct: said.append(text))
     (problem, variant), = client.asked
@@ -150,25 +152,25 @@ def test_the_job_profiles_the_winner_as_it_was_sent(replayed):
     c = result.winner.candidate
     assert (got.label, got.profile, got.reason) == (c.label, PROFILE, "")
     from cudalens.store.from_optimize import run_record
-    rec = run_record(result, key="k" * 64, provenance="replay", created=CREATED)
+    rec = run_record(result, key="k" * 64, provenance="model", created=CREATED)
     assert got.subject == rec.offers()[0].id
     assert said == [f"profiling {c.label} with Nsight Compute"]
 
 
-def test_not_available_keeps_the_reason_and_the_replay_runner_is_not_asked(replayed):
-    result, replay = replayed
+def test_not_available_keeps_the_reason_and_the_model_runner_is_not_asked(modelled):
+    result, model = modelled
     no = ProfileAnswer(None, "ncu_missing", "Nsight Compute (ncu) was not found on PATH")
-    got = take_profile(_job(), ProfilingReplay(no), result, lambda *_: None)
+    got = take_profile(_job(), ProfilingModel(no), result, lambda *_: None)
     assert got.profile is None and got.reason == "Nsight Compute (ncu) was not found on PATH"
-    assert not hasattr(replay, "try_profile")
-    assert take_profile(_job(), replay, result, lambda *_: None) is None
+    assert not hasattr(model, "try_profile")
+    assert take_profile(_job(), model, result, lambda *_: None) is None
 
 
-def test_without_a_winner_the_baseline_is_profiled(replayed):
+def test_without_a_winner_the_baseline_is_profiled(modelled):
     from cudalens.spec.resolve import build_variant
 
-    result, _ = replayed
-    client = ProfilingReplay(ProfileAnswer(PROFILE))
+    result, _ = modelled
+    client = ProfilingModel(ProfileAnswer(PROFILE))
     got = take_profile(_job(), client, dataclasses.replace(result, winner=None),
                        lambda *_: None)
     assert (got.subject, got.label, got.profile) == (BASELINE, BASELINE, PROFILE)
@@ -179,9 +181,9 @@ def test_without_a_winner_the_baseline_is_profiled(replayed):
     assert variant.source == t.text and len(variant.launches) == len(result.problem.cases)
 
 
-def test_a_cancelled_job_is_not_profiled(replayed):
-    result, _ = replayed
-    client = ProfilingReplay(ProfileAnswer(PROFILE))
+def test_a_cancelled_job_is_not_profiled(modelled):
+    result, _ = modelled
+    client = ProfilingModel(ProfileAnswer(PROFILE))
     job = _job()
     job.cancel.set()
     assert take_profile(job, client, result, lambda *_: None) is None and client.asked == []

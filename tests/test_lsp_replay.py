@@ -1,20 +1,18 @@
-"""The replay runner the language-server tests optimize with answers only what was recorded.
+"""The recorded H200 runs (``benchmarks/results/h200-examples-*.json``) are consistent in
+themselves, and the replay runner (``tests/data/lsp/replay_runner.py``) renders exactly what
+they hold, without a GPU, or refuses.
 
-The recorded files (``benchmarks/results/h200-examples-*.json``) come from real H200 runs and
-hold every candidate's label, verdict and timing, and the winner's diff, but no sources.
-These tests check, for each kernel's newest recording, that re-running the deterministic
-search proposes only candidates that were measured, that each gets the numbers recorded for
-its label, and that the recorded winner's diff is reproduced byte for byte (so the numbers
-belong to that very source); and that anything else is refused instead of answered.
-
-When the optimizer's search changes (new passes, new order), the first test fails with the
-reason and the way out: record the examples again on a GPU (``benchmarks/run_examples.py``).
+Nothing here runs today's search against a recording, so a change to the optimizer's
+candidates cannot turn this red (the language-server tests use the model runner,
+``model_runner.py``). Whether the newest recordings still cover today's search is a report,
+not a test: ``python benchmarks/replay_coverage.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -22,42 +20,85 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from replay_runner import (ROOT, ReplayMismatch, ReplayRunnerClient, coverage_problem,  # noqa: E402
+from replay_runner import (ROOT, Recording, ReplayMismatch, ReplayRunnerClient,  # noqa: E402
                            newest_recording_of, recorded_files)
 
+from gpu_runner.problem import Launch, Variant  # noqa: E402
 from cudalens.optimize import optimize  # noqa: E402
+from cudalens.spec.resolve import build_problem, build_variant  # noqa: E402
 from cudalens.target import load_target  # noqa: E402
 
-# Kernels with a recording that can be replayed exactly (each evaluation with its sources);
-# older recordings stay in benchmarks/results/ as results, not as replays.
-KERNELS = sorted({r["kernel"] for f in recorded_files() for r in json.loads(f.read_text())["runs"]
-                  if "kernel" in r and "evaluations" in r})
+# (file, kernel) of every run recorded with each evaluation's sources (exact replay).
+REPLAYABLE = sorted((f.name, r["kernel"]) for f in recorded_files()
+                    for r in json.loads(f.read_text())["runs"]
+                    if "kernel" in r and "evaluations" in r)
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
-def _body(diff: str) -> list[str]:
-    """A unified diff without its two file-name lines (the recording names absolute paths)."""
-    return diff.splitlines()[2:]
+def _recording(name: str) -> Recording:
+    return Recording(ROOT / "benchmarks" / "results" / name)
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
-def test_newest_recording_covers_the_search_and_its_numbers_are_replayed(kernel):
-    problem = coverage_problem(kernel)
-    assert problem is None, problem
-    recording, run = newest_recording_of(kernel)
-    budget = recording.data["settings"]["budget"]
+def _variants(run: dict) -> dict[str, dict]:
+    return {v["label"]: v for ev in run["evaluations"] for v in ev["variants"]}
+
+
+@pytest.mark.parametrize("name,kernel", REPLAYABLE)
+def test_each_reported_row_is_a_recorded_evaluation_with_the_same_numbers(name, kernel):
+    run = _recording(name).run(kernel)
+    sent = _variants(run)
+    assert run["candidates"], f"{name}: {kernel} reports no candidate rows"
+    for row in run["candidates"]:
+        label = row["compile"]["variant"]
+        assert label in sent, f"{name}: {kernel}'s row {row['label']!r} names runner variant " \
+                              f"{label!r}, which no recorded evaluation sent"
+        rec = sent[label]
+        assert (rec["verdict"], rec["timing"], rec["speedup"]) == \
+            (row["verdict"], row["timing"], row["speedup"]), f"{name}: {row['label']!r}"
+
+
+@pytest.mark.parametrize("name,kernel", REPLAYABLE)
+def test_the_recorded_diff_leads_to_the_recorded_winners_source(name, kernel):
+    run = _recording(name).run(kernel)
+    if run["winner"] is None:
+        assert run["diff"] == ""
+        return
+    (row,) = [r for r in run["candidates"] if r["label"] == run["winner"]["label"]][:1]
+    assert row["speedup"] == run["winner"]["speedup"]
+    source = _variants(run)[row["compile"]["variant"]]["source"].splitlines()
+    lines = run["diff"].splitlines()
+    hunks = [i for i, line in enumerate(lines) if HUNK.match(line)]
+    assert hunks, f"{name}: {kernel}'s diff has no hunk"
+    for start, end in zip(hunks, hunks[1:] + [len(lines)]):
+        first = int(HUNK.match(lines[start]).group(1)) - 1
+        new_side = [line[1:] for line in lines[start + 1:end] if not line.startswith("-")]
+        assert source[first:first + len(new_side)] == new_side, \
+            f"{name}: {kernel}'s diff hunk at line {first + 1} is not in the winner's source"
+
+
+def test_a_recorded_evaluation_replays_with_its_own_numbers():
+    recording, run = newest_recording_of("saxpy")
     target = load_target(ROOT / run["file"], run["kernel"])
-    result = optimize(target, ReplayRunnerClient([recording.path]), budget=budget)
-
-    assert result.evaluation.baseline.median_us == run["baseline"]["median_us"]
-    recorded = {c["label"]: c for c in run["candidates"]}
-    for row in result.rows:
-        rec = recorded[row.candidate.label]
-        assert row.result.verdict.status == rec["verdict"]["status"]
-        assert (row.result.speedup.value if row.result.speedup else None) == \
-            (rec["speedup"]["value"] if rec["speedup"] else None)
-    assert (result.winner.candidate.label if result.winner else None) == \
-        (run["winner"]["label"] if run["winner"] else None)
-    assert _body(result.diff()) == _body(run["diff"])
+    device = recording.device()
+    problem = build_problem(target.spec, target.kernel)
+    baseline = build_variant("baseline", target.text, target.kernel.qualified_name, target.spec,
+                             target.spec.launch, device.sm_count)
+    ev = run["evaluations"][0]
+    asked = [Variant(label=f"v{i}", source=v["source"], name=baseline.name,
+                     launches=tuple(Launch(**{**x, "grid": tuple(x["grid"]),
+                                              "block": tuple(x["block"])})
+                                    for x in v["launches"]),
+                     options=tuple(v["options"]))
+             for i, v in enumerate(ev["variants"])]
+    said = []
+    got = ReplayRunnerClient([recording.path]).evaluate(problem, baseline, asked,
+                                                        progress=said.append)
+    assert got.baseline.median_us == ev["baseline"]["median_us"]
+    assert [(c.verdict.status, c.verdict.variant, c.speedup and c.speedup.value)
+            for c in got.candidates] == \
+        [(v["verdict"]["status"], f"v{i}", v["speedup"] and v["speedup"]["value"])
+         for i, v in enumerate(ev["variants"])]
+    assert said[0] == "compile: baseline" and "compile: v0" in said
 
 
 def test_replay_refuses_an_edited_kernel():

@@ -1,7 +1,8 @@
 """The commands the VS Code extension adds on top of the lenses (``editor_support.py``):
 ``cudalens.candidateSource`` (the text a diff editor shows for a candidate) and
 ``cudalens.runnerStatus`` (the status bar's runner state and GPU). Driven with pytest-lsp
-against a server whose runner replays results recorded on an NVIDIA H200.
+against a server whose runner is the deterministic model runner (``model_runner.py``: modelled
+times, NOT measurements); expectations come from the search run against the same model.
 """
 
 from __future__ import annotations
@@ -16,17 +17,14 @@ from lsprotocol import types
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
 from expected import expected
-from harness import copy_example, editor
-from replay_runner import coverage_problem
+from harness import TEST_SETTINGS, copy_example, editor
+from model_runner import MODEL_DEVICE, STEP_ENV
 
 pytestmark = pytest.mark.asyncio
 
-_GAP = coverage_problem("saxpy")
-replayable = pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
-
-SAXPY = expected("saxpy")
+SAXPY = expected("saxpy", TEST_SETTINGS["budget"]["candidates"],
+                 TEST_SETTINGS["budget"]["repetitions"])
 BEST, SECOND = SAXPY.best, SAXPY.second
-RECORDED = SAXPY.recording.data
 
 
 def _cmd(name: str, *arguments) -> types.Command:
@@ -46,7 +44,6 @@ async def _optimized(client, uri: str) -> dict:
     return show.arguments[0]
 
 
-@replayable
 async def test_candidate_source_is_the_text_apply_leaves(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     original = path.read_text()
@@ -66,13 +63,12 @@ async def test_candidate_source_is_the_text_apply_leaves(tmp_path):
         answer = await client.run(_cmd("cudalens.apply", args))
         assert answer["applied"] is True
         assert client.text(uri) == shown["text"]
-        # and that text is the recorded winner's: the original changed by the recorded diff
+        # and that text is the winner's: the original changed by the winner's diff
         diff = difflib.unified_diff(original.splitlines(True), shown["text"].splitlines(True),
                                     "a", "b")
         assert list(diff)[2:] == SAXPY.diff.splitlines(True)[2:]
 
 
-@replayable
 async def test_candidate_source_refuses_an_unknown_candidate_without_a_message(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
@@ -91,7 +87,6 @@ async def test_candidate_source_refuses_an_unknown_candidate_without_a_message(t
                                     f"document"}
 
 
-@replayable
 async def test_runner_status_before_and_after_a_run(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
@@ -102,16 +97,15 @@ async def test_runner_status_before_and_after_a_run(tmp_path):
         await _optimized(client, uri)
         after = await client.run(_cmd("cudalens.runnerStatus"))
         assert after == {"state": "idle", "kernel": None, "message": None, "queued": 0,
-                         "runner": "local GPU", "device": "NVIDIA H200",
-                         "deviceId": f"NVIDIA H200/sm_90/{RECORDED['device']['sm_count']}"}
+                         "runner": "local GPU", "device": MODEL_DEVICE.name,
+                         "deviceId": f"{MODEL_DEVICE.name}/sm_90/{MODEL_DEVICE.sm_count}"}
 
 
-@replayable
 async def test_runner_status_while_running_names_the_kernel(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     settings = {"check": {"enabled": False}, "runner": {"url": "http://gpu-box:8765"}}
     async with editor(tmp_path, settings=settings,
-                      env={"CUDALENS_REPLAY_STEP_S": "0.05"}) as client:
+                      env={STEP_ENV: "0.05"}) as client:
         uri = client.open(path)
         started = await client.run(_cmd("cudalens.optimize", {"uri": uri, "kernel": "saxpy"}))
         running = await client.wait_for(_state_is(client, "running"), what="a running job")

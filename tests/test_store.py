@@ -1,7 +1,8 @@
 """The results store: keys, records and the SQLite file (no server, no GPU).
 
 Records carry numbers recorded on a real H200 (``tests/data/lsp/recorded.py``); one test
-builds a record from a whole optimize run answered by the replay runner.
+builds a record from a whole optimize run answered by the model runner (modelled times, NOT
+measurements: ``tests/data/lsp/model_runner.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from recorded import record, recorded_run  # noqa: E402
-from replay_runner import ROOT, ReplayRunnerClient, coverage_problem, newest_recording_of  # noqa: E402,E501
+from recorded import ROOT, record, recorded_run  # noqa: E402
+from model_runner import ModelRunnerClient, model_time_us  # noqa: E402
 
 from cudalens.optimize import optimize  # noqa: E402
 from cudalens.source.parser import parse_source  # noqa: E402
@@ -81,30 +82,30 @@ def test_device_id_names_gpu_architecture_and_sms(saxpy_record):
     assert device_id(saxpy_record.device) == "NVIDIA H200/sm_90/132"
 
 
-_GAP = coverage_problem("saxpy")
-
-
-@pytest.mark.skipif(_GAP is not None, reason=f"cannot replay: {_GAP}")
 def test_run_record_from_an_optimize_run_holds_its_numbers():
+    from cudalens.spec.resolve import build_variant
+
     target = load_target(ROOT / "examples" / "saxpy.cu", "saxpy")
-    result = optimize(target, ReplayRunnerClient(), budget=24)
-    rec = run_record(result, key="k" * 64, provenance="replay", created="2026-11-29T23:00:00",
+    result = optimize(target, ModelRunnerClient(), budget=24)
+    rec = run_record(result, key="k" * 64, provenance="model", created="2026-11-29T23:00:00",
                      budget=24, seed=0)
-    _, run = newest_recording_of("saxpy")  # the run the replay answered from
-    assert rec.baseline.median_us == run["baseline"]["median_us"]
+    baseline = build_variant("baseline", target.text, target.kernel.qualified_name, target.spec,
+                             target.spec.launch, result.device.sm_count)
+    assert rec.baseline.median_us == model_time_us(result.problem, baseline)
     assert rec.bytes_moved == 3 * 4 * (1 << 25)  # x read, y read and written: floats
     assert rec.flops == 2 * (1 << 25)
     assert rec.threads_per_block == 256
     assert rec.path == str(target.path.resolve()) and rec.kernel == "saxpy"
     assert [c.label for c in rec.candidates] == [r.candidate.label for r in result.rows]
-    assert [c.label for c in rec.candidates] == [c["label"] for c in run["candidates"]]
     best = rec.offers()[0]
-    assert best.label == run["winner"]["label"]
-    assert best.result.speedup.value == run["winner"]["speedup"]["value"]
+    assert best.label == result.winner.candidate.label
+    assert best.result.speedup.value == result.winner.result.speedup.value
     assert best.source == result.winner.candidate.source and len(best.id) == 16
-    # every other recorded row is offered after it, with its own recorded numbers
-    others = {c["label"]: c["speedup"]["value"] for c in run["candidates"]
-              if c["label"] != best.label and c["speedup"] and c["speedup"]["ci_low"] > 1.0}
+    # every other significant row is offered after it, with its own numbers
+    others = {r.candidate.label: r.result.speedup.value for r in result.rows
+              if r.candidate.label != best.label and r.result.speedup
+              and r.result.speedup.ci_low > 1.0}
+    assert others, "the model gives saxpy more than one significant candidate"
     assert {c.label: c.result.speedup.value for c in rec.offers()[1:]} == others
 
 

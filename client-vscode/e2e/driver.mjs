@@ -4,10 +4,9 @@
 // Environment: E2E_URL (code-server, e.g. http://127.0.0.1:8080), E2E_WORKSPACE (folder with
 // saxpy.cu, saxpy.cu.spec and broken.cu), E2E_SHOTS (screenshot folder), E2E_CHROMIUM
 // (browser executable), E2E_CHECK_NVCC ("1": expect nvcc's compile-error squiggle),
-// E2E_REPLAY_GAP (non-empty: the replaying runner cannot answer today's optimizer, so the
-// steps from optimize on are skipped, printing why), E2E_EXPECT (JSON from
-// tests/data/lsp/expected.py: the device, the measured lens, and the best and next-best
-// offers' labels, speedups and sources, all taken from the newest H200 recording of saxpy).
+// E2E_EXPECT (JSON from tests/data/lsp/expected.py: the device, the baseline's lens, and the
+// best and next-best offers' labels, speedups and sources, all from the optimizer's search run
+// on saxpy against the model runner the server uses, tests/data/lsp/model_runner.py).
 // Exits 1 on the first failed check, naming it; screenshots taken so far stay in E2E_SHOTS.
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
@@ -18,8 +17,8 @@ const WS = process.env.E2E_WORKSPACE;
 const SHOTS = process.env.E2E_SHOTS;
 const SAXPY = join(WS, "saxpy.cu");
 const ORIGINAL = readFileSync(SAXPY, "utf8");
-const EXPECT = process.env.E2E_REPLAY_GAP ? null : JSON.parse(process.env.E2E_EXPECT || "null");
-if (!process.env.E2E_REPLAY_GAP && !EXPECT) {
+const EXPECT = JSON.parse(process.env.E2E_EXPECT || "null");
+if (!EXPECT) {
   console.error("e2e: expected E2E_EXPECT (JSON of tests/data/lsp/expected.py saxpy), found none");
   process.exit(2);
 }
@@ -100,7 +99,6 @@ async function openOfferedDiff() {
   return (await tab.locator(".label-name").first().textContent()).trim();
 }
 
-class Skip extends Error {}
 let failed = false;
 try {
   await page.goto(`${URL}/?folder=${encodeURIComponent(WS)}`);
@@ -134,10 +132,7 @@ try {
     step("SKIPPED: the compile-error squiggle (nvcc is not on PATH)");
   }
 
-  // 3. optimize the kernel under the cursor, against the replaying runner
-  if (process.env.E2E_REPLAY_GAP) {
-    throw new Skip(`optimize, diff, reject, accept: cannot replay: ${process.env.E2E_REPLAY_GAP}`);
-  }
+  // 3. optimize the kernel under the cursor, against the model runner
   await openFile("saxpy.cu");
   await page.locator(".monaco-editor .view-lines").first().click();
   await page.keyboard.press("Control+G");
@@ -160,10 +155,10 @@ try {
   check(true, `after the run the status bar names the GPU: '${idle}'`);
   const measured = (await page.locator(".codelens-decoration").first().textContent()).trim();
   check(measured.startsWith(EXPECT.measuredLens),
-    `the lens shows the recorded measurement '${EXPECT.measuredLens}' (${measured})`);
+    `the lens shows the baseline's modelled time '${EXPECT.measuredLens}' (${measured})`);
   const offer = (await lens("faster candidate: show diff").first().textContent()).trim();
   check(offer === `${EXPECT.best.x} faster candidate: show diff`,
-    `the lens offers the recorded winner's speedup, ${EXPECT.best.x} (${offer})`);
+    `the lens offers the winner's speedup, ${EXPECT.best.x} (${offer})`);
   await screenshot("results");
 
   // 4. the diff editor over a read-only candidate document; reject leaves the file as it was
@@ -171,7 +166,7 @@ try {
   await page.locator(".monaco-diff-editor").first().waitFor({ timeout: 20000 });
   const diffTab = page.locator(".tab.active", { hasText: "(candidate, read-only)" });
   check(firstTab === candidateTab(EXPECT.best.label),
-    `the diff editor opened on the recorded winner: ${firstTab}`);
+    `the diff editor opened on the winner: ${firstTab}`);
   await screenshot("diff");
   await page.locator(".editor-actions a[aria-label^='Reject Candidate']").first().click();
   await toast("Rejected").first().waitFor({ timeout: 20000 });
@@ -194,24 +189,19 @@ try {
     await page.waitForTimeout(500);
     secondTab = await openOfferedDiff();
   }
-  check(secondTab === want, `the next-best recorded candidate is offered: ${secondTab} (want ${want})`);
+  check(secondTab === want, `the next-best candidate is offered: ${secondTab} (want ${want})`);
   await page.locator(".editor-actions a[aria-label^='Accept Candidate']").first().click();
   await toast("Applied").first().waitFor({ timeout: 20000 });
   await page.locator(".tab", { hasText: "(candidate, read-only)" }).first()
     .waitFor({ state: "detached", timeout: 10000 });
   const now = readFileSync(SAXPY, "utf8");
   check(now === EXPECT.second.source && now !== ORIGINAL,
-    `after accept the file on disk is the source recorded for ${EXPECT.second.label}`);
+    `after accept the file on disk is the source sent for ${EXPECT.second.label}`);
   await lens("(applied candidate)").first().waitFor({ timeout: 20000 });
   check(await page.locator(".tab.dirty", { hasText: "saxpy.cu" }).count() === 0,
     "the editor is saved: its text is the file on disk, and the lens measures the applied candidate");
   await screenshot("accepted");
 } catch (err) {
-  if (err instanceof Skip) {
-    step(`SKIPPED: ${err.message}`);
-    await browser.close();
-    process.exit(0);
-  }
   failed = true;
   console.error(`e2e FAILED: ${err.message}`);
   try {

@@ -2,8 +2,9 @@
 # One command for the VS Code end-to-end test: builds, lints and unit-tests the extension,
 # packages the .vsix, installs it into a fresh code-server with a temporary workspace holding
 # examples/saxpy.cu (with its .cu.spec) and a broken copy, and drives it headless
-# (e2e/driver.mjs): code lens, compile-error squiggle, optimize against the runner that
-# replays H200 results (tests/data/lsp/replay_runner.py), diff editor, reject, accept.
+# (e2e/driver.mjs): code lens, compile-error squiggle, optimize against the deterministic model
+# runner (tests/data/lsp/model_runner.py: modelled times, NOT measurements; no GPU), diff
+# editor, reject, accept.
 # Screenshots of each step go to the folder printed at the end.
 #
 # Environment: CUDALENS_E2E_PYTHON (Python with cudalens installed; default .venv/bin/python
@@ -37,17 +38,10 @@ VSIX="$EXT/cudalens.vsix"
 
 PY="${CUDALENS_E2E_PYTHON:-$REPO/.venv/bin/python}"
 [ -x "$PY" ] || { echo "e2e: expected a Python with cudalens installed at $PY (set CUDALENS_E2E_PYTHON)" >&2; exit 1; }
-GAP="$(cd "$REPO" && PYTHONPATH="$REPO/server:$REPO/tests/data/lsp" "$PY" -c \
-  'from replay_runner import coverage_problem; print(coverage_problem("saxpy") or "")')"
-EXPECT=""
-if [ -n "$GAP" ]; then
-  # as the LSP tests do (tests/test_lsp_optimize.py skips; test_lsp_replay.py fails, saying why)
-  say "SKIPPING the optimize, diff, reject and accept steps: cannot replay saxpy: $GAP"
-else
-  # what the driver checks, from the newest H200 recording of saxpy (nothing typed in)
-  EXPECT="$(cd "$REPO" && PYTHONPATH="$REPO/server:$REPO/tests/data/lsp" "$PY" \
-    "$REPO/tests/data/lsp/expected.py" saxpy)"
-fi
+# what the driver checks: the optimizer's search run on saxpy against the same model, with the
+# server's default settings (nothing typed in; any change to the search changes it too)
+EXPECT="$(cd "$REPO" && PYTHONPATH="$REPO/server:$REPO:$REPO/tests/data/lsp" "$PY" \
+  "$REPO/tests/data/lsp/expected.py" saxpy)"
 
 T="${CUDALENS_E2E_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cudalens-e2e.XXXXXX")}"
 mkdir -p "$T"
@@ -73,9 +67,9 @@ json.dump({
     "chat.disableAIFeatures": True,
     "workbench.secondarySideBar.defaultVisibility": "hidden",
     "cudalens.interpreter": py,
-    "cudalens.server.args": ["--runner-factory", "replay_runner:make_client"],
-    "cudalens.server.env": {"PYTHONPATH": f"{repo}/server:{repo}/tests/data/lsp",
-                            "CUDALENS_REPLAY_STEP_S": "0.1"},
+    "cudalens.server.args": ["--runner-factory", "model_runner:make_client"],
+    "cudalens.server.env": {"PYTHONPATH": f"{repo}/server:{repo}:{repo}/tests/data/lsp",
+                            "CUDALENS_MODEL_STEP_S": "0.1"},
     "cudalens.server.logLevel": "info",
     "cudalens.check.debounceMs": 100,
 }, open(out, "w"), indent=2)
@@ -110,18 +104,18 @@ CHECK_NVCC=0
 command -v nvcc >/dev/null 2>&1 && CHECK_NVCC=1
 RC=0
 E2E_URL="http://127.0.0.1:$PORT" E2E_WORKSPACE="$WS" E2E_SHOTS="$SHOTS" \
-  E2E_CHROMIUM="$CUDALENS_CHROMIUM" E2E_CHECK_NVCC="$CHECK_NVCC" E2E_REPLAY_GAP="$GAP" \
+  E2E_CHROMIUM="$CUDALENS_CHROMIUM" E2E_CHECK_NVCC="$CHECK_NVCC" \
   E2E_EXPECT="$EXPECT" node "$HERE/driver.mjs" || RC=$?
 if [ "$RC" != 0 ]; then
   echo "e2e: the extension's output and server log follow" >&2
   find "$T/ud/logs" -name '*cudalens*' -exec tail -n 60 {} \; >&2 2>/dev/null || true
 fi
-if [ "$RC" = 0 ] && [ -z "$GAP" ] && [ "${CUDALENS_E2E_UPDATE_DOCS:-0}" = 1 ]; then
+if [ "$RC" = 0 ] && [ "${CUDALENS_E2E_UPDATE_DOCS:-0}" = 1 ]; then
   mkdir -p "$REPO/docs/screenshots"
   cp "$SHOTS"/*-results.png "$REPO/docs/screenshots/vscode-code-lens.png"
   cp "$SHOTS"/*-diff.png "$REPO/docs/screenshots/vscode-diff.png"
   say "copied two screenshots to $REPO/docs/screenshots/"
 fi
 say "screenshots: $SHOTS"
-say "$([ "$RC" = 0 ] && echo passed || echo FAILED)$([ -n "$GAP" ] && echo ", with the optimize path SKIPPED (see above)") in $(( $(date +%s) - START )) s"
+say "$([ "$RC" = 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - START )) s"
 exit "$RC"

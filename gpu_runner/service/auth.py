@@ -1,6 +1,6 @@
 """Who may use the runner: the bind policy and the bearer-token check.
 
-The runner executes code it is sent (ARCHITECTURE.md, "Security"). It binds to 127.0.0.1 by
+The runner executes code it is sent (docs/architecture.md, "Security"). It binds to 127.0.0.1 by
 default; any address that is not a loopback address needs a token, and ``check_bind`` refuses
 to start without one. With a token, ``TokenMiddleware`` answers 401 to every request whose
 ``Authorization`` header is not ``Bearer <token>``, before the body is read. Tokens are compared

@@ -41,6 +41,13 @@ def _problem_problems(p: Problem) -> Iterable[str]:
     if not p.seeds:
         yield "problem: expected at least one seed, found none"
     for ci, case in enumerate(p.cases):
+        cap = case.captured
+        if cap is not None and not re.fullmatch(r"[0-9a-f]{64}", cap.sha256):
+            yield (f"problem.cases[{ci}] '{case.label}': captured.sha256 must be 64 lowercase hex "
+                   f"digits, found {cap.sha256[:80]!r}")
+        if cap is not None and bool(cap.payload) == bool(cap.path):
+            yield (f"problem.cases[{ci}] '{case.label}': captured data needs exactly one of "
+                   f"payload and path, found {'both' if cap.payload else 'neither'}")
         names = [a.name for a in case.args]
         for name in sorted({n for n in names if names.count(n) > 1}):
             yield f"problem.cases[{ci}] '{case.label}': argument '{name}' appears more than once"

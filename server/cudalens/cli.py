@@ -89,6 +89,12 @@ def main() -> None:
               help="Timed launches per variant (interleaved).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
+@click.option("--capture", "capture_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Time and verify on a launch recorded by `cudalens capture` (its .json "
+                   "manifest); the spec's seeded cases are checked too.")
+@click.option("--capture-only", is_flag=True,
+              help="With --capture: verify on the captured launch alone (when the spec's "
+                   "random inputs cannot drive the kernel, e.g. CSR structure).")
 @agent_options
 def optimize(file: Path, apply_: bool, **options) -> None:
     """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
@@ -105,6 +111,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
               budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
               proposer: str, agent_config: Optional[Path], written: list[Path],
+              capture_path: Optional[Path] = None, capture_only: bool = False,
               **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
@@ -132,6 +139,14 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
         choice = choose_proposer(proposer, config)
     except CudalensError as exc:
         _fail(err, str(exc))
+    replay = None
+    if capture_only and capture_path is None:
+        _fail(err, "--capture-only needs --capture PATH")
+    if capture_path is not None:
+        from cudalens.cli_capture import load_replay_or_fail
+
+        target, replay = load_replay_or_fail(err, capture_path, target, capture_only,
+                                             choice.kind)
     err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     if target.spec_inferred:
         err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
@@ -160,7 +175,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
                 result = agent_result.optimize
             else:
                 result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
-                                      repetitions=repetitions, progress=progress)
+                                      repetitions=repetitions, progress=progress, replay=replay)
     except CudalensError as exc:
         _fail(err, str(exc))
     except KeyboardInterrupt:
@@ -296,9 +311,10 @@ def check(file: Path, arch: str) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_lsp, cli_runner
 
     cli_runner.register(main)
+    cli_capture.register(main)
     cli_lsp.register(main)
 
 

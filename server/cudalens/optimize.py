@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
@@ -32,6 +32,9 @@ from cudalens.runner_client import RunnerClient
 from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import Target
+
+if TYPE_CHECKING:
+    from cudalens.capture.replay import Replay
 
 # A candidate wins only when the lower end of its speedup's 95% confidence interval is above
 # this: anything less is within measurement noise of the baseline.
@@ -121,7 +124,8 @@ def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
 def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: int = 0,
              repetitions: int = 50, seconds: Optional[float] = None, batch: int = 8,
              confirm: int = 4, prune: bool = True,
-             progress: Optional[Callable[[str], None]] = None) -> OptimizeResult:
+             progress: Optional[Callable[[str], None]] = None,
+             replay: Optional["Replay"] = None) -> OptimizeResult:
     """Searches for a faster version of ``target``'s kernel and picks a winner.
 
     ``budget`` timed candidates at most (pruned and unresolvable ones do not count),
@@ -130,7 +134,9 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     the baseline when they came from different batches (module doc). The rows are those of
     the evaluation the winner is picked from, followed by the failed candidates of every batch.
     With the same target, runner answers, budget and seed (and no ``seconds``) the same
-    candidates are proposed in the same batches.
+    candidates are proposed in the same batches. With ``replay``
+    (``cudalens.capture.replay``), the captured launch is the timed case, first in the problem
+    and in every variant's launches.
 
     Raises:
         CudalensError: the spec cannot be resolved, or the baseline itself fails to compile
@@ -145,10 +151,13 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
                                  target.spec, target.spec.launch, device.sm_count)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
+    if replay is not None:
+        problem = replay.problem(problem)
+        baseline = replay.variant(baseline, target.spec.launch)
 
     say(f"proposing candidates for {target.kernel.name}")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
-    flow = _Batches(target, client, problem, baseline, device, repetitions, say)
+    flow = _Batches(target, client, problem, baseline, device, repetitions, say, replay)
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
     try:
         run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
@@ -171,8 +180,9 @@ class _Batches:
 
     def __init__(self, target: Target, client: RunnerClient, problem: Problem,
                  baseline: Variant, device: DeviceInfo, repetitions: int,
-                 say: Callable[[str], None]):
+                 say: Callable[[str], None], replay: Optional["Replay"] = None):
         self.target, self.client, self.problem, self.baseline = target, client, problem, baseline
+        self.replay = replay
         self.device, self.repetitions, self.say = device, repetitions, say
         self.evaluations: list[Evaluation] = []
         self.sent: list[Batch] = []
@@ -192,6 +202,9 @@ class _Batches:
         variants += [build_variant(f"{by_key[c.key]}@user", c.source, name, spec, spec.launch,
                                    self.device.sm_count, options=c.options)
                      for c in user_launch]
+        if self.replay is not None:  # the captured launch first; the user's is the captured
+            launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]
+            variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
         evaluation = self.client.evaluate(self.problem, self.baseline, variants,
                                           repetitions=self.repetitions, progress=self.say)
         if evaluation.baseline is None:

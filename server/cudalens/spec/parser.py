@@ -1,6 +1,6 @@
 """Reading harness spec files (``saxpy.cu.spec``) into :class:`KernelSpec` objects.
 
-The format is described in the project notes (``spec-format.md``); in short, one declaration
+The format is described in README.md, "Harness spec"; in short, one declaration
 per line, ``#`` comments, sections started by ``kernel NAME``::
 
     kernel saxpy

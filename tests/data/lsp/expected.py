@@ -1,22 +1,29 @@
-"""What the language server should show after optimizing a kernel through the replay runner,
-derived from the newest H200 recording of that kernel (``replay_runner.newest_recording_of``):
-nothing here is typed in, so a new recording changes the expectations with it, and a server
-that shows another number, label or diff than the one measured fails the tests.
+"""What the language server should show after optimizing a kernel against the model runner
+(``model_runner.py``), computed here by running the optimizer's real search in-process against
+the same model with the server's settings: nothing is typed in, so a change to the search
+(new passes, other candidates) changes the expectations with it, and a server that shows
+another number, label or diff than the search found against the model fails the tests.
 
-The recorded run (``benchmarks/run_examples.py``, from ``cudalens.present``) holds:
-``evaluations`` (every runner evaluation in order: the search's batches, then the
-confirmation when there was one), ``candidates`` (the rows of the evaluation the winner was
-picked from, then every batch's failed rows), ``baseline`` (that evaluation's baseline),
+The run record (``cudalens.present.result_record``, the form ``benchmarks/run_examples.py``
+writes) holds: ``evaluations`` (every runner evaluation in order: the search's batches, then
+the confirmation when there was one), ``candidates`` (the rows of the evaluation the winner
+was picked from, then every batch's failed rows), ``baseline`` (that evaluation's baseline),
 ``winner`` and ``diff`` (the winner's).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
-from replay_runner import ROOT, Recording, newest_recording_of
+from model_runner import MODEL_DEVICE, ModelRunnerClient
+
+ROOT = Path(__file__).absolute().parents[3]
+EXAMPLES = ROOT / "examples"
 
 # RunRecord.offers: verified, and the 95% CI of the speedup above this (cudalens.optimize).
 SIGNIFICANT = 1.0
@@ -29,6 +36,14 @@ def _identity(variant: dict) -> str:
 
 def verified(row: dict) -> bool:
     return row["verdict"]["status"] == "passed" and row["speedup"] is not None
+
+
+def us_words(us: float) -> str:
+    """A time as the editor words it: ``412 us``, ``98.2 us``, ``1,234 us``, ``4.56 us``
+    (three significant digits below 1000)."""
+    if us >= 100:
+        return f"{us:,.0f} us"
+    return f"{us:.1f} us" if us >= 10 else f"{us:.2f} us"
 
 
 def speedup_x(row: dict) -> str:
@@ -58,14 +73,17 @@ def spec_launch_lines(row: dict) -> str:
 
 @dataclass(frozen=True)
 class Expected:
-    """The newest recording of one kernel, and what the editor should show for it."""
+    """One kernel's run against the model, and what the editor should show for it.
+    ``budget``, ``repetitions``, ``seed``: the settings it was run with."""
 
-    recording: Recording
     run: dict
+    budget: int
+    repetitions: int
+    seed: int
 
     @property
     def device(self) -> str:
-        return self.recording.data["device"]["name"]
+        return MODEL_DEVICE.name
 
     @property
     def short_device(self) -> str:
@@ -81,9 +99,9 @@ class Expected:
         return self.run["diff"]
 
     @property
-    def source_path(self) -> str:
-        """The recording's path as provenance names it (relative to the repository)."""
-        return str(self.recording.path.relative_to(ROOT))
+    def provenance(self) -> str:
+        """What the server stores and shows as the results' origin (says: a model)."""
+        return ModelRunnerClient.provenance
 
     @cached_property
     def offers(self) -> list[dict]:
@@ -178,13 +196,13 @@ class Expected:
             for variant in ev["variants"]:
                 if variant["label"] == label:
                     return variant["source"]
-        raise LookupError(f"{self.recording.path.name}: no recorded variant {label!r} for "
-                          f"{row['label']!r} of {self.run['kernel']}")
+        raise LookupError(f"no variant {label!r} was sent for {row['label']!r} of "
+                          f"{self.run['kernel']}")
 
     def measured_lens(self) -> str:
         """The lens over an optimized kernel: its baseline's median and share of peak."""
         base = self.baseline
-        return (f"{base['median_us']:,.0f} us, {base['percent_of_copy']:.0f}% of peak "
+        return (f"{us_words(base['median_us'])}, {base['percent_of_copy']:.0f}% of peak "
                 f"bandwidth, {self.short_device}")
 
     def for_driver(self) -> dict:
@@ -193,7 +211,7 @@ class Expected:
             return {"label": row["label"], "x": speedup_x(row), "source": self.source_of(row)}
         return {"device": self.device, "measuredLens": self.measured_lens(),
                 "best": offer(self.best), "second": offer(self.second),
-                "recording": self.source_path}
+                "provenance": self.provenance}
 
     def final_message(self, proposer: str = "built-in passes") -> str:
         """The progress's end: the best offer and how many reported rows verified."""
@@ -203,16 +221,36 @@ class Expected:
                 f"{n_ok}/{len(rows)} candidates verified ({proposer})")
 
 
-def expected(kernel: str) -> Expected:
-    """The expectations of ``kernel`` from its newest recording.
+def example_of(kernel: str) -> Path:
+    """The example file whose spec names ``kernel`` (``kernel NAME`` line of ``*.cu.spec``).
 
     Raises:
-        LookupError: no recording has a run of ``kernel``.
+        LookupError: no example's spec names it.
     """
-    found = newest_recording_of(kernel)
-    if found is None:
-        raise LookupError(f"no recorded H200 run of {kernel} in benchmarks/results/")
-    return Expected(*found)
+    for spec in sorted(EXAMPLES.glob("*.cu.spec")):
+        if re.search(rf"^kernel\s+{re.escape(kernel)}\s*$", spec.read_text(encoding="utf-8"),
+                     re.MULTILINE):
+            return spec.with_suffix("")
+    raise LookupError(f"no spec in {EXAMPLES} names kernel {kernel!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def expected(kernel: str, budget: int = 24, repetitions: int = 50, seed: int = 0) -> Expected:
+    """The expectations of ``kernel`` (an example's), from the optimizer's search run now
+    against the model runner with the server's settings (defaults: ``harness.TEST_SETTINGS``
+    and the server's seed). Cached: it runs the search (a few seconds).
+
+    Raises:
+        LookupError: no example names ``kernel``.
+    """
+    from cudalens.optimize import optimize
+    from cudalens.present import result_record
+    from cudalens.target import load_target
+
+    target = load_target(example_of(kernel), kernel)
+    result = optimize(target, ModelRunnerClient(), budget=budget, seed=seed,
+                      repetitions=repetitions)
+    return Expected(result_record(result), budget, repetitions, seed)
 
 
 if __name__ == "__main__":  # python expected.py KERNEL: the e2e driver's expectations as JSON

@@ -1,7 +1,8 @@
 """Driving ``cudalens lsp`` end to end from tests: a pytest-lsp client that behaves like an
 editor (it keeps the open documents, applies ``workspace/applyEdit`` only when the versions
 match, sends the resulting ``didChange``), started against a server in a subprocess whose
-runner replays recorded H200 results (``replay_runner.py``).
+runner is the deterministic model runner (``model_runner.py``: modelled times, NOT
+measurements).
 """
 
 from __future__ import annotations
@@ -190,8 +191,9 @@ def server_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
     return env
 
 
-SERVER_COMMAND = [sys.executable, "-m", "cudalens.cli_lsp", "--runner-factory",
-                  "replay_runner:make_client", "--log-level", "info"]
+RUNNER_FACTORY = "model_runner:make_client"
+SERVER_COMMAND = [sys.executable, "-m", "cudalens.cli_lsp", "--runner-factory", RUNNER_FACTORY,
+                  "--log-level", "info"]
 
 
 @asynccontextmanager

@@ -4,7 +4,8 @@
 -- $CUDALENS_NVIM_LOG and exits with status 1 (:cquit).
 --
 -- Environment: CUDALENS_WS (workspace folder), CUDALENS_FILE (the .cu file to open),
--- CUDALENS_PYTHON (the interpreter that runs the server), CUDALENS_NVIM_LOG (log file).
+-- CUDALENS_PYTHON (the interpreter that runs the server), CUDALENS_NVIM_LOG (log file),
+-- CUDALENS_RUNNER_FACTORY (the server's --runner-factory, e.g. model_runner:make_client).
 
 local log_path = vim.env.CUDALENS_NVIM_LOG
 local function log(msg)
@@ -25,7 +26,7 @@ local function main()
   local client_id = vim.lsp.start_client({
     name = "cudalens",
     cmd = { vim.env.CUDALENS_PYTHON, "-m", "cudalens.cli_lsp", "--runner-factory",
-            "replay_runner:make_client" },
+            vim.env.CUDALENS_RUNNER_FACTORY },
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = "ws" } },
     settings = { cudalens = { check = { enabled = false } } },

@@ -1,4 +1,9 @@
-"""A runner client for CI that answers from results recorded on a real H200.
+"""A runner client that answers from results recorded on a real H200 (GPU-free rendering of
+recorded numbers). CI's language-server tests do NOT use it: they use the deterministic model
+runner (``model_runner.py``), which accepts any change to the search; this replay serves
+``tests/test_lsp_replay.py`` (the recordings' own consistency) and
+``benchmarks/replay_coverage.py`` (a report of whether the recordings still cover today's
+search).
 
 What is replayed, and how it stays honest:
 
@@ -19,22 +24,15 @@ What is replayed, and how it stays honest:
 * Several recordings may exist; ``evaluate`` answers from the newest one that recorded the
   kernel and every requested candidate.
 
-**Scripted verdicts (test-only, NOT recordings).** The LLM proposer's candidates are written
-by a test's scripted model, so no recording can hold their numbers. A test that drives the
-LLM path names a JSON file in ``CUDALENS_REPLAY_SCRIPTED`` (see ``ScriptedVerdicts``): a
-candidate variant whose source contains one of its markers (a comment such as ``//
-cudalens-test-candidate: good``) gets that entry's scripted verdict and speedup, and its
-timing is the recorded baseline's divided by the scripted speedup. These are inventions of
-the test, labelled as such: their verdict's reason says "scripted test verdict, not a
-measurement", and with a scripted file the client's ``provenance`` says so too. The baseline
-and every candidate without a marker are still answered from the recordings only.
+**Scripted verdicts (test-only, NOT recordings)**: with ``scripted`` (``scripted.py``), a
+request made only of candidates carrying a scripted marker gets their scripted verdicts, timed
+against the recorded baseline.
 
-``make_client(settings)`` is the runner factory the language server is started with in tests
-(``--runner-factory replay_runner:make_client``). Environment: ``CUDALENS_REPLAY_FILE``
-picks one recorded file (default: all of ``benchmarks/results/h200-examples-*.json``);
-``CUDALENS_REPLAY_SCRIPTED`` names a file of scripted verdicts for test-only candidates;
-``CUDALENS_REPLAY_STEP_S`` sleeps that many seconds between progress messages, so a test
-can cancel a run while it is in flight.
+``make_client(settings)`` is a runner factory (``--runner-factory replay_runner:make_client``).
+Environment: ``CUDALENS_REPLAY_FILE`` picks one recorded file (default: all of
+``benchmarks/results/h200-examples-*.json``); ``CUDALENS_REPLAY_SCRIPTED`` names a file of
+scripted verdicts; ``CUDALENS_REPLAY_STEP_S`` sleeps that many seconds between progress
+messages.
 """
 
 from __future__ import annotations
@@ -48,10 +46,12 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from gpu_runner.problem import Problem, Variant
-from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Mismatch,
-                               Speedup, Timing, Verdict)
+from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
+                               Timing, Verdict)
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import load_target
+
+from scripted import ScriptedVerdicts
 
 ROOT = Path(__file__).absolute().parents[3]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -163,8 +163,8 @@ def newest_recording_of(kernel: str, paths: Optional[Sequence[Path]] = None
 def coverage_problem(kernel: str) -> Optional[str]:
     """None when the optimizer, run today on the recorded example with the recording's budget
     and seed 0, asks only questions the newest recording of ``kernel`` answers; else why not,
-    in words. Tests that optimize ``kernel`` through the replay skip with this reason;
-    ``test_lsp_replay.py`` fails with it (re-record on a GPU). Cached: it runs the search."""
+    in words (``benchmarks/replay_coverage.py`` reports it; re-record on a GPU to close a
+    gap). Cached: it runs the search."""
     from cudalens.optimize import optimize
 
     found = newest_recording_of(kernel)
@@ -292,61 +292,6 @@ class ReplayRunnerClient:
         say(message)
         if self.step_s:
             time.sleep(self.step_s)
-
-
-class ScriptedEntry:
-    """One scripted verdict (TEST-ONLY, not a measurement). JSON fields: ``marker`` (text the
-    candidate's source must contain), ``status`` (``passed``, ``mismatch`` or
-    ``compile_error``), ``speedup`` ``[value, ci_low, ci_high]`` (passed), ``mismatch``
-    ``{buffer, index, expected, actual, mismatched, total}`` (mismatch), ``log`` (compile
-    error), ``registers`` (optional)."""
-
-    def __init__(self, d: dict, where: str):
-        missing = [k for k in ("marker", "status") if k not in d]
-        if missing or d["status"] not in ("passed", "mismatch", "compile_error"):
-            raise ValueError(f"{where}: expected marker and status (passed, mismatch or "
-                             f"compile_error), found {d!r}")
-        self.d = d
-
-    @property
-    def marker(self) -> str:
-        return self.d["marker"]
-
-    def result(self, label: str, baseline: Optional[Timing], problem: Problem) -> CandidateResult:
-        d = self.d
-        why = f"scripted test verdict, not a measurement (marker {d['marker']!r})"
-        ok = d["status"] != "compile_error"
-        compile_ = CompileReport(variant=label, ok=ok, registers=int(d.get("registers", 0)),
-                                 log="" if ok else d.get("log", ""))
-        if d["status"] == "compile_error":
-            return CandidateResult(compile_, Verdict(label, "compile_error", why))
-        if d["status"] == "mismatch":
-            m = Mismatch(case=problem.cases[0].label, seed=problem.seeds[0], **d["mismatch"])
-            return CandidateResult(compile_, Verdict(label, "mismatch", why, m))
-        value, low, high = d["speedup"]
-        timing = None
-        if baseline is not None:
-            timing = Timing(variant=label, median_us=baseline.median_us / value,
-                            q1_us=baseline.q1_us / value, q3_us=baseline.q3_us / value,
-                            min_us=baseline.min_us / value, samples=baseline.samples,
-                            achieved_gbps=baseline.achieved_gbps * value,
-                            percent_of_copy=baseline.percent_of_copy * value,
-                            gflops=baseline.gflops * value)
-        return CandidateResult(compile_, Verdict(label, "passed", why), timing,
-                               Speedup(value, low, high))
-
-
-class ScriptedVerdicts:
-    """The scripted verdicts file (``{"candidates": [entry, ...]}``; see ``ScriptedEntry``)."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        data = json.loads(self.path.read_text(encoding="utf-8"))
-        self.entries = [ScriptedEntry(d, f"{self.path}: candidates[{i}]")
-                        for i, d in enumerate(data["candidates"])]
-
-    def find(self, variant: Variant) -> Optional[ScriptedEntry]:
-        return next((e for e in self.entries if e.marker in variant.source), None)
 
 
 def make_client(settings=None) -> ReplayRunnerClient:

@@ -6,7 +6,8 @@ store and OpenAPI schema as ``cudalens runner``) over HTTP on 127.0.0.1, on a fr
 it writes to ``F`` once it listens. Its GPU pool supervises real spawned worker processes
 whose backend is ``service_fakes.FakeBackend`` (verdicts steered by markers in a variant's
 source: ``@syntax``, ``@mismatch``, ...; a passing candidate is timed at half the baseline's
-median). ``POST /v1/profile`` runs ``gpu_runner.profile.profile_variant`` with the executable
+median), or with ``--backend model`` the deterministic model runner's ``ModelBackend``
+(``tests/data/lsp/model_runner.py``: modelled times, NOT measurements). ``POST /v1/profile`` runs ``gpu_runner.profile.profile_variant`` with the executable
 ``NCU`` standing in for Nsight Compute. It stops on SIGTERM or when its stdin closes.
 """
 
@@ -19,7 +20,8 @@ import threading
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(TESTS.parent), str(TESTS.parent / "server"), str(TESTS)]
+sys.path[:0] = [str(TESTS.parent), str(TESTS.parent / "server"), str(TESTS),
+                str(TESTS / "data" / "lsp")]
 
 
 def main() -> None:
@@ -30,17 +32,23 @@ def main() -> None:
     from gpu_runner.service.serve import bind
     from gpu_runner.workers.limits import Limits
     from gpu_runner.workers.pool import GpuPool, PoolConfig
-    from service_fakes import FakeBackend
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port-file", required=True, type=Path)
     parser.add_argument("--token", required=True)
     parser.add_argument("--ncu", required=True, help="executable standing in for ncu")
+    parser.add_argument("--backend", choices=("fake", "model"), default="fake",
+                        help="fake: service_fakes.FakeBackend (markers); model: "
+                             "model_runner.ModelBackend")
     args = parser.parse_args()
+    if args.backend == "model":
+        from model_runner import ModelBackend as backend
+    else:
+        from service_fakes import FakeBackend as backend
 
     limits = Limits(startup_s=30, stop_s=2, first_kernel_timeout_s=2.0,
                     kernel_timeout_floor_s=2.0, silence_grace_s=5.0)
-    pool = GpuPool(PoolConfig(factory=FakeBackend, limits=limits, precompile_threads=0,
+    pool = GpuPool(PoolConfig(factory=backend, limits=limits, precompile_threads=0,
                               profile_fn=functools.partial(gp.profile_variant, ncu=args.ncu)))
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(create_app(pool, token=args.token),
