@@ -66,15 +66,19 @@ async def test_apply_rewrites_the_launch_site_in_the_same_versioned_edit(tmp_pat
         main_uri = client.open(ws / "main.cu")  # open: its edit carries its version
         lenses = await _optimized(client, uri)
         diff_title = _command(lenses, "cudalens.showDiff").title
-        assert diff_title == (f"14.80x faster candidate (needs a new launch: 14.80x with {NEW}): "
-                              f"show diff")
+        assert diff_title == (f"14.80x faster candidate: show diff (needs a new launch: 14.80x "
+                              f"with {NEW})")
 
         shown = await client.run(_command(lenses, "cudalens.showDiff"))
         assert "-    layernorm_rows<<<(n_rows + threads - 1) / threads, threads>>>(d_x, " \
-            "d_gamma, d_beta, d_y,\n" in shown["diff"]
+            "d_gamma, d_beta, d_y,\n" in shown["host"]
         assert "+    layernorm_rows<<<(n_rows + 4 - 1) / 4, 128>>>(d_x, d_gamma, d_beta, d_y,\n" \
-            in shown["diff"]
-        assert "--- a/main.cu\n+++ b/main.cu\n" in shown["diff"]
+            in shown["host"]
+        assert shown["host"].startswith("--- a/main.cu\n+++ b/main.cu\n")
+        assert "main.cu" not in shown["diff"]
+        written = Path(shown["path"]).read_text()
+        assert f"# under your launch: needs a new launch: 14.80x with {NEW}\n" in written
+        assert written.endswith(shown["diff"] + shown["host"])
 
         answer = await client.run(_command(lenses, "cudalens.apply"))
         assert answer["ok"] and answer["applied"], answer

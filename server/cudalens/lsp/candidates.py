@@ -14,7 +14,8 @@ a client or a test can act on it, and tells the user with ``window/showMessage``
 * **reject** records the candidate as rejected for the kernel's current key: it is not
   offered again for this source (the next fastest candidate, if any, is).
 * **showDiff** writes the diff to ``.cudalens/diffs/`` and asks the client to show it
-  (``window/showDocument``), and returns the diff text.
+  (``window/showDocument``), and returns the diff text (``diff``: the kernel's file;
+  ``host``: the launch sites apply would rewrite, and those it cannot).
 """
 
 from __future__ import annotations
@@ -221,16 +222,18 @@ async def show_diff(session: "Session", args: KernelArgs) -> dict[str, Any]:
     header = (f"# {cand.label}: {speedup_ci(cand)} faster on {status.current.device.name}, "
               f"verified\n# {cand.explanation}\n")
     phrase = drop_in_phrase(cand)
+    host = ""
     if phrase:
         header += f"# under your launch: {phrase}\n"
-        diff += _host_diff(session, snapshot, status, cand, new_text, root)
-    result: dict[str, Any] = {"ok": True, "diff": diff}
+        host = _host_diff(session, snapshot, status, cand, new_text, root)
+    # "diff": the kernel's file; "host": the launch sites apply rewrites (the shown file has both)
+    result: dict[str, Any] = {"ok": True, "diff": diff, "host": host}
     if session.state_dir is not None:
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{snapshot.path.name}-{status.view.name}")
         out = session.state_dir / "diffs" / f"{safe}-{cand.id}.diff"
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(header + diff, encoding="utf-8")
+            out.write_text(header + diff + host, encoding="utf-8")
         except OSError as exc:
             log.warning("cannot write %s: %s", out, exc)
         else:

@@ -9,8 +9,8 @@ On the kernel's first line, left to right:
 * ``Optimize`` (``Optimize again`` after a run);
 * after a run with a candidate on offer: ``2.31x faster candidate: show diff``, ``apply``,
   ``reject``; a candidate timed with another launch than the user's says how it runs under
-  the user's: ``14.80x faster candidate (1.80x as a drop-in; 14.80x with block = 64, grid =
-  ceil_div(rows, 2)): show diff`` or ``(needs a new launch: ...)``.
+  the user's: ``14.80x faster candidate: show diff (1.80x as a drop-in; 14.80x with block =
+  64, grid = ceil_div(rows, 2))`` or ``(needs a new launch: ...)``.
 
 A kernel without a usable spec: ``harness spec has errors: see FILE.cu.spec`` when the spec
 file exists (click: open it, ``cudalens.openSpec``, where the client can show documents),
@@ -111,8 +111,8 @@ def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[J
             ca = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, candidate=st.offer.id,
                                 version=snapshot.version)
             phrase = drop_in_phrase(st.offer)
-            lens(f"{speedup(st.offer)} faster candidate" + (f" ({phrase})" if phrase else "")
-                 + ": show diff", cmd.SHOW_DIFF, ca)
+            lens(f"{speedup(st.offer)} faster candidate: show diff"
+                 + (f" ({phrase})" if phrase else ""), cmd.SHOW_DIFF, ca)
             lens("apply", cmd.APPLY, ca)
             lens("reject", cmd.REJECT, ca)
         elif run.candidates:
