@@ -81,6 +81,9 @@ def main() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several); a template instance as 'NAME<ARGS>'.")
 @click.option("--apply", "apply_", is_flag=True, help="Write the winning rewrite into FILE.")
+@click.option("--accept-launch-change", is_flag=True,
+              help="With --apply: apply a winner that needs a new launch even where its launch "
+                   "sites cannot be rewritten (you change them).")
 @click.option("--budget", default=24, show_default=True, type=click.IntRange(1, 1000),
               help="Most candidates the built-in search evaluates.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
@@ -113,7 +116,8 @@ def optimize(file: Path, apply_: bool, **options) -> None:
         _fail(Console(stderr=True), f"interrupted (Ctrl-C); {state}", EXIT_INTERRUPTED)
 
 
-def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
+def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launch_change: bool,
+              budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
               proposer: str, agent_config: Optional[Path], written: list[Path],
               capture_path: Optional[Path] = None, capture_only: bool = False,
@@ -215,20 +219,32 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     interrupted = stopped == "cancelled"
     failed = stopped.startswith(("the runner failed", "the model server failed"))
     applied = False
+    refused = ""
+    host_lines: tuple[str, ...] = ()
     if apply_ and not (interrupted or failed) and result.winner is not None and \
             result.winner.candidate.source != target.text:
+        from cudalens.accept import plan_accept
+
         try:
             now = read_text_file(file)  # line endings kept, as target.text has them
         except TextFileError:
             now = None
         if now != target.text:
             _fail(err, f"{file} changed while cudalens was measuring; not applied, run again")
-        bom = b"\xef\xbb\xbf" if has_bom(file) else b""
-        file.write_bytes(bom + same_line_endings(result.winner.candidate.source,
-                                                 target.text).encode("utf-8"))
-        written.append(file)
-        applied = True
+        acceptance = plan_accept(result, accept_launch_change)
+        refused = acceptance.refused
+        for path, text in acceptance.writes.items():
+            if path == file.resolve():
+                bom = b"\xef\xbb\xbf" if has_bom(file) else b""
+                file.write_bytes(bom + same_line_endings(text, target.text).encode("utf-8"))
+                written.append(file)
+                applied = True
+            else:
+                path.write_bytes(text.encode("utf-8"))
+        host_lines = acceptance.lines
     print_result(console, result, applied, suggest_apply=not apply_)
+    for line in host_lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if agent_result is not None:
         for line in summary_lines(agent_result):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -249,6 +265,8 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
                    f"was measured before; {unchanged}", EXIT_INTERRUPTED)
     if failed:
         _fail(err, f"the LLM proposer stopped early: {stopped}; {unchanged}")
+    if refused:
+        _fail(err, f"{refused}; {file} is unchanged")
 
 
 @main.command()
