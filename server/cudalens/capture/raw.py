@@ -145,6 +145,8 @@ def read_launch(directory: Path) -> RawLaunch:
             values["allocs"].append(RawAlloc(*_ints(fields, 3, where)))
         elif key == "pointer":
             values["pointers"].append(RawPointer(*_ints(fields, 3, where)))
+        elif key == "param_info_errors":  # both parameter queries failed: kept for diagnosis
+            values[key] = rest
         elif key == "refused":
             values["refused"] = tuple(_ints(fields, 2, where))
         else:

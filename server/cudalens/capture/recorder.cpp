@@ -53,6 +53,10 @@ using PFN_sync = CUresult (*)();
 using PFN_range = CUresult (*)(CUdeviceptr *, size_t *, CUdeviceptr);
 using PFN_dtoh = CUresult (*)(void *, CUdeviceptr, size_t);
 using PFN_param_info = CUresult (*)(CUfunction, size_t, size_t *, size_t *);
+// cuKernelGetParamInfo takes a CUkernel (a library kernel, CUDA 12.4+). The CUDA 12/13 runtime
+// loads kernels through the library API, so the handle its launches pass may be a CUkernel cast
+// to CUfunction, for which cuFuncGetParamInfo fails (seen on an H200, CUDA 13: 0 parameters).
+using PFN_kernel_param_info = CUresult (*)(void *, size_t, size_t *, size_t *);
 using PFN_capturing = CUresult (*)(CUstream, CUstreamCaptureStatus *);
 using PFN_func_name = CUresult (*)(const char **, CUfunction);
 
@@ -61,6 +65,7 @@ struct Driver {
   PFN_range range = nullptr;
   PFN_dtoh dtoh = nullptr;
   PFN_param_info param_info = nullptr;
+  PFN_kernel_param_info kernel_param_info = nullptr;
   PFN_capturing capturing = nullptr;
   PFN_func_name func_name = nullptr;
 };
@@ -249,9 +254,24 @@ void begin_record(const LaunchView &v, const std::string &mangled, long index) {
   if (r != CUDA_SUCCESS) return fail("cuCtxSynchronize before the launch failed: " + std::to_string(r));
   std::vector<Alloc> allocs;
   std::ostringstream ptrs;
+  // Which query knows this handle: cuFuncGetParamInfo (a CUfunction) or cuKernelGetParamInfo
+  // (a CUkernel); a kernel with no parameters fails both at index 0.
+  bool as_kernel = false;
+  {
+    size_t offset = 0, size = 0;
+    CUresult fr = g_drv.param_info(v.f, 0, &offset, &size);
+    if (fr != CUDA_SUCCESS && g_drv.kernel_param_info) {
+      CUresult kr = g_drv.kernel_param_info(reinterpret_cast<void *>(v.f), 0, &offset, &size);
+      as_kernel = kr == CUDA_SUCCESS;
+      if (!as_kernel) meta << "param_info_errors " << fr << " " << kr << "\n";
+    }
+  }
   for (size_t i = 0;; ++i) {
     size_t offset = 0, size = 0;
-    if (g_drv.param_info(v.f, i, &offset, &size) != CUDA_SUCCESS) break;
+    CUresult pr = as_kernel
+        ? g_drv.kernel_param_info(reinterpret_cast<void *>(v.f), i, &offset, &size)
+        : g_drv.param_info(v.f, i, &offset, &size);
+    if (pr != CUDA_SUCCESS) break;
     const unsigned char *bytes = param_bytes(v, i, offset);
     if (!bytes) return fail("the launch passes its parameters in a form the recorder cannot read");
     meta << "param " << i << " " << offset << " " << size << " " << hex(bytes, size) << "\n";
@@ -414,6 +434,7 @@ extern "C" int InitializeInjection(void) {
   g_drv.range = symbol<PFN_range>(lib, "cuMemGetAddressRange_v2");
   g_drv.dtoh = symbol<PFN_dtoh>(lib, "cuMemcpyDtoH_v2");
   g_drv.param_info = symbol<PFN_param_info>(lib, "cuFuncGetParamInfo");
+  g_drv.kernel_param_info = symbol<PFN_kernel_param_info>(lib, "cuKernelGetParamInfo");
   g_drv.capturing = symbol<PFN_capturing>(lib, "cuStreamIsCapturing");
   g_drv.func_name = symbol<PFN_func_name>(lib, "cuFuncGetName");
   if (!g_drv.sync || !g_drv.range || !g_drv.dtoh) {
