@@ -30,7 +30,7 @@ asyncio_test = pytest.mark.asyncio
 def _command(log: Path) -> list[str]:
     """The server at its default log level, logging to ``log`` too."""
     return [sys.executable, "-m", "cudalens.cli_lsp", "--runner-factory",
-            "replay_runner:make_client", "--log-file", str(log)]
+            "model_runner:make_client", "--log-file", str(log)]
 
 
 def _errors(client) -> list[str]:

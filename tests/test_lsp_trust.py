@@ -130,8 +130,8 @@ async def test_a_trusted_workspace_and_trust_granted_later_send_to_the_configure
 async def test_without_a_runner_a_trusted_configuration_sends_nothing_either(tmp_path):
     # the live runner client (no replay) at a closed port: the job fails before any request
     # goes to the model's server
-    from harness import SERVER_COMMAND
-    live = [c for c in SERVER_COMMAND if c not in ("--runner-factory", "replay_runner:make_client")]
+    from harness import RUNNER_FACTORY, SERVER_COMMAND
+    live = [c for c in SERVER_COMMAND if c not in ("--runner-factory", RUNNER_FACTORY)]
     with FakeOpenAI() as fake:
         kernel, _ = _project(tmp_path, fake.url)
         settings = {**TEST_SETTINGS, "workspaceTrusted": True, "profile": False,
