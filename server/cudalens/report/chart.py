@@ -40,6 +40,11 @@ class ChartUnavailable(CudalensError):
     """matplotlib is not installed (it comes with ``pip install 'cudalens[report]'``)."""
 
 
+def require_matplotlib() -> None:
+    """Raises ``ChartUnavailable`` (saying how to install it) when matplotlib is missing."""
+    _pyplot_free_figure()
+
+
 def _pyplot_free_figure():
     try:
         import matplotlib
