@@ -278,3 +278,62 @@ def test_cli_report_without_matplotlib_says_how_to_install_it(tmp_path, monkeypa
     res = CliRunner().invoke(main, ["report", str(src)])
     assert res.exit_code == 2
     assert "pip install 'cudalens[report]'" in " ".join(res.output.split())
+
+
+def test_optimize_report_against_the_model_service_matches_its_json(tmp_path):
+    """``cudalens optimize --json --report`` in one run: the page has one point per verified
+    candidate of the JSON record, at the record's spec intensity, and the model's own device
+    name (the model says it is not a measurement)."""
+    import os
+    import subprocess
+
+    sys.path.insert(0, str(ROOT / "tests" / "data" / "lsp"))
+    from live_fake_runner import fake_runner_process
+
+    token = "report-model-token-0123456789"
+    for name in ("saxpy.cu", "saxpy.cu.spec"):
+        (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
+    env = dict(os.environ, CUDALENS_RUNNER_TOKEN=token)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
+                                        + [x for x in [env.get("PYTHONPATH")] if x])
+    out, page_path = tmp_path / "r.json", tmp_path / "out" / "r.html"
+    with fake_runner_process(tmp_path, token, backend="model") as url:
+        done = subprocess.run([sys.executable, "-m", "cudalens", "optimize",
+                               str(tmp_path / "saxpy.cu"), "--proposer", "builtin", "--budget",
+                               "8", "--repetitions", "5", "--json", str(out), "--report",
+                               str(page_path)],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                              env=dict(env, CUDALENS_RUNNER_URL=url))
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert record["problem"]["element_types"] == ["float32", "int32"]
+    assert record["problem"]["flops"] * 6 == record["problem"]["bytes_moved"]  # 2 FLOP / 12 B
+    page = page_path.read_text()
+    assert "model GPU (not a measurement)" in page
+    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    pts = {k: v for k, v in groups(svg).items() if k.startswith("point-")}
+    verified = [f"point-c{i}" for i, c in enumerate(record["candidates"], 1)
+                if c["verdict"]["status"] == "passed" and c["timing"]]
+    assert sorted(pts) == sorted(["point-original"] + verified)
+    for i, c in enumerate(record["candidates"], 1):
+        if f"point-c{i}" in pts:
+            p = pts[f"point-c{i}"]
+            assert float(p.get("data-intensity")) == pytest.approx(2 / 12)
+            assert float(p.get("data-gflops")) == pytest.approx(
+                record["problem"]["flops"] / (c["timing"]["median_us"] * 1e3))
+    assert [k for k, v in pts.items() if v.get("data-role") == "winner"] == \
+        [f"point-c{i}" for i, c in enumerate(record["candidates"], 1)
+         if c["label"] == record["winner"]["label"]][:1]
+
+
+def test_optimize_report_path_is_checked_before_running(tmp_path):
+    for name in ("saxpy.cu", "saxpy.cu.spec"):
+        (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
+    res = CliRunner().invoke(main, ["optimize", str(tmp_path / "saxpy.cu"), "--report",
+                                    str(tmp_path / "saxpy.cu.spec")])
+    assert res.exit_code == 2
+    assert "it is the kernel's source or spec file" in " ".join(res.output.split())
+    (tmp_path / "d").mkdir()
+    res = CliRunner().invoke(main, ["optimize", str(tmp_path / "saxpy.cu"), "--report",
+                                    str(tmp_path / "d")])
+    assert res.exit_code == 2
