@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
-from cudalens.lsp import editor_support
+from cudalens.lsp import editor_support, report_view
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
@@ -201,6 +201,10 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     def cmd_candidate_source(ls: CudalensServer, *args: Any) -> dict:
         return editor_support.candidate_source(
             session(), kernel_args(editor_support.CANDIDATE_SOURCE, args, True))
+
+    @server.command(report_view.KERNEL_REPORT)
+    def cmd_kernel_report(ls: CudalensServer, *args: Any) -> dict:
+        return report_view.kernel_report(session(), kernel_args(report_view.KERNEL_REPORT, args))
 
     @server.command(editor_support.RUNNER_STATUS)
     def cmd_runner_status(ls: CudalensServer, *args: Any) -> dict:
