@@ -337,3 +337,15 @@ def test_optimize_report_path_is_checked_before_running(tmp_path):
     res = CliRunner().invoke(main, ["optimize", str(tmp_path / "saxpy.cu"), "--report",
                                     str(tmp_path / "d")])
     assert res.exit_code == 2
+
+
+def test_the_zoom_beside_the_roofline_shows_each_variant_under_the_attainable_rate():
+    run = run_of("saxpy")
+    g = groups(roofline_svg(from_record(run)))
+    bw = run["device"]["copy_bandwidth_gbps"]
+    assert float(g["zoom-roof"].get("data-gflops")) == pytest.approx(bw * 2 / 12)
+    for key in ("original", "c1", "c2", "c3", "c4"):
+        assert g[f"zoom-{key}"].get("data-gflops") == g[f"point-{key}"].get("data-gflops")
+    # one column each, left to right in the table's order
+    xs = [marker_xy(g[f"zoom-{k}"])[0] for k in ("original", "c1", "c2", "c3", "c4")]
+    assert xs == sorted(xs) and len(set(xs)) == 5

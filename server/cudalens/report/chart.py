@@ -88,22 +88,32 @@ def roofline_svg(report: KernelReport) -> str:
         ChartUnavailable: matplotlib is not installed.
     """
     Figure = _pyplot_free_figure()
-    fig = Figure(figsize=(7.2, 4.4), dpi=100)
-    fig.patch.set_alpha(0)
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_facecolor("none")
     extra: dict[str, str] = {}
     bw = report.device.copy_bandwidth_gbps
     if report.intensity is not None:
+        fig = Figure(figsize=(10.4, 4.4), dpi=100)
+        ax, zoom = fig.subplots(1, 2, width_ratios=[3, 2])
         _draw_roofline(ax, report, bw, extra)
+        peak = max((p.gflops for p in peaks_of(report)), default=0.0)
+        roof = min(report.intensity * bw, peak) if peak and bw > 0 else report.intensity * bw
+        _draw_variants(zoom, report, roof, "GFLOP/s", "attainable at this intensity",
+                       "zoom-", extra)
+        axes = (ax, zoom)
     else:
-        _draw_bandwidth(ax, report, bw, extra)
-    for spine in ax.spines.values():
-        spine.set_color(_INK)
-    ax.tick_params(colors=_INK, which="both")
-    ax.xaxis.label.set_color(_INK)
-    ax.yaxis.label.set_color(_INK)
-    ax.title.set_color(_INK)
+        fig = Figure(figsize=(7.2, 4.4), dpi=100)
+        ax = fig.add_subplot(1, 1, 1)
+        _draw_variants(ax, report, bw, "GB/s", "measured copy bandwidth", "point-", extra)
+        ax.set_xlabel("variant (the spec gives no FLOPs: bandwidth, not a roofline)")
+        axes = (ax,)
+    fig.patch.set_alpha(0)
+    for a in axes:
+        a.set_facecolor("none")
+        for spine in a.spines.values():
+            spine.set_color(_INK)
+        a.tick_params(colors=_INK, which="both")
+        a.xaxis.label.set_color(_INK)
+        a.yaxis.label.set_color(_INK)
+        a.title.set_color(_INK)
     legend = ax.legend(loc="lower right", fontsize=8, frameon=False)
     for text in legend.get_texts():
         text.set_color(_INK)
@@ -155,28 +165,42 @@ def _draw_roofline(ax, report: KernelReport, bw: float, extra: dict[str, str]) -
     ax.grid(True, which="major", alpha=0.25, color=_INK)
 
 
-def _draw_bandwidth(ax, report: KernelReport, bw: float, extra: dict[str, str]) -> None:
+def _draw_variants(ax, report: KernelReport, roof: float, unit: str, roof_words: str,
+                   prefix: str, extra: dict[str, str]) -> None:
+    """One column per variant, linear y in ``unit``: the point at its rate, a bar over the
+    rates its median's 95% confidence interval allows, and the roof as a line. In bandwidth
+    mode these are the chart's points (``point-``); beside a roofline, its zoom (``zoom-``)."""
     ys = []
     for i, point in enumerate(report.points):
         y = rate(point, report)
         ys.append(y)
-        _point(ax, point, i, y, extra, gbps=repr(y), column=str(i))
-    if bw > 0:
-        (line,) = ax.plot([-0.5, max(len(report.points), 1) - 0.5], [bw, bw],
-                          color=_ROOF_COLOR["memory"], lw=1.8,
-                          label=f"measured copy bandwidth {bw:,.0f} GB/s")
-        line.set_gid("roof-memory")
-        extra["roof-memory"] = _attrs(gbps=repr(bw))
-    ax.set_xlim(-0.5, max(len(report.points), 1) - 0.5)
-    ax.set_ylim(0, max(ys + [bw]) * 1.15)
+        t = point.timing
+        if t.median_ci_low_us > 0 and t.median_ci_high_us > 0:
+            lo, hi = y * t.median_us / t.median_ci_high_us, y * t.median_us / t.median_ci_low_us
+            ax.vlines([i], [lo], [hi], colors=_INK, lw=1.0)
+            ys.append(hi)
+        data = {"gbps": repr(y)} if unit == "GB/s" else {"gflops": repr(y)}
+        _point(ax, point, i, y, extra, prefix=prefix, column=str(i), **data)
+    n = max(len(report.points), 1)
+    if roof > 0:
+        gid = "roof-memory" if prefix == "point-" else "zoom-roof"
+        (line,) = ax.plot([-0.5, n - 0.5], [roof, roof], color=_ROOF_COLOR["memory"], lw=1.8,
+                          label=f"{roof_words} {roof:,.0f} {unit}")
+        line.set_gid(gid)
+        extra[gid] = _attrs(gbps=repr(roof)) if unit == "GB/s" else _attrs(gflops=repr(roof))
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_ylim(0, max(ys + [roof]) * 1.15)
     ax.set_xticks(range(len(report.points)), [p.key for p in report.points], fontsize=8)
-    ax.set_xlabel("variant (the spec gives no FLOPs: bandwidth, not a roofline)")
-    ax.set_ylabel("achieved GB/s (the spec's bytes / median time)")
+    ax.set_ylabel(f"achieved {unit} (the spec's {'bytes' if unit == 'GB/s' else 'FLOPs'} / "
+                  f"median time)")
+    if prefix == "zoom-":
+        ax.set_title("each variant, bars: 95% CI of the median", fontsize=9)
+        ax.legend(loc="lower right", fontsize=8, frameon=False)
     ax.grid(True, axis="y", alpha=0.25, color=_INK)
 
 
 def _point(ax, point: TimedPoint, x: float, y: float, extra: dict[str, str],
-           **data: Optional[str]) -> None:
+           prefix: str = "point-", **data: Optional[str]) -> None:
     style = _ROLE_STYLE[point.role]
     label = {"original": "original kernel", "winner": "winner",
              "candidate": "verified candidates"}[point.role]
@@ -184,8 +208,8 @@ def _point(ax, point: TimedPoint, x: float, y: float, extra: dict[str, str],
         label = None  # one legend entry per kind
     (line,) = ax.plot([x], [y], ls="none", markeredgecolor=_INK, markeredgewidth=0.6,
                       label=label, **style)
-    line.set_gid(f"point-{point.key}")
-    extra[f"point-{point.key}"] = _attrs(key=point.key, role=point.role, label=point.label,
+    line.set_gid(f"{prefix}{point.key}")
+    extra[f"{prefix}{point.key}"] = _attrs(key=point.key, role=point.role, label=point.label,
                                          median_us=repr(point.timing.median_us), **data)
     if not math.isfinite(y):
         raise ValueError(f"{point.label}: rate {y} is not finite")

@@ -31,7 +31,7 @@ body { color: var(--fg); background: var(--bg); margin: 1.2em 1.6em;
 h1 { font-size: 1.35em; margin: 0 0 .2em; } h2 { font-size: 1.1em; margin: 1.2em 0 .4em; }
 .muted { color: var(--muted); }
 .top { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
-.top figure { margin: 0; flex: 0 1 720px; min-width: 420px; }
+.top figure { margin: 0; flex: 0 1 1040px; min-width: 420px; }
 .top figure svg { width: 100%; height: auto; color: var(--fg); }
 .top aside { flex: 1 1 260px; }
 figcaption { font-size: .85em; color: var(--muted); }
