@@ -14,6 +14,7 @@ Run stored: after each stored run the server sends the notification ``cudalens/r
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from cudalens.errors import CudalensError
@@ -38,8 +39,10 @@ def _element_types(spec) -> tuple[str, ...]:
     return tuple(sorted({SPEC_TYPES[p.type] for p in spec.params if p.type in SPEC_TYPES}))
 
 
-def kernel_report(session: Session, args: KernelArgs) -> dict[str, Any]:
-    """The report of ``args.kernel`` in the open document ``args.uri`` (module doc)."""
+async def kernel_report(session: Session, args: KernelArgs) -> dict[str, Any]:
+    """The report of ``args.kernel`` in the open document ``args.uri`` (module doc). The run is
+    read on the event loop; the page (matplotlib: a fraction of a second) is drawn in a thread,
+    so the server goes on answering meanwhile."""
     from cudalens.report.data import from_run_record
     from cudalens.report.page import report_html
 
@@ -58,7 +61,7 @@ def kernel_report(session: Session, args: KernelArgs) -> dict[str, Any]:
     if status.current is None:
         report = _marked_stale(report)
     try:
-        page = report_html(report)
+        page = await asyncio.to_thread(report_html, report)
     except CudalensError as exc:  # ChartUnavailable: matplotlib is missing
         return {"ok": False, "reason": str(exc)}
     return {"ok": True, "html": page, "title": f"cudalens report: {args.kernel}",

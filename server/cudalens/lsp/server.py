@@ -203,8 +203,9 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
             session(), kernel_args(editor_support.CANDIDATE_SOURCE, args, True))
 
     @server.command(report_view.KERNEL_REPORT)
-    def cmd_kernel_report(ls: CudalensServer, *args: Any) -> dict:
-        return report_view.kernel_report(session(), kernel_args(report_view.KERNEL_REPORT, args))
+    async def cmd_kernel_report(ls: CudalensServer, *args: Any) -> dict:
+        return await report_view.kernel_report(session(),
+                                               kernel_args(report_view.KERNEL_REPORT, args))
 
     @server.command(editor_support.RUNNER_STATUS)
     def cmd_runner_status(ls: CudalensServer, *args: Any) -> dict:
