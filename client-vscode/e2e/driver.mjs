@@ -190,13 +190,15 @@ try {
   const points = await report.locator("#chart svg g[id^='point-']").count();
   check(points === EXPECT.reportPoints,
     `the report's roofline has ${EXPECT.reportPoints} points, the original and each verified candidate (${points})`);
-  const winner = await report.locator("#chart svg g[data-role='winner']").getAttribute("data-label");
+  const winner = await report.locator("#chart svg g[id^='point-'][data-role='winner']").getAttribute("data-label");
   check(winner === EXPECT.best.label, `the report marks the winner ${EXPECT.best.label} (${winner})`);
   const header = await report.locator("header").textContent();
   check(header.includes(EXPECT.device), `the report names the device '${EXPECT.device}'`);
-  await page.waitForTimeout(500);
-  await screenshot("report");
   await reportTab.first().click();
+  await page.keyboard.press("Control+K"); // View: Toggle Maximized Editor Group, for the picture
+  await page.keyboard.press("Control+M");
+  await page.waitForTimeout(800);
+  await screenshot("report");
   await page.keyboard.press("Control+W");
   await reportTab.first().waitFor({ state: "detached", timeout: 10000 });
   await openFile("saxpy.cu");

@@ -29,9 +29,9 @@ from cudalens.gpu_peaks import Peak, compute_peaks
 from cudalens.report.data import KernelReport, TimedPoint
 
 _INK = "#010203"  # placeholder for currentColor (module doc)
-_ROLE_STYLE = {"original": dict(marker="s", markersize=8, color="#6e7781"),
-               "candidate": dict(marker="o", markersize=7, color="#0969da"),
-               "winner": dict(marker="*", markersize=15, color="#d4a72c")}
+_ROLE_STYLE = {"original": dict(marker="s", markersize=8, color="#6e7781", zorder=3),
+               "candidate": dict(marker="o", markersize=7, color="#0969da", zorder=3),
+               "winner": dict(marker="*", markersize=15, color="#d4a72c", zorder=4)}
 _ROOF_COLOR = {"memory": "#cf222e", "fp32": "#1a7f37", "fp16": "#8250df", "bf16": "#bf3989",
                "fp16_tensor": "#953800", "bf16_tensor": "#0550ae"}
 
