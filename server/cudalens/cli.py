@@ -103,8 +103,8 @@ def optimize(file: Path, apply_: bool, **options) -> None:
 
 def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
-              report_path: Optional[Path], proposer: str, agent_config: Optional[Path], written: list[Path],
-              **agent) -> None:
+              report_path: Optional[Path], proposer: str, agent_config: Optional[Path],
+              written: list[Path], **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
                                     run_llm_proposer, summary_lines)

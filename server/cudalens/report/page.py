@@ -22,9 +22,12 @@ from cudalens.report.data import KernelReport, TimedPoint
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 _STYLE = """
-:root { --fg: var(--vscode-editor-foreground, #1f2328); --bg: var(--vscode-editor-background, #ffffff);
-  --muted: var(--vscode-descriptionForeground, #59636e); --border: var(--vscode-panel-border, #d1d9e0);
-  --bad: var(--vscode-errorForeground, #cf222e); --head: var(--vscode-editorWidget-background, #f6f8fa); }
+:root { --fg: var(--vscode-editor-foreground, #1f2328);
+  --bg: var(--vscode-editor-background, #ffffff);
+  --muted: var(--vscode-descriptionForeground, #59636e);
+  --border: var(--vscode-panel-border, #d1d9e0);
+  --bad: var(--vscode-errorForeground, #cf222e);
+  --head: var(--vscode-editorWidget-background, #f6f8fa); }
 body { color: var(--fg); background: var(--bg); margin: 1.2em 1.6em;
   font-family: var(--vscode-font-family, system-ui, -apple-system, "Segoe UI", sans-serif);
   font-size: var(--vscode-font-size, 14px); line-height: 1.4; }
@@ -109,8 +112,10 @@ def _profile(report: KernelReport) -> str:
     stalls = "".join(f'<tr><td>{escape(r)}</td><td class="num">{c:.2f}</td>'
                      f'<td class="num">{s:.0f}%</td></tr>' for r, c, s in p.stalls)
     return (f'<h2>Nsight Compute: {escape(p.subject)}</h2><table id="profile"><tbody>'
-            f'<tr><th>achieved occupancy</th><td class="num">{p.achieved_occupancy_pct:.1f}%</td></tr>'
-            f'<tr><th>DRAM throughput</th><td class="num">{p.dram_throughput_pct:.1f}% of peak</td></tr>'
+            f'<tr><th>achieved occupancy</th>'
+            f'<td class="num">{p.achieved_occupancy_pct:.1f}%</td></tr>'
+            f'<tr><th>DRAM throughput</th>'
+            f'<td class="num">{p.dram_throughput_pct:.1f}% of peak</td></tr>'
             f'</tbody></table>'
             + (f'<table id="stalls"><thead><tr><th>main warp stalls</th><th>cycles per issued '
                f'instruction</th><th>share of stall cycles</th></tr></thead><tbody>{stalls}'
@@ -143,7 +148,8 @@ def _sanitizer(report: KernelReport) -> str:
         head = "".join(f"<th>{escape(c)}</th>" for c in cols)
         body = "".join("<tr>" + "".join(f"<td>{_cell(f.get(c, ''))}</td>" for c in cols) + "</tr>"
                        for f in findings)
-        return f'<table class="sanitizer"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        return (f'<table class="sanitizer"><thead><tr>{head}</tr></thead>'
+                f'<tbody>{body}</tbody></table>')
 
     if isinstance(data, list):
         inner = table(data)
@@ -173,7 +179,8 @@ def _history(report: KernelReport) -> str:
             f'variant timing(s){stop}; each evaluation timed against its own baseline</span>'
             f'</summary>' + (f"<ul>{notes}</ul>" if notes else "")
             + '<table><thead><tr><th>evaluation</th><th>variant</th><th>verdict</th>'
-              f'<th>median</th><th>speedup</th></tr></thead><tbody>{rows}</tbody></table></details>')
+              f'<th>median</th><th>speedup</th></tr></thead><tbody>{rows}</tbody></table>'
+              '</details>')
 
 
 def _caption(report: KernelReport) -> str:
