@@ -68,3 +68,13 @@ async def test_kernel_report_from_the_store_and_the_run_stored_notification(tmp_
 
         bad = await client.run(_cmd("cudalens.kernelReport", {"uri": uri, "kernel": "nope"}))
         assert bad["ok"] is False and "nope" in bad["reason"]
+
+        # applying a candidate stores a run of the changed kernel: the report is told again
+        lenses = await client.code_lenses(uri)
+        (show,) = [lens.command for lens in lenses if lens.command.command == "cudalens.showDiff"]
+        applied = await client.run(_cmd("cudalens.apply", show.arguments[0]))
+        assert applied["applied"] is True
+        await client.wait_for(lambda: len(stored) == 2, what="a second cudalens/runStored")
+        assert (stored[1].uri, stored[1].kernel) == (uri, "saxpy") and stored[1].key != note.key
+        again = await client.run(_cmd("cudalens.kernelReport", {"uri": uri, "kernel": "saxpy"}))
+        assert again["ok"] is True and again["key"] == stored[1].key
