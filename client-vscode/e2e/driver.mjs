@@ -5,8 +5,9 @@
 // saxpy.cu, saxpy.cu.spec and broken.cu), E2E_SHOTS (screenshot folder), E2E_CHROMIUM
 // (browser executable), E2E_CHECK_NVCC ("1": expect nvcc's compile-error squiggle),
 // E2E_EXPECT (JSON from tests/data/lsp/expected.py: the device, the baseline's lens, and the
-// best and next-best offers' labels, speedups and sources, all from the optimizer's search run
-// on saxpy against the model runner the server uses, tests/data/lsp/model_runner.py).
+// best and next-best offers' labels, speedups and sources, and the kernel report's number of
+// chart points, all from the optimizer's search run on saxpy against the model runner the
+// server uses, tests/data/lsp/model_runner.py).
 // Exits 1 on the first failed check, naming it; screenshots taken so far stay in E2E_SHOTS.
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
@@ -99,6 +100,26 @@ async function openOfferedDiff() {
   return (await tab.locator(".label-name").first().textContent()).trim();
 }
 
+/** The frame of the kernel report's webview (VS Code nests the page in two iframes). */
+async function reportFrame(timeout) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.locator("#chart svg").count() > 0) {
+          return frame;
+        }
+      } catch {
+        // a frame that went away meanwhile
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`no webview frame with the report's chart after ${timeout} ms`);
+    }
+    await page.waitForTimeout(300);
+  }
+}
+
 let failed = false;
 try {
   await page.goto(`${URL}/?folder=${encodeURIComponent(WS)}`);
@@ -160,6 +181,27 @@ try {
   check(offer === EXPECT.best.lens,
     `the lens offers the winner's speedup, ${EXPECT.best.x} (${offer})`);
   await screenshot("results");
+
+  // 3b. the kernel report in a webview beside the editor, from the stored run; then closed
+  await lens("Show kernel report").first().click();
+  const reportTab = page.locator(".tab", { hasText: "cudalens report: saxpy" });
+  await reportTab.first().waitFor({ timeout: 20000 });
+  const report = await reportFrame(30000);
+  const points = await report.locator("#chart svg g[id^='point-']").count();
+  check(points === EXPECT.reportPoints,
+    `the report's roofline has ${EXPECT.reportPoints} points, the original and each verified candidate (${points})`);
+  const winner = await report.locator("#chart svg g[id^='point-'][data-role='winner']").getAttribute("data-label");
+  check(winner === EXPECT.best.label, `the report marks the winner ${EXPECT.best.label} (${winner})`);
+  const header = await report.locator("header").textContent();
+  check(header.includes(EXPECT.device), `the report names the device '${EXPECT.device}'`);
+  await reportTab.first().click();
+  await page.keyboard.press("Control+K"); // View: Toggle Maximized Editor Group, for the picture
+  await page.keyboard.press("Control+M");
+  await page.waitForTimeout(800);
+  await screenshot("report");
+  await page.keyboard.press("Control+W");
+  await reportTab.first().waitFor({ state: "detached", timeout: 10000 });
+  await openFile("saxpy.cu");
 
   // 4. the diff editor over a read-only candidate document; reject leaves the file as it was
   const firstTab = await openOfferedDiff();

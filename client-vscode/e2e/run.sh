@@ -4,12 +4,12 @@
 # examples/saxpy.cu (with its .cu.spec) and a broken copy, and drives it headless
 # (e2e/driver.mjs): code lens, compile-error squiggle, optimize against the deterministic model
 # runner (tests/data/lsp/model_runner.py: modelled times, NOT measurements; no GPU), diff
-# editor, reject, accept.
+# editor, reject, accept, and the kernel report webview.
 # Screenshots of each step go to the folder printed at the end.
 #
 # Environment: CUDALENS_E2E_PYTHON (Python with cudalens installed; default .venv/bin/python
 # of the repo), CUDALENS_E2E_DIR (work folder; default a new temp folder),
-# CUDALENS_E2E_UPDATE_DOCS=1 (copy two screenshots to docs/screenshots/),
+# CUDALENS_E2E_UPDATE_DOCS=1 (copy three screenshots to docs/screenshots/),
 # CUDALENS_VSCODE_CACHE (see install_deps.sh).
 set -euo pipefail
 START=$(date +%s)
@@ -114,7 +114,8 @@ if [ "$RC" = 0 ] && [ "${CUDALENS_E2E_UPDATE_DOCS:-0}" = 1 ]; then
   mkdir -p "$REPO/docs/screenshots"
   cp "$SHOTS"/*-results.png "$REPO/docs/screenshots/vscode-code-lens.png"
   cp "$SHOTS"/*-diff.png "$REPO/docs/screenshots/vscode-diff.png"
-  say "copied two screenshots to $REPO/docs/screenshots/"
+  cp "$SHOTS"/*-report.png "$REPO/docs/screenshots/vscode-report-model.png"
+  say "copied three screenshots to $REPO/docs/screenshots/"
 fi
 say "screenshots: $SHOTS"
 say "$([ "$RC" = 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - START )) s"

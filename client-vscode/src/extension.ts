@@ -13,12 +13,15 @@ import { onPythonInterpreterChange, resolveInterpreter } from "./common/python";
 import { optimizeArgsAt, runServerCommand, settingsChanged, startServer } from "./common/server";
 import { SECRET_LLM_API_KEY, SECRET_RUNNER_TOKEN } from "./common/serverSettings";
 import { RESTART_SETTINGS, SECTION, Secrets } from "./common/settings";
+import { ReportPanels, RUN_STORED } from "./common/report";
+import { SHOW_REPORT } from "./common/reportLens";
 import { RunnerStatusItem } from "./common/status";
 
 let client: LanguageClient | undefined;
 let starting: Promise<void> | undefined;
 
-async function restart(secrets: Secrets, log: vscode.LogOutputChannel, status: RunnerStatusItem): Promise<void> {
+async function restart(secrets: Secrets, log: vscode.LogOutputChannel, status: RunnerStatusItem,
+  reports: ReportPanels): Promise<void> {
   const old = client;
   client = undefined;
   if (old) {
@@ -31,6 +34,9 @@ async function restart(secrets: Secrets, log: vscode.LogOutputChannel, status: R
   const interpreter = await resolveInterpreter(log);
   try {
     client = await startServer(interpreter, secrets, log);
+    client.onNotification(RUN_STORED, (params) => {
+      reports.runStored(params).catch((err) => log.warn(`refreshing a kernel report: ${String(err)}`));
+    });
   } catch (err) {
     const message = missingServerHelp(interpreter, err instanceof Error ? err.message : String(err));
     log.error(message);
@@ -53,7 +59,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const docs = new CandidateDocuments();
   const status = new RunnerStatusItem(() => client);
   const candidates = new CandidateCommands(() => client, docs);
-  const restartNow = () => (starting = restart(secrets, log, status));
+  const reports = new ReportPanels(() => client);
+  const restartNow = () => (starting = restart(secrets, log, status, reports));
   const guarded = (f: (arg: unknown) => Promise<unknown>) => async (arg: unknown) => {
     try {
       await f(arg);
@@ -63,11 +70,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   context.subscriptions.push(
-    log, status,
+    log, status, reports,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, docs),
     vscode.commands.registerCommand("cudalens.diff.show", guarded((a) => candidates.show(a))),
     vscode.commands.registerCommand("cudalens.diff.accept", guarded((a) => candidates.accept(a))),
     vscode.commands.registerCommand("cudalens.diff.reject", guarded((a) => candidates.reject(a))),
+    vscode.commands.registerCommand(SHOW_REPORT, guarded(async (a) => {
+      if (a !== undefined) {
+        return reports.show(a);
+      }
+      const editor = vscode.window.activeTextEditor;
+      if (!editor || editor.document.languageId !== "cuda-cpp") {
+        throw new Error("open a CUDA file and put the cursor in a kernel");
+      }
+      if (!client?.isRunning()) {
+        throw new Error("the cudalens language server is not running (see the cudalens output)");
+      }
+      const args = await optimizeArgsAt(client, editor.document, editor.selection);
+      if (!args) {
+        throw new Error("no kernel with a harness spec at the cursor");
+      }
+      return reports.show(args);
+    })),
     vscode.commands.registerCommand("cudalens.restart", () => restartNow()),
     vscode.commands.registerCommand("cudalens.showOutput", () => log.show()),
     vscode.commands.registerCommand("cudalens.optimizeAtCursor", guarded(async () => {

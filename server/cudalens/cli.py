@@ -104,6 +104,9 @@ def main() -> None:
 @click.option("--capture-only", is_flag=True,
               help="With --capture: verify on the captured launch alone (when the spec's "
                    "random inputs cannot drive the kernel, e.g. CSR structure).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the kernel report (roofline chart, candidates, search history) "
+                   "as one self-contained HTML file to this path.")
 @agent_options
 def optimize(file: Path, apply_: bool, **options) -> None:
     """Optimize a kernel of FILE: propose rewrites, verify them against the original on the GPU,
@@ -119,9 +122,9 @@ def optimize(file: Path, apply_: bool, **options) -> None:
 def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launch_change: bool,
               budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
-              proposer: str, agent_config: Optional[Path], written: list[Path],
-              capture_path: Optional[Path] = None, capture_only: bool = False,
-              no_sanitize: bool = False, **agent) -> None:
+              report_path: Optional[Path], proposer: str, agent_config: Optional[Path],
+              written: list[Path], capture_path: Optional[Path] = None,
+              capture_only: bool = False, no_sanitize: bool = False, **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
                                     config_from_cli, config_warnings, offline_choice,
@@ -143,6 +146,18 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             problem = "it is the kernel's source or spec file, which the JSON would replace"
         if problem:
             _fail(err, f"--json {json_path}: cannot write there ({problem})")
+    if report_path is not None:
+        problem = _unwritable(report_path)
+        if report_path.absolute().resolve() in {file.absolute().resolve(),
+                                                spec_path_for(file).absolute().resolve()}:
+            problem = "it is the kernel's source or spec file, which the report would replace"
+        if problem:
+            _fail(err, f"--report {report_path}: cannot write there ({problem})")
+        from cudalens.report.chart import ChartUnavailable, require_matplotlib
+        try:
+            require_matplotlib()
+        except ChartUnavailable as exc:
+            _fail(err, f"--report {report_path}: {exc}")
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
@@ -248,10 +263,10 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
     if agent_result is not None:
         for line in summary_lines(agent_result):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
+    record = result_record(result)
+    if agent_result is not None:
+        record["agent"] = agent_record(agent_result)
     if json_path is not None:
-        record = result_record(result)
-        if agent_result is not None:
-            record["agent"] = agent_record(agent_result)
         try:
             json_path.parent.mkdir(parents=True, exist_ok=True)
             # Strict JSON, as the runner writes it: NaN and infinities as strings.
@@ -259,6 +274,14 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
         except OSError as exc:
             _fail(err, f"--json {json_path}: the results could not be written "
                        f"({exc.strerror or exc})" + (f"; {file} was written" if applied else ""))
+    if report_path is not None:
+        from cudalens.cli_report import write_report
+        try:
+            write_report(record, report_path, "the optimize results")
+        except (CudalensError, OSError) as exc:
+            _fail(err, f"--report {report_path}: the report could not be written "
+                       f"({getattr(exc, 'strerror', None) or exc})"
+                  + (f"; {file} was written" if applied else ""))
     unchanged = f"{file} is unchanged" if apply_ else "nothing was applied"
     if interrupted:
         _fail(err, f"interrupted (Ctrl-C): the LLM rounds were stopped; the table shows what "
@@ -430,12 +453,13 @@ def _check_original(target, client, err: Console, progress) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_capture, cli_config, cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_config, cli_lsp, cli_report, cli_runner
 
     cli_runner.register(main)
     cli_capture.register(main)
     cli_lsp.register(main)
     cli_config.register(main)
+    cli_report.register(main)
 
 
 _register_commands()

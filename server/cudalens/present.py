@@ -173,6 +173,9 @@ def result_record(result: OptimizeResult) -> dict:
         "device": _plain(result.device),
         "baseline": _plain(ev.baseline),
         "baseline_compile": _plain(ev.baseline_compile),
+        # The timed case's work, as the spec gives it (bytes read + written, FLOPs; per
+        # launch) and its element types: the roofline report places the kernel with them.
+        "problem": _problem_record(result),
         "winner": None if w is None else {
             "label": w.candidate.label,
             "explanation": w.candidate.explanation,
@@ -213,6 +216,13 @@ def _user_launch_record(row: Row) -> dict:
             "ok": d.ok, "own": d.own, "verdict": _plain(d.result.verdict),
             "timing": _plain(d.result.timing), "speedup": _plain(d.result.speedup)},
     }
+
+
+def _problem_record(result: OptimizeResult) -> dict:
+    case = result.problem.timed_case
+    types = sorted({a.dtype for a in case.args})
+    return {"case": case.label, "bytes_moved": case.bytes_moved, "flops": case.flops,
+            "element_types": types}
 
 
 def _batch_record(batch: Batch) -> dict:

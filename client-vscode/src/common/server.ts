@@ -15,6 +15,7 @@ import { Interpreter } from "./interpreter";
 import { showProgressAsNotifications } from "./progress";
 import { serverLaunch } from "./launch";
 import { clientCommand } from "./lensCommands";
+import { REPORT_TITLE, reportArgsOf, SHOW_REPORT } from "./reportLens";
 import { serverSection } from "./serverSettings";
 import { getServerConfig, SECTION, Secrets } from "./settings";
 
@@ -24,6 +25,18 @@ function swapCommand(command: vscode.Command | undefined): void {
   if (command) {
     command.command = clientCommand(command.command);
   }
+}
+
+/** `lenses` with a "Show kernel report" lens after each kernel's "Optimize again" lens. */
+function withReportLenses(lenses: vscode.CodeLens[] | null | undefined): vscode.CodeLens[] | null | undefined {
+  if (!lenses) {
+    return lenses;
+  }
+  return lenses.flatMap((lens) => {
+    const args = reportArgsOf(lens.command);
+    return args ? [lens, new vscode.CodeLens(lens.range, { title: REPORT_TITLE, command: SHOW_REPORT, arguments: [args] })]
+      : [lens];
+  });
 }
 
 /**
@@ -64,7 +77,7 @@ export async function startServer(interpreter: Interpreter, secrets: Secrets,
       provideCodeLenses: async (document, token, next) => {
         const lenses = await next(document, token);
         lenses?.forEach((lens) => swapCommand(lens.command));
-        return lenses;
+        return withReportLenses(lenses);
       },
       provideCodeActions: async (document, range, context, token, next) => {
         const actions = await next(document, range, context, token);

@@ -6,9 +6,8 @@ arithmetic intensity I = F / B. With a memory bandwidth peak P_mem and a compute
 P_flop, the ridge point is P_flop / P_mem: below it the kernel is memory-bound (at best
 I * P_mem), above it compute-bound. The bandwidth peak used here is the device-to-device
 copy bandwidth the runner measured on the same GPU (``DeviceInfo.copy_bandwidth_gbps``).
-The FP32 peak is 2 (an FMA counts two operations) x FP32 lanes per SM x SMs x SM clock, with
-the lanes per SM from the CUDA C++ Programming Guide, "Arithmetic Instructions" throughput
-table (results per clock per SM for 32-bit floating-point add/multiply/multiply-add).
+The FP32 peak is 2 (an FMA counts two operations) x FP32 lanes per SM x SMs x SM clock
+(``cudalens.gpu_peaks``, the one place the compute peaks and their sources are kept).
 
 Occupancy: resident warps per SM over the maximum, limited by the block size, registers and
 shared memory, with the per-architecture limits of the CUDA C++ Programming Guide,
@@ -26,12 +25,16 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+from cudalens.gpu_peaks import fp32_peak_gflops
+
+__all__ = ["SM_LIMITS", "SmLimits", "Occupancy", "occupancy", "fp32_peak_gflops", "Roofline",
+           "roofline", "profile_summary"]
+
 
 @dataclass(frozen=True)
 class SmLimits:
     """Per-SM limits of one compute capability. Shared memory in bytes."""
 
-    fp32_lanes: int  # FP32 results per clock per SM
     max_warps: int
     max_blocks: int
     registers: int
@@ -41,16 +44,15 @@ class SmLimits:
     shared_unit: int = 128
 
 
-# CUDA C++ Programming Guide (12.x), "Technical Specifications per Compute Capability" and
-# "Arithmetic Instructions".
+# CUDA C++ Programming Guide (12.x), "Technical Specifications per Compute Capability".
 SM_LIMITS: dict[tuple[int, int], SmLimits] = {
-    (7, 0): SmLimits(64, 64, 32, 65536, 96 * 1024, 0),
-    (7, 5): SmLimits(64, 32, 16, 65536, 64 * 1024, 0),
-    (8, 0): SmLimits(64, 64, 32, 65536, 164 * 1024, 1024),
-    (8, 6): SmLimits(128, 48, 16, 65536, 100 * 1024, 1024),
-    (8, 7): SmLimits(128, 48, 16, 65536, 164 * 1024, 1024),
-    (8, 9): SmLimits(128, 48, 24, 65536, 100 * 1024, 1024),
-    (9, 0): SmLimits(128, 64, 32, 65536, 228 * 1024, 1024),
+    (7, 0): SmLimits(64, 32, 65536, 96 * 1024, 0),
+    (7, 5): SmLimits(32, 16, 65536, 64 * 1024, 0),
+    (8, 0): SmLimits(64, 32, 65536, 164 * 1024, 1024),
+    (8, 6): SmLimits(48, 16, 65536, 100 * 1024, 1024),
+    (8, 7): SmLimits(48, 16, 65536, 164 * 1024, 1024),
+    (8, 9): SmLimits(48, 24, 65536, 100 * 1024, 1024),
+    (9, 0): SmLimits(64, 32, 65536, 228 * 1024, 1024),
 }
 
 
@@ -91,14 +93,6 @@ def occupancy(cc: tuple[int, int], threads_per_block: int, registers: int,
     blocks = max(bounds[limiter], 0)
     return Occupancy(blocks=blocks, warps=blocks * warps_per_block, max_warps=limits.max_warps,
                      limiter=limiter)
-
-
-def fp32_peak_gflops(cc: tuple[int, int], sm_count: int, sm_clock_mhz: int) -> Optional[float]:
-    """FP32 peak in GFLOP/s: 2 x lanes x SMs x clock; None for an unknown architecture."""
-    limits = SM_LIMITS.get(tuple(cc))
-    if limits is None or sm_clock_mhz <= 0:
-        return None
-    return 2.0 * limits.fp32_lanes * sm_count * sm_clock_mhz / 1000.0
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,8 @@ async def apply(session: "Session", args: KernelArgs) -> dict[str, Any]:
     if plan.material is not None:
         key = result_key(plan.material, device_id(plan.run.device))
         session.store.put_run(derived_run(plan, key, _now()))
+        from cudalens.lsp.report_view import notify_run_stored
+        notify_run_stored(session.server, args.uri, status.view.name, key)
     text = (f"Applied {plan.candidate.label} to {name}: {speedup_ci(plan.candidate)} faster, "
             f"verified against the original on {plan.run.device.name}.")
     if plan.launch_note:

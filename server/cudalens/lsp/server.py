@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
-from cudalens.lsp import editor_support, sanitize_action
+from cudalens.lsp import editor_support, report_view, sanitize_action
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
@@ -218,6 +218,11 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     def cmd_candidate_source(ls: CudalensServer, *args: Any) -> dict:
         return editor_support.candidate_source(
             session(), kernel_args(editor_support.CANDIDATE_SOURCE, args, True))
+
+    @server.command(report_view.KERNEL_REPORT)
+    async def cmd_kernel_report(ls: CudalensServer, *args: Any) -> dict:
+        return await report_view.kernel_report(session(),
+                                               kernel_args(report_view.KERNEL_REPORT, args))
 
     @server.command(editor_support.RUNNER_STATUS)
     def cmd_runner_status(ls: CudalensServer, *args: Any) -> dict:

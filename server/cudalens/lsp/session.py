@@ -272,6 +272,8 @@ class Session:
     def record_run(self, record: RunRecord, job: Job) -> None:
         self.store.put_run(record)
         self.refresh()
+        from cudalens.lsp.report_view import notify_run_stored
+        notify_run_stored(self.server, job.snapshot.uri, job.view.name, record.key)
 
     def kernel_state_changed(self, uri: str) -> None:
         self.refresh()

@@ -1,0 +1,71 @@
+"""``cudalens report RESULTS.json [-o PATH.html]``: the kernel report of a results record, and
+``write_report``, which ``cudalens optimize --report`` uses too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import click
+from rich.console import Console
+
+from cudalens.errors import CudalensError
+
+
+def write_report(record: dict, out: Path, where: str, kernel: Optional[str] = None) -> None:
+    """Writes the report page of ``record`` (a ``--json`` record or a recorded file) to ``out``,
+    making its folder.
+
+    Raises:
+        ReportInputError: ``record`` is not a results record (``cudalens.report.data``).
+        ChartUnavailable: matplotlib is not installed.
+        OSError: ``out`` cannot be written.
+    """
+    from cudalens.report.data import from_record, pick_run
+    from cudalens.report.page import report_html
+
+    page = report_html(from_record(pick_run(record, kernel, where), where))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+
+
+def register(main: click.Group) -> None:
+    from cudalens.cli import EXIT_INPUT, _fail
+
+    @main.command()
+    @click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
+    @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+                  help="Where to write the HTML (default: RESULTS with the suffix .html).")
+    @click.option("--kernel", "kernel_name",
+                  help="The kernel's run, where RESULTS is a recorded file of several kernels.")
+    def report(results: Path, output: Optional[Path], kernel_name: Optional[str]) -> None:
+        """Write the kernel report of RESULTS (what 'cudalens optimize --json' writes, or a
+        recorded benchmarks/results file) as one self-contained HTML file: a roofline chart for
+        the GPU with the original and every verified candidate, the failed candidates with
+        their verdicts, the candidates table with confidence intervals, the profile when there
+        is one, and the search's history."""
+        err = Console(stderr=True)
+        out = output or results.with_suffix(".html")
+        if out.absolute().resolve() == results.absolute().resolve():
+            _fail(err, f"-o {out}: it is the results file itself, which the report would "
+                       f"replace")
+        try:
+            text = results.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            _fail(err, f"{results}: no such file")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(err, f"{results}: cannot read it ({getattr(exc, 'strerror', None) or exc})")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            _fail(err, f"{results}: expected a JSON results record from 'cudalens optimize "
+                       f"--json', found text that is not JSON (line {exc.lineno}, column "
+                       f"{exc.colno}: {exc.msg})")
+        try:
+            write_report(data, out, str(results), kernel_name)
+        except CudalensError as exc:
+            _fail(err, str(exc), EXIT_INPUT)
+        except OSError as exc:
+            _fail(err, f"-o {out}: the report could not be written ({exc.strerror or exc})")
+        click.echo(f"wrote {out}")
