@@ -246,10 +246,9 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     init = p.text_of(m.acc_decl.children_by_field_name("declarator")[0].child_by_field_name("value"))
     y_first = f"blockIdx.y * {kt} + threadIdx.y"
     x_here = f"blockIdx.x * {kt} + threadIdx.x"
-    w(1, f"// cudalens tiled_matmul: {tile}x{tile} tiles of {m.y_name} and {m.x_name} staged in "
-         f"shared memory, each thread computing")
-    w(1, f"// {rows_per_thread} output{'s' if rows_per_thread > 1 else ''} of one column; "
-         f"every output adds the same terms in the same order as before.")
+    outputs = f"{rows_per_thread} outputs" if rows_per_thread > 1 else "one output"
+    w(1, f"// {tile}x{tile} shared tiles of {m.y_name} and {m.x_name}, {outputs} per thread; "
+         f"terms added in the original order.")
     w(1, f"constexpr int {kt} = {tile};")
     w(1, f"constexpr int {kr} = {rows_per_thread};")
     w(1, f"constexpr int {kstep} = {kt} / {kr};  // threads per column of the block")
