@@ -57,6 +57,7 @@ class Row:
     hand: int
     hand_file: Optional[Path]
     source: str
+    passes: tuple[str, ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -94,14 +95,15 @@ def hand_file(example: str, pass_name: Optional[str]) -> Optional[Path]:
     return path if path.is_file() else None
 
 
-def _row(ctx: PassContext, example: str, what: str, source: str, body_pass: Optional[str]) -> Row:
+def _row(ctx: PassContext, example: str, what: str, source: str, body_pass: Optional[str],
+         applied: tuple[str, ...]) -> Row:
     name = ctx.kernel.name
     original = code_lines(kernel_text(ctx.text, name))
     hand_path = hand_file(example, body_pass)
     hand = code_lines(kernel_text(hand_path.read_text(encoding="utf-8"), name)) \
         if hand_path else original
     return Row(example, what, added_lines(ctx.text, source), original,
-               code_lines(kernel_text(source, name)), hand, hand_path, source)
+               code_lines(kernel_text(source, name)), hand, hand_path, source, applied)
 
 
 def pass_rows() -> list[Row]:
@@ -113,7 +115,7 @@ def pass_rows() -> list[Row]:
             if p.check(ctx) is not None:
                 continue
             result = p.apply(ctx, **p.parameter_space(ctx)[0])
-            rows.append(_row(ctx, path.stem, p.name, result.source, p.name))
+            rows.append(_row(ctx, path.stem, p.name, result.source, p.name, (p.name,)))
     return rows
 
 
@@ -143,7 +145,7 @@ def winner_rows() -> tuple[list[Row], list[str]]:
             continue
         cand = match[0]
         body = next((p for p in cand.passes if p in BODY_PASSES), None)
-        rows.append(_row(ctx, path.stem, f"winner: {label}", cand.source, body))
+        rows.append(_row(ctx, path.stem, f"winner: {label}", cand.source, body, cand.passes))
     return rows, missing
 
 
