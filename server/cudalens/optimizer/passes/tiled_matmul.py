@@ -277,6 +277,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
         w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {accs}[{r}] = {init};")
     w(1, f"const {x_t} {gx.var} = {x_here};")
     w(1, f"for (int {k0} = 0; {k0} < {bound}; {k0} += {kt}) {{")
+    w(2, "#pragma unroll")
     w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
     w(3, f"const int {yrow} = threadIdx.y + {r} * {kstep};")
     w(3, f"const {y_t} {gy.var} = blockIdx.y * {kt} + {yrow};")
@@ -284,6 +285,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     w(3, f"{ys}[{yrow}][threadIdx.x] = ({gy.var} < {gy.bound} && {m.var} < {bound}) ? "
          f"{p.text_of(m.read_y)} : {zero_y};")
     w(2, "}")
+    w(2, "#pragma unroll")
     w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
     w(3, f"const int {yrow} = threadIdx.y + {r} * {kstep};")
     w(3, f"const int {m.var} = {k0} + {yrow};")
