@@ -117,6 +117,22 @@ def test_index_too_wide_for_int_counts_in_64_bits():
     assert "long long" not in _kernel_text(vectorize_gridstride.apply(small).source, "k")
 
 
+@host_sim.needs_gxx
+@pytest.mark.parametrize("pass_", [vectorize_gridstride, gridstride], ids=lambda p: p.name)
+def test_64_bit_counter_computes_the_same_values_on_cpu(pass_):
+    body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i] + i;"
+    ctx = _snippet(body, size="(1 << 30) + (1 << 29)")
+    result = pass_.apply(ctx)
+    assert "long long e" in result.source
+    original = host_sim.build(host_sim.driver(ctx.text, "k", ctx.spec, "n"))
+    rewritten = host_sim.build(host_sim.driver(result.source, "k", ctx.spec, "n"))
+    for n in (1, 5, 1003):
+        for mask in (0, 1, 2, 3):
+            grid = max(1, min(-(-n // 256), 3))  # a capped grid: threads loop
+            assert host_sim.run(rewritten, n, mask, grid, 256) == \
+                host_sim.run(original, n, mask, -(-n // 256), 256), f"n={n} mask={mask}"
+
+
 def test_saxpy_launch_grid_choices():
     ctx = context("elementwise.cu", "saxpy")
     capped = vectorize_gridstride.apply(ctx, blocks_per_sm=16).launch
