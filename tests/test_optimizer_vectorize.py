@@ -120,7 +120,8 @@ def test_index_too_wide_for_int_counts_in_64_bits():
 @host_sim.needs_gxx
 @pytest.mark.parametrize("pass_", [vectorize_gridstride, gridstride], ids=lambda p: p.name)
 def test_64_bit_counter_computes_the_same_values_on_cpu(pass_):
-    body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i] + i;"
+    body = ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) y[i] = 2.0f * x[i] + i;")
     ctx = _snippet(body, size="(1 << 30) + (1 << 29)")
     result = pass_.apply(ctx)
     assert "long long e" in result.source
