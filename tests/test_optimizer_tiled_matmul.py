@@ -74,10 +74,12 @@ def test_example_rewrite_structure_launch_and_explanation():
     result = tiled_matmul.apply(ctx)
     src = result.source
     assert _signature(src, "matmul_naive") == _signature(ctx.text, "matmul_naive")
-    assert "__shared__ float A_tile[kTile][kTile];" in src
-    assert "A_tile[yrow][threadIdx.x] = (row < m && p < (k)) ? A[row * k + p] : (float)0;" in src
-    assert "B_tile[yrow][threadIdx.x] = (p < (k) && col < n) ? B[p * n + col] : (float)0;" in src
-    assert "acc_r[r] += A_tile[threadIdx.y + r * kStep][pp] * B_tile[pp][threadIdx.x];" in src
+    assert "__shared__ float A_tile[kTile][kTile], B_tile[kTile][kTile];" in src
+    assert "float acc_r[4] = {};" in src  # the original's 0.0f for every output
+    assert "const int col = blockIdx.x * kTile + threadIdx.x;" in src
+    assert "A_tile[yrow][threadIdx.x] = (row < m && p < k) ? A[row * k + p] : 0.0f;" in src
+    assert "B_tile[yrow][threadIdx.x] = (p < k && col < n) ? B[p * n + col] : 0.0f;" in src
+    assert "acc_r[r] += A_tile[threadIdx.y + r * 8][pp] * B_tile[pp][threadIdx.x];" in src
     assert "C[row * n + col] = acc_r[r];" in src
     assert src.count("__syncthreads();") == 2
     assert result.launch.block == ("32", "8")
@@ -96,7 +98,7 @@ def test_gemm_variant_keeps_its_expression_and_epilogue():
     src = result.source
     # the operand using the y index (c) is B: its tile is indexed [threadIdx.y][kk]
     # (``r`` is the kernel's row index, so the per-thread output counter is ``r1``)
-    assert "sum_r[r1] += B_tile[threadIdx.y + r1 * kStep][kkkk] * A_tile[kkkk][threadIdx.x];" \
+    assert "sum_r[r1] += B_tile[threadIdx.y + r1 * 16][kkkk] * A_tile[kkkk][threadIdx.x];" \
         in src
     assert "C[r * n + c] = alpha * sum_r[r1] + beta * C[r * n + c];" in src
     assert "if (!(c >= n || r >= m)) {" in src

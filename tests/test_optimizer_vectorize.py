@@ -55,37 +55,83 @@ def test_signature_and_block_are_kept(kernel, pass_):
             ctx.text.encode()[k.start_byte:k.end_byte]
 
 
-def test_saxpy_vector_code_structure():
+def _kernel_text(source: str, kernel: str) -> str:
+    k = parse_source(source, "x.cu").kernel(kernel)
+    return source.encode()[k.start_byte:k.end_byte].decode()
+
+
+def test_saxpy_vector_code_is_what_an_engineer_writes():
     ctx = context("elementwise.cu", "saxpy")
     src = vectorize_gridstride.apply(ctx, blocks_per_sm=8).source
-    assert src.count("struct alignas(sizeof(T) * N) cudalens_vec {") == 1
-    assert src.index("cudalens_vec {") < src.index("__global__ void saxpy")
-    body = src[src.index("__global__ void saxpy"):src.index("__global__ void squares")]
-    lines = [l.strip() for l in body.splitlines()]
-    for expected in [
-        "const long long count = (long long)(n);",
-        "const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
-        "const long long stride = (long long)gridDim.x * blockDim.x;",
-        "constexpr int kWidth = 4;  // elements per vector",
-        "if (reinterpret_cast<unsigned long long>(x) % alignof(cudalens_vec<float, kWidth>) == 0 &&",
-        "reinterpret_cast<unsigned long long>(y) % alignof(cudalens_vec<float, kWidth>) == 0) {",
-        "const long long n_vectors = count / kWidth;",
-        "for (long long vec = first; vec < n_vectors; vec += stride) {",
-        "const cudalens_vec<float, kWidth> x_v = reinterpret_cast<const cudalens_vec<float, kWidth>*>(x)[vec];",
-        "cudalens_vec<float, kWidth> y_v = reinterpret_cast<const cudalens_vec<float, kWidth>*>(y)[vec];",
-        "y_v.v[lane] = a * x_v.v[lane] + y_v.v[lane];",
-        "reinterpret_cast<cudalens_vec<float, kWidth>*>(y)[vec] = y_v;",
-        "scalar_begin = n_vectors * kWidth;",
-        "for (long long e = scalar_begin + first; e < count; e += stride) {",
-        "const int i = (int)(e);",
-        "y[i] = a * x[i] + y[i];",
-    ]:
-        assert expected in lines, expected
-    # the lane loop does not declare i: the body uses it only as y[i] and x[i]
-    lane = body[body.index("for (int lane"):body.index("reinterpret_cast<cudalens_vec<float, kWidth>*>(y)")]
-    assert "const int i" not in lane
-    # the vector store comes after the lane loop, the tail after the vector loop
-    assert body.index("y_v.v[lane] = ") < body.index("(y)[vec] = y_v") < body.index("scalar_begin + first")
+    assert "cudalens_vec" not in src and "long long" not in src
+    assert _kernel_text(src, "saxpy") == """\
+__global__ void saxpy(int n, float a, const float* x, float* y) {
+    // float4 loads/stores (fewer, wider memory instructions) in a grid-stride loop;
+    // the tail, and every element when a pointer is unaligned, go one by one.
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int stride = gridDim.x * blockDim.x;
+    if (reinterpret_cast<size_t>(x) % 16 == 0 && reinterpret_cast<size_t>(y) % 16 == 0) {
+        for (int v1 = i; v1 < n / 4; v1 += stride) {
+            float4 x4 = reinterpret_cast<const float4*>(x)[v1];
+            float4 y4 = reinterpret_cast<float4*>(y)[v1];
+            y4.x = a * x4.x + y4.x;
+            y4.y = a * x4.y + y4.y;
+            y4.z = a * x4.z + y4.z;
+            y4.w = a * x4.w + y4.w;
+            reinterpret_cast<float4*>(y)[v1] = y4;
+        }
+        i += n / 4 * 4;
+    }
+    for (; i < n; i += stride) {
+        y[i] = a * x[i] + y[i];
+    }
+}"""
+
+
+def test_scalar_gridstride_keeps_the_users_index_line():
+    src = gridstride.apply(context("elementwise.cu", "iadd")).source
+    assert _kernel_text(src, "iadd") == """\
+__global__ void iadd(int* a, int* b, int* c, int n)
+{
+\t// Grid-stride loop: a grid of a few blocks per SM, each thread handles several elements.
+\tconst int stride = gridDim.x * blockDim.x;
+\tfor (int i = blockIdx.x*blockDim.x + threadIdx.x; i < n; i += stride) {
+\t\tc[i] = a[i] + b[i];
+\t}
+}"""
+
+
+def test_index_too_wide_for_int_counts_in_64_bits():
+    # 2^30 + 2^29 elements: n - 1 + stride passes 2^31 - 1, so int would overflow
+    body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i];"
+    ctx = _snippet(body, size="(1 << 30) + (1 << 29)")
+    for pass_ in (vectorize_gridstride, gridstride):
+        text = _kernel_text(pass_.apply(ctx).source, "k")
+        assert "long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;" in text
+        assert "const long long stride = (long long)gridDim.x * blockDim.x;" in text
+        assert "for (; e < n; e += stride) {" in text or \
+            "for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; " \
+            "e += stride) {" in text
+        assert "const int i = (int)e;" in text
+    small = _snippet(body, size="1 << 29")
+    assert "long long" not in _kernel_text(vectorize_gridstride.apply(small).source, "k")
+
+
+@host_sim.needs_gxx
+@pytest.mark.parametrize("pass_", [vectorize_gridstride, gridstride], ids=lambda p: p.name)
+def test_64_bit_counter_computes_the_same_values_on_cpu(pass_):
+    body = ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) y[i] = 2.0f * x[i] + i;")
+    ctx = _snippet(body, size="(1 << 30) + (1 << 29)")
+    result = pass_.apply(ctx)
+    assert "long long e" in result.source
+    original = host_sim.build(host_sim.driver(ctx.text, "k", ctx.spec, "n"))
+    rewritten = host_sim.build(host_sim.driver(result.source, "k", ctx.spec, "n"))
+    for n in (1, 5, 1003):
+        for mask in (0, 1, 2, 3):
+            grid = max(1, min(-(-n // 256), 3))  # a capped grid: threads loop
+            assert host_sim.run(rewritten, n, mask, grid, 256) == \
+                host_sim.run(original, n, mask, -(-n // 256), 256), f"n={n} mask={mask}"
 
 
 def test_saxpy_launch_grid_choices():
@@ -111,25 +157,36 @@ def test_bound_uses_the_scalar_value_expression():
 
 def test_widths_and_index_declarations():
     daxpy = vectorize_gridstride.apply(context("elementwise.cu", "daxpy_clamp"))
-    assert "constexpr int kWidth = 2;  // elements per vector" in daxpy.source
-    assert "const size_t i = (size_t)(e);" in daxpy.source
+    text = _kernel_text(daxpy.source, "daxpy_clamp")
+    # size_t stays size_t; a body of several statements runs once per lane on registers
+    assert "for (size_t v1 = i; v1 < n / 2; v1 += stride) {" in text
+    assert "alignas(16) double x_v[2];" in text
+    assert "*reinterpret_cast<double2*>(x_v) = reinterpret_cast<const double2*>(x)[v1];" in text
+    assert "reinterpret_cast<double2*>(y)[v1] = *reinterpret_cast<double2*>(y_v);" in text
     assert daxpy.tags == ("vec2+gridstride", "grid=8*SMs")
-    scale = vectorize_gridstride.apply(context("elementwise.cu", "scale"))
-    assert "constexpr int kWidth = 16 / sizeof(T);  // elements per vector" in scale.source
-    assert "cudalens_vec<T, kWidth> y_v;  // every lane is written below" in scale.source
-    squares = vectorize_gridstride.apply(context("elementwise.cu", "squares"))
+    scale = _kernel_text(vectorize_gridstride.apply(context("elementwise.cu", "scale")).source,
+                         "scale")
+    # a template element type T moves as 16 raw bytes
+    assert "constexpr int kWidth = 16 / sizeof(T);" in scale
+    assert "alignas(16) T y_v[kWidth];" in scale
+    assert "*reinterpret_cast<int4*>(x_v) = reinterpret_cast<const int4*>(x)[v1];" in scale
+    assert "*reinterpret_cast<int4*>(y_v) =" not in scale  # y is write-only: not loaded
+    squares = _kernel_text(
+        vectorize_gridstride.apply(context("elementwise.cu", "squares")).source, "squares")
     # i is used as a value, so each lane declares it; the macro is kept
-    assert "const int i = (int)(vec * kWidth + lane);" in squares.source
-    assert "out_v.v[lane] = SQR(in_v.v[lane]) + (float)i;" in squares.source
+    assert "const int i = v1 * 4 + k;" in squares
+    assert "out_v[k] = SQR(in_v[k]) + (float)i;" in squares
 
 
-def test_preamble_is_not_repeated():
+def test_two_kernels_vectorized_in_one_file_define_no_helper_type():
     ctx = context("elementwise.cu", "saxpy")
     once = vectorize_gridstride.apply(ctx)
     ctx2 = ctx.rewritten(once.source, once.launch, "vectorize_gridstride")
     ctx3 = context("elementwise.cu", "iadd", text=ctx2.text)
-    twice = vectorize_gridstride.apply(ctx3)
-    assert twice.source.count("cudalens_vec {") == 1
+    twice = vectorize_gridstride.apply(ctx3).source
+    assert not re.search(r"\bstruct\b", twice)
+    assert "int4 c4;" in _kernel_text(twice, "iadd")
+    assert "float4 y4" in _kernel_text(twice, "saxpy")
 
 
 @needs_nvcc
@@ -227,7 +284,7 @@ def test_aliased_launch_blocks_vectors_only():
 
 SPEC = """
 kernel k
-size n = 4096
+size n = {size}
 scalar n: int = n
 in x: {xt}[n]
 out y: {yt}[n]
@@ -237,9 +294,10 @@ grid = {grid}
 
 
 def _snippet(body: str, *, xt="float", yt="float", block="256", grid="ceil_div(n, block.x)",
-             params="const float* x, float* y, int n"):
+             params="const float* x, float* y, int n", size="4096"):
     text = f"__global__ void k({params}) {{\n{body}\n}}\n"
-    return context_with_spec(text, "k", SPEC.format(xt=xt, yt=yt, block=block, grid=grid))
+    return context_with_spec(text, "k", SPEC.format(xt=xt, yt=yt, block=block, grid=grid,
+                                                    size=size))
 
 
 @pytest.mark.parametrize("body,reason", [
@@ -271,7 +329,7 @@ def test_called_device_function_using_thread_index_is_rejected():
             "__global__ void k(const float* x, float* y, int n) {\n"
             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
             "    if (i < n) y[i] = lane_bias(x[i]);\n}\n")
-    ctx = context_with_spec(text, "k", SPEC.format(xt="float", yt="float", block="256",
+    ctx = context_with_spec(text, "k", SPEC.format(xt="float", yt="float", block="256", size="4096",
                                                    grid="ceil_div(n, block.x)"))
     assert gridstride.check(ctx) == ("the body calls lane_bias (line 4), which uses threadIdx: "
                                      "it depends on which thread runs it")
@@ -302,6 +360,9 @@ def test_mixed_element_sizes_use_the_widest():
     body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = (double)x[i];"
     ctx = _snippet(body, yt="double", params="const float* x, double* y, int n")
     result = vectorize_gridstride.apply(ctx)
-    assert "constexpr int kWidth = 2;  // elements per vector" in result.source
-    assert "alignof(cudalens_vec<float, kWidth>)" in result.source
+    text = _kernel_text(result.source, "k")
+    # 2 elements per access: float2 (8 bytes, aligned to 8) and double2 (16 bytes)
+    assert "reinterpret_cast<size_t>(x) % 8 == 0 && reinterpret_cast<size_t>(y) % 16 == 0" in text
+    assert "float2 x2 = reinterpret_cast<const float2*>(x)[v];" in text
+    assert "y2.y = (double)x2.y;" in text
     assert result.tags[0] == "vec2+gridstride"

@@ -245,11 +245,12 @@ def bounds_refiner(ctx, pruner) -> Refine:
             return []
         result = launch_bounds.apply(cctx, min_blocks=fill)
         tags = tuple(s.candidate.label.split()) + result.tags
-        return [dataclasses.replace(
+        from cudalens.optimizer.staged_search import KernelStyler
+        return [KernelStyler(cctx)(dataclasses.replace(
             s.candidate, label=make_label(tags), source=result.source,
             explanation=f"{s.candidate.explanation}; {result.explanation}",
             passes=s.candidate.passes + (launch_bounds.name,),
-            family=s.candidate.family or family_of(tags))]
+            family=s.candidate.family or family_of(tags)))]
 
     return refine
 

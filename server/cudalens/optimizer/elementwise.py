@@ -90,7 +90,8 @@ class Elementwise:
     the bytes of the guarded statements' text (between the braces, or after the early
     return); ``accesses``: every ``p[i]`` in it; ``operands``: the accessed pointers in
     parameter order; ``index_used``: ``i`` appears outside ``p[i]``; ``template_types``: the
-    element types that name a template parameter (``("T",)``), empty when all are concrete.
+    element types that name a template parameter (``("T",)``), empty when all are concrete;
+    ``single_expression``: the guarded body is one expression statement (``y[i] = ...;``).
     """
 
     index: str
@@ -103,6 +104,7 @@ class Elementwise:
     operands: tuple[Operand, ...]
     index_used: bool
     template_types: tuple[str, ...] = ()
+    single_expression: bool = False
 
     @property
     def widest_bytes(self) -> int:
@@ -515,7 +517,9 @@ def match(ctx: PassContext) -> Elementwise:
     return Elementwise(index=index, index_type=index_type, bound=bound, bound_spec=bound_spec,
                        body_start=start, body_end=end, accesses=tuple(accesses),
                        operands=tuple(operands), index_used=index_used,
-                       template_types=generic)
+                       template_types=generic,
+                       single_expression=len(guarded) == 1 and
+                       guarded[0].type == "expression_statement")
 
 
 def check_vectorizable(ctx: PassContext, em: Elementwise) -> None:

@@ -1,43 +1,63 @@
 """Source generation for the grid-stride rewrites of a matched elementwise kernel.
 
-Both rewrites replace the kernel's body (between its braces) and keep its signature. The
-original guarded statements are pasted unchanged into the new loops, with ``i`` declared per
-element with its original type, so the per-element computation is the original's.
+Both rewrites replace the kernel's body (between its braces) and keep its signature, the
+user's index declaration and the guarded statements, pasted unchanged into the new loops, so
+the per-element computation is the original's.
 
 Scalar grid-stride loop (``gridstride``)::
 
-    for (long long e = first; e < count; e += stride) { const int i = (int)e; BODY }
+    // <one line: what changed and why>
+    const int stride = gridDim.x * blockDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) { BODY }
 
-Vectorized (``vectorize_gridstride``): when every accessed pointer is aligned to its vector
-size, thread ``t`` handles vectors ``t, t + stride, ...`` of ``kWidth`` elements: one vector
-load per read pointer, BODY once per lane on registers, one vector store per written pointer;
-the scalar loop above then covers ``[count / kWidth * kWidth, count)``, or everything when a
-pointer is not aligned. Indices are 64-bit so that ``v * kWidth`` cannot overflow.
+Vectorized (``vectorize_gridstride``), for saxpy::
+
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int stride = gridDim.x * blockDim.x;
+    if (reinterpret_cast<size_t>(x) % 16 == 0 && reinterpret_cast<size_t>(y) % 16 == 0) {
+        for (int v = i; v < n / 4; v += stride) {
+            float4 x4 = reinterpret_cast<const float4*>(x)[v];
+            float4 y4 = reinterpret_cast<float4*>(y)[v];
+            y4.x = a * x4.x + y4.x;   ... one line per component
+            reinterpret_cast<float4*>(y)[v] = y4;
+        }
+        i += n / 4 * 4;
+    }
+    for (; i < n; i += stride) { BODY }
+
+The per-component form is used when the body is one expression statement that does not use
+the index as a value and every element type has a CUDA vector type (``float4``, ``double2``,
+``int4``, ...). Otherwise each buffer's vector is moved through an aligned register array
+(``alignas(16) float x_v[4]``) and BODY runs once per lane in an unrolled loop. Template
+element types ``T`` move as ``int4`` (16 bytes whatever ``sizeof(T)`` is).
+
+Indices keep the user's type when it is 64-bit, or when it is 32-bit and the spec's sizes
+prove the loop cannot overflow it (``cudalens.optimizer.index_width``); otherwise the loop
+counts in ``long long`` and declares the user's ``i`` from it per element.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.elementwise import Elementwise
+from cudalens.optimizer.index_width import int_fits
 from cudalens.optimizer.syntax import (Edit, apply_edits, fresh_name, identifiers,
-                                       kernel_definition, line_indent, parse)
+                                       kernel_definition, line_indent, named_children, parse,
+                                       readable_body)
+from cudalens.spec import dtypes
 
 VECTOR_BYTES = 16  # widest global load/store per thread: 128 bits (ld.global.v4.f32)
-VECTOR_TYPE = "cudalens_vec"
 
-VECTOR_PREAMBLE = f"""\
-// cudalens: N elements of T as one aligned vector, so that copying it is a single
-// {VECTOR_BYTES}-byte (or narrower) load or store instruction (ld.global.v4 / st.global.v4).
-template <typename T, int N>
-struct alignas(sizeof(T) * N) {VECTOR_TYPE} {{
-    T v[N];
-}};
-
-"""
-
-_PREAMBLE_DEFINED = re.compile(rf"\bstruct\b[^;{{}}]*\b{VECTOR_TYPE}\s*\{{")
+# CUDA's built-in vector types by element type (CUDA C++ Programming Guide, "Built-in Vector
+# Types"): float4, double2, int4, uint4, longlong2, ulonglong2.
+_VECTOR_BASE = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint",
+                "unsigned": "uint", "long long": "longlong", "long long int": "longlong",
+                "unsigned long long": "ulonglong", "unsigned long long int": "ulonglong"}
+_COMPONENTS = "xyzw"
+_CONST = re.compile(r"\bconst\s+")
 
 
 def vector_width(em: Elementwise) -> int:
@@ -100,102 +120,156 @@ def _layout(ctx: PassContext):
     return parsed, body, base, unit, taken
 
 
-def _index_line(em: Elementwise, value: str) -> str:
-    return f"const {em.index_type} {em.index} = ({em.index_type})({value});"
+def _replace_body(ctx: PassContext, body_node, new_body: list[str]) -> str:
+    parsed = parse(ctx.text)
+    return apply_edits(parsed.data, [Edit(body_node.start_byte, body_node.end_byte,
+                                          "\n".join(new_body))])
 
 
-def _scalar_loop(w: _Writer, depth: int, em: Elementwise, body: str, names: dict[str, str],
-                 begin: str) -> None:
-    e, count, stride = names["e"], names["count"], names["stride"]
-    w(depth, f"for (long long {e} = {begin}; {e} < {count}; {e} += {stride}) {{")
-    w(depth + 1, _index_line(em, e))
+@dataclass(frozen=True)
+class _Index:
+    """How the loops count: ``decl`` the first statement (the user's, ``const`` dropped, or a
+    64-bit counter), ``name`` the counter, ``type`` its C type, ``per_element`` the line that
+    declares the user's index from the counter in each iteration (64-bit fallback), or ''."""
+
+    decl: str
+    name: str
+    type: str
+    per_element: str
+
+
+def _is_64bit(ctype: str) -> bool:
+    spec = dtypes.spec_type_for_c(ctype)
+    return spec is not None and dtypes.numpy_dtype(spec).endswith("64")
+
+
+def _index(ctx: PassContext, em: Elementwise, taken: set[str]) -> _Index:
+    """The counter of the loops (see ``_Index``), from the user's index declaration."""
+    parsed, body = readable_body(ctx)
+    user_decl = parsed.text_of(named_children(body)[0]).strip()
+    ctype = _CONST.sub("", em.index_type)
+    if _is_64bit(ctype) or int_fits(ctx, em.bound_spec):
+        return _Index(_CONST.sub("", user_decl, count=1), em.index, ctype, "")
+    e = fresh_name("e", taken)
+    return _Index(f"long long {e} = (long long)blockIdx.x * blockDim.x + threadIdx.x;", e,
+                  "long long", f"const {em.index_type} {em.index} = ({em.index_type}){e};")
+
+
+def _stride(idx: _Index, name: str) -> str:
+    cast = f"({idx.type})" if _is_64bit(idx.type) else ""
+    return f"const {idx.type} {name} = {cast}gridDim.x * blockDim.x;"
+
+
+def _paren(bound: str) -> str:
+    return bound if re.fullmatch(r"[A-Za-z_]\w*", bound) else f"({bound})"
+
+
+def _scalar_loop(w: _Writer, depth: int, em: Elementwise, body: str, idx: _Index,
+                 stride: str, begin: str) -> None:
+    w(depth, f"for ({begin}; {idx.name} < {em.bound}; {idx.name} += {stride}) {{")
+    if idx.per_element:
+        w(depth + 1, idx.per_element)
     w.block(depth + 1, _reindent(body, ""))
     w(depth, "}")
-
-
-def _replace_body(ctx: PassContext, body_node, new_body: list[str], preamble: str) -> str:
-    parsed = parse(ctx.text)
-    edits = [Edit(body_node.start_byte, body_node.end_byte, "\n".join(new_body))]
-    if preamble:
-        top = kernel_definition(parsed, ctx.kernel)
-        while top.parent is not None and top.parent.type != "translation_unit":
-            top = top.parent
-        start = parsed.data.rfind(b"\n", 0, top.start_byte) + 1
-        edits.append(Edit(start, start, preamble))
-    return apply_edits(parsed.data, edits)
 
 
 def rewrite_scalar(ctx: PassContext, em: Elementwise) -> str:
     """The file with the kernel's body turned into a scalar grid-stride loop."""
     parsed, body_node, base, unit, taken = _layout(ctx)
-    names = {k: fresh_name(k, taken) for k in ("count", "stride", "e")}
+    idx = _index(ctx, em, taken)
+    stride = fresh_name("stride", taken)
     w = _Writer(base, unit)
     w.lines.append("{")
-    w(1, "// cudalens gridstride: each thread handles elements first, first + stride, ...")
-    w(1, f"const long long {names['count']} = (long long)({em.bound});")
-    w(1, f"const long long {names['stride']} = (long long)gridDim.x * blockDim.x;")
-    _scalar_loop(w, 1, em, _body_text(ctx, em, {}), names,
-                 "(long long)blockIdx.x * blockDim.x + threadIdx.x")
+    w(1, "// Grid-stride loop: a grid of a few blocks per SM, each thread handles several "
+         "elements.")
+    w(1, _stride(idx, stride))
+    _scalar_loop(w, 1, em, _body_text(ctx, em, {}), idx, stride, idx.decl.rstrip(";"))
     w.lines.append(base + "}")
-    return _replace_body(ctx, body_node, w.lines, "")
+    return _replace_body(ctx, body_node, w.lines)
+
+
+def _vector_type(c_type: str, width: int, element_bytes: int, generic: bool) -> str:
+    """The CUDA vector type moving ``width`` elements of ``c_type`` in one access."""
+    if not generic and " ".join(c_type.split()) in _VECTOR_BASE:
+        return f"{_VECTOR_BASE[' '.join(c_type.split())]}{width}"
+    return {16: "int4", 8: "int2", 4: "int"}[width * element_bytes]
 
 
 def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     """The file with the kernel's body turned into the vectorized grid-stride loop with an
-    alignment check and a scalar tail, and the ``cudalens_vec`` template defined before the
-    kernel (unless the file already defines it there)."""
+    alignment check and a scalar tail (module docstring)."""
     parsed, body_node, base, unit, taken = _layout(ctx)
-    names = {k: fresh_name(k, taken) for k in
-             ("count", "first", "stride", "kWidth", "scalar_begin", "n_vectors", "vec", "lane", "e")}
-    regs = {o.name: fresh_name(f"{o.name}_v", taken) for o in em.operands}
-    width, lane, v = names["kWidth"], names["lane"], names["vec"]
-    vec = {o.name: f"{VECTOR_TYPE}<{o.c_type}, {width}>" for o in em.operands}
-    if em.template_types:
-        width_value = f"{VECTOR_BYTES} / sizeof({em.template_types[0]})"
+    idx = _index(ctx, em, taken)
+    stride, v = fresh_name("stride", taken), fresh_name("v", taken)
+    generic = bool(em.template_types)
+    if generic:
+        width = fresh_name("kWidth", taken)
+        width_decl = f"constexpr int {width} = {VECTOR_BYTES} / sizeof({em.template_types[0]});"
     else:
-        width_value = str(vector_width(em))
+        width, width_decl = str(vector_width(em)), ""
+    w_int = vector_width(em)
+    vec = {o.name: _vector_type(o.c_type, w_int, o.element_bytes, generic) for o in em.operands}
+    per_component = (em.single_expression and not em.index_used and not generic and
+                     all(" ".join(o.c_type.split()) in _VECTOR_BASE for o in em.operands))
+    shown = "16-byte vector" if generic else "/".join(sorted(set(vec.values())))
     w = _Writer(base, unit)
     w.lines.append("{")
-    lanes = width if em.template_types else width_value
-    w(1, f"// cudalens vectorize_gridstride: {lanes}-element vectors (one {VECTOR_BYTES}-byte "
-         f"load/store per buffer)")
-    w(1, f"// in a grid-stride loop, then the last {names['count']} % {width} elements one "
-         f"by one.")
-    w(1, f"const long long {names['count']} = (long long)({em.bound});")
-    w(1, f"const long long {names['first']} = (long long)blockIdx.x * blockDim.x + threadIdx.x;")
-    w(1, f"const long long {names['stride']} = (long long)gridDim.x * blockDim.x;")
-    w(1, f"constexpr int {width} = {width_value};  // elements per vector")
-    w(1, f"long long {names['scalar_begin']} = 0;  // elements before it were done as vectors")
-    checks = [f"reinterpret_cast<unsigned long long>({o.name}) % alignof({vec[o.name]}) == 0"
-              for o in em.operands]
-    w(1, "if (" + (" &&\n" + base + unit + "    ").join(checks) + ") {")
-    w(2, f"const long long {names['n_vectors']} = {names['count']} / {width};")
-    w(2, f"for (long long {v} = {names['first']}; {v} < {names['n_vectors']}; "
-         f"{v} += {names['stride']}) {{")
-    for o in em.operands:
-        if o.read:
-            const = "" if o.written else "const "
-            w(3, f"{const}{vec[o.name]} {regs[o.name]} = "
-                 f"reinterpret_cast<const {vec[o.name]}*>({o.name})[{v}];")
-        else:
-            w(3, f"{vec[o.name]} {regs[o.name]};  // every lane is written below")
-    w(3, "#pragma unroll")
-    w(3, f"for (int {lane} = 0; {lane} < {width}; ++{lane}) {{")
-    if em.index_used:
-        w(4, _index_line(em, f"{v} * {width} + {lane}"))
-    lane_body = _body_text(ctx, em, {o.name: f"{regs[o.name]}.v[{lane}]" for o in em.operands})
-    w.block(4, _reindent(lane_body, ""))
-    w(3, "}")
-    for o in em.operands:
-        if o.written:
-            w(3, f"reinterpret_cast<{vec[o.name]}*>({o.name})[{v}] = {regs[o.name]};")
+    w(1, f"// {shown} loads/stores (fewer, wider memory instructions) in a grid-stride loop;")
+    w(1, "// the tail, and every element when a pointer is unaligned, go one by one.")
+    w(1, idx.decl)
+    w(1, _stride(idx, stride))
+    if width_decl:
+        w(1, width_decl)
+    checks = [f"reinterpret_cast<size_t>({o.name}) % {min(VECTOR_BYTES, w_int * o.element_bytes)}"
+              f" == 0" for o in em.operands]
+    one_line = f"{base}{unit}if ({' && '.join(checks)}) {{"
+    sep = " && " if len(one_line) <= 100 else " &&\n" + base + unit + "    "
+    w(1, "if (" + sep.join(checks) + ") {")
+    count = f"{_paren(em.bound)} / {width}"
+    w(2, f"for ({idx.type} {v} = {idx.name}; {v} < {count}; {v} += {stride}) {{")
+    if per_component:
+        regs = {o.name: fresh_name(f"{o.name}{w_int}", taken) for o in em.operands}
+        for o in em.operands:
+            t = vec[o.name]
+            if o.read:
+                const = "" if o.written else "const "
+                w(3, f"{t} {regs[o.name]} = reinterpret_cast<{const}{t}*>({o.name})[{v}];")
+            else:
+                w(3, f"{t} {regs[o.name]};")
+        for c in _COMPONENTS[:w_int]:
+            lane_body = _body_text(ctx, em, {o.name: f"{regs[o.name]}.{c}" for o in em.operands})
+            w.block(3, _reindent(lane_body, ""))
+        for o in em.operands:
+            if o.written:
+                w(3, f"reinterpret_cast<{vec[o.name]}*>({o.name})[{v}] = {regs[o.name]};")
+    else:
+        regs = {o.name: fresh_name(f"{o.name}_v", taken) for o in em.operands}
+        lane = fresh_name("k", taken)
+        for o in em.operands:
+            t = vec[o.name]
+            align = min(VECTOR_BYTES, w_int * o.element_bytes)
+            w(3, f"alignas({align}) {o.c_type} {regs[o.name]}[{width}];")
+            if o.read:
+                const = "" if o.written else "const "
+                w(3, f"*reinterpret_cast<{t}*>({regs[o.name]}) = "
+                     f"reinterpret_cast<{const}{t}*>({o.name})[{v}];")
+        w(3, "#pragma unroll")
+        w(3, f"for (int {lane} = 0; {lane} < {width}; ++{lane}) {{")
+        if em.index_used:
+            value = f"{v} * {width} + {lane}"
+            if idx.per_element:
+                value = f"({em.index_type})({value})"
+            w(4, f"const {em.index_type} {em.index} = {value};")
+        lane_body = _body_text(ctx, em, {o.name: f"{regs[o.name]}[{lane}]" for o in em.operands})
+        w.block(4, _reindent(lane_body, ""))
+        w(3, "}")
+        for o in em.operands:
+            if o.written:
+                w(3, f"reinterpret_cast<{vec[o.name]}*>({o.name})[{v}] = "
+                     f"*reinterpret_cast<{vec[o.name]}*>({regs[o.name]});")
     w(2, "}")
-    w(2, f"{names['scalar_begin']} = {names['n_vectors']} * {width};")
+    w(2, f"{idx.name} += {count} * {width};")
     w(1, "}")
-    w(1, "// The tail, or every element when a pointer is not aligned:")
-    _scalar_loop(w, 1, em, _body_text(ctx, em, {}), names,
-                 f"{names['scalar_begin']} + {names['first']}")
+    _scalar_loop(w, 1, em, _body_text(ctx, em, {}), idx, stride, "")
     w.lines.append(base + "}")
-    start = kernel_definition(parsed, ctx.kernel).start_byte
-    defined = _PREAMBLE_DEFINED.search(parsed.data[:start].decode("utf-8"))
-    return _replace_body(ctx, body_node, w.lines, "" if defined else VECTOR_PREAMBLE)
+    return _replace_body(ctx, body_node, w.lines)

@@ -21,11 +21,15 @@ breadth first:
 
 candidates equal to an earlier one or to the baseline (by source, launch and nvcc options)
 are dropped and the first ``budget`` kept. The same context, budget and seed always give the
-same list. ``cudalens.optimizer.batched`` then measures them in batches, steering towards the
+same list. When the workspace has a ``.clang-format``, each candidate's kernel is formatted
+with it (``cudalens.formatting``), so what is timed, shown and applied is the same text.
+``cudalens.optimizer.batched`` then measures them in batches, steering towards the
 families that measure best.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import random
 from dataclasses import dataclass
@@ -137,6 +141,33 @@ def _candidate(ctx: PassContext, plan: _Plan) -> Candidate:
                      family=family_of(plan.tags))
 
 
+class KernelStyler:
+    """Formats each candidate's kernel with the workspace's ``.clang-format``
+    (``cudalens.formatting``), once per distinct text; a candidate is left as generated
+    when clang-format fails on it (the code is the same, only its layout differs)."""
+
+    def __init__(self, ctx: PassContext) -> None:
+        from cudalens import formatting
+
+        self._ctx = ctx
+        self._on = formatting.find_style_file(ctx.path) is not None and \
+            formatting.find_clang_format() is not None
+        self._done: dict[str, str] = {ctx.text: ctx.text}
+
+    def __call__(self, cand: Candidate) -> Candidate:
+        if not self._on:
+            return cand
+        from cudalens import formatting
+
+        if cand.source not in self._done:
+            try:
+                self._done[cand.source] = formatting.format_kernel(
+                    cand.source, self._ctx.path, self._ctx.kernel.qualified_name)
+            except (formatting.FormatError, KeyError):
+                self._done[cand.source] = cand.source
+        return dataclasses.replace(cand, source=self._done[cand.source])
+
+
 def ordered(ctx: PassContext, seed: int) -> list[Candidate]:
     """Every distinct candidate for ``ctx``'s kernel, in the search order (module doc)."""
     plans = _plans(ctx)
@@ -162,8 +193,9 @@ def ordered(ctx: PassContext, seed: int) -> list[Candidate]:
         sequence.extend(q[i] for q in queues if i < len(q))
     seen = {(ctx.text, launch_key(ctx.launch), ())}
     out: list[Candidate] = []
+    styled = KernelStyler(ctx)
     for plan in sequence:
-        cand = _candidate(ctx, plan)
+        cand = styled(_candidate(ctx, plan))
         if cand.key in seen:
             continue
         seen.add(cand.key)

@@ -30,6 +30,8 @@ R``, grid ``ceil_div(x bound, tile) x ceil_div(y bound, tile)``.
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Optional
@@ -199,6 +201,14 @@ def _match(ctx: PassContext) -> _Match:
                   ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]))
 
 
+_ZERO = re.compile(r"^(0|0?\.0*|0\.0*[eE][+-]?\d+)[fF]?$")
+
+
+def _zero(ctype: str) -> str:
+    """A zero of ``ctype`` as an engineer writes it (``0.0f``, ``0.0``, else ``(T)0``)."""
+    return {"float": "0.0f", "double": "0.0"}.get(" ".join(ctype.split()), f"({ctype})0")
+
+
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
     return structural.plan(ctx, _early(ctx), _match, index2d.NoMatch)
 
@@ -238,42 +248,49 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     p = m.grid.parsed
     gx, gy = m.grid.x, m.grid.y
     w = structural.Layout(ctx)
-    kt, kr, kstep = w.fresh("kTile"), w.fresh("kRows"), w.fresh("kStep")
+    kt = w.fresh("kTile")
+    # rows per thread and the block's height: literals, as an engineer writes them
+    kr, kstep = str(rows_per_thread), str(tile // rows_per_thread)
     ys, xs, accs = w.fresh(f"{m.y_name}_tile"), w.fresh(f"{m.x_name}_tile"), w.fresh(f"{m.acc}_r")
     k0, kk, r, yrow = w.fresh(f"{m.var}0"), w.fresh(f"{m.var}{m.var}"), w.fresh("r"), w.fresh("yrow")
     y_t, x_t = dtypes.normalize_c_type(gy.ctype), dtypes.normalize_c_type(gx.ctype)
     decl_type = p.text_of(m.acc_decl.child_by_field_name("type"))
     init = p.text_of(m.acc_decl.children_by_field_name("declarator")[0].child_by_field_name("value"))
+    bound = m.bound if re.fullmatch(r"[A-Za-z_]\w*", m.bound) else f"({m.bound})"
+    zero_y, zero_x = _zero(m.y_type), _zero(m.x_type)
     y_first = f"blockIdx.y * {kt} + threadIdx.y"
     x_here = f"blockIdx.x * {kt} + threadIdx.x"
-    w(1, f"// cudalens tiled_matmul: {tile}x{tile} tiles of {m.y_name} and {m.x_name} staged in "
-         f"shared memory, each thread computing")
-    w(1, f"// {rows_per_thread} output{'s' if rows_per_thread > 1 else ''} of one column; "
-         f"every output adds the same terms in the same order as before.")
+    outputs = f"{rows_per_thread} outputs" if rows_per_thread > 1 else "one output"
+    w(1, f"// {tile}x{tile} shared tiles of {m.y_name} and {m.x_name}, {outputs} per thread; "
+         f"terms added in the original order.")
     w(1, f"constexpr int {kt} = {tile};")
-    w(1, f"constexpr int {kr} = {rows_per_thread};")
-    w(1, f"constexpr int {kstep} = {kt} / {kr};  // threads per column of the block")
-    w(1, f"__shared__ {m.y_type} {ys}[{kt}][{kt}];")
-    w(1, f"__shared__ {m.x_type} {xs}[{kt}][{kt}];")
-    w(1, f"{decl_type} {accs}[{kr}];")
-    w(1, "#pragma unroll")
-    w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {accs}[{r}] = {init};")
-    w(1, f"for (int {k0} = 0; {k0} < ({m.bound}); {k0} += {kt}) {{")
+    if " ".join(m.y_type.split()) == " ".join(m.x_type.split()):
+        w(1, f"__shared__ {m.y_type} {ys}[{kt}][{kt}], {xs}[{kt}][{kt}];")
+    else:
+        w(1, f"__shared__ {m.y_type} {ys}[{kt}][{kt}];")
+        w(1, f"__shared__ {m.x_type} {xs}[{kt}][{kt}];")
+    if _ZERO.match(init.strip()):
+        w(1, f"{decl_type} {accs}[{kr}] = {{}};")  # value-initialized: +0, as the literal
+    else:
+        w(1, f"{decl_type} {accs}[{kr}];")
+        w(1, "#pragma unroll")
+        w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {accs}[{r}] = {init};")
+    w(1, f"const {x_t} {gx.var} = {x_here};")
+    w(1, f"for (int {k0} = 0; {k0} < {bound}; {k0} += {kt}) {{")
     w(2, "#pragma unroll")
     w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
     w(3, f"const int {yrow} = threadIdx.y + {r} * {kstep};")
     w(3, f"const {y_t} {gy.var} = blockIdx.y * {kt} + {yrow};")
     w(3, f"const int {m.var} = {k0} + threadIdx.x;")
-    w(3, f"{ys}[{yrow}][threadIdx.x] = ({gy.var} < {gy.bound} && {m.var} < ({m.bound})) ? "
-         f"{p.text_of(m.read_y)} : ({m.y_type})0;")
+    w(3, f"{ys}[{yrow}][threadIdx.x] = ({gy.var} < {gy.bound} && {m.var} < {bound}) ? "
+         f"{p.text_of(m.read_y)} : {zero_y};")
     w(2, "}")
     w(2, "#pragma unroll")
     w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
     w(3, f"const int {yrow} = threadIdx.y + {r} * {kstep};")
     w(3, f"const int {m.var} = {k0} + {yrow};")
-    w(3, f"const {x_t} {gx.var} = {x_here};")
-    w(3, f"{xs}[{yrow}][threadIdx.x] = ({m.var} < ({m.bound}) && {gx.var} < {gx.bound}) ? "
-         f"{p.text_of(m.read_x)} : ({m.x_type})0;")
+    w(3, f"{xs}[{yrow}][threadIdx.x] = ({m.var} < {bound} && {gx.var} < {gx.bound}) ? "
+         f"{p.text_of(m.read_x)} : {zero_x};")
     w(2, "}")
     w(2, "__syncthreads();")
     acc_nodes = [n for n in walk(m.statement) if n.type == "identifier" and p.text_of(n) == m.acc]
@@ -282,7 +299,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
                                 + [(n, f"{accs}[{r}]") for n in acc_nodes])
     # A whole tile runs a loop of constant trip count, which the compiler unrolls; the last,
     # partial tile stops at K.
-    w(2, f"if ({k0} + {kt} <= ({m.bound})) {{")
+    w(2, f"if ({k0} + {kt} <= {bound}) {{")
     w(3, "#pragma unroll")
     w(3, f"for (int {kk} = 0; {kk} < {kt}; ++{kk}) {{")
     w(4, "#pragma unroll")
@@ -291,7 +308,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     w(4, "}")
     w(3, "}")
     w(2, "} else {")
-    w(3, f"for (int {kk} = 0; {k0} + {kk} < ({m.bound}); ++{kk}) {{")
+    w(3, f"for (int {kk} = 0; {k0} + {kk} < {bound}; ++{kk}) {{")
     w(4, "#pragma unroll")
     w(4, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
     w.text_block(5, stmt)
@@ -303,7 +320,6 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     w(1, "#pragma unroll")
     w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
     w(2, f"const {y_t} {gy.var} = {y_first} + {r} * {kstep};")
-    w(2, f"const {x_t} {gx.var} = {x_here};")
     w(2, f"if ({m.grid.guard}) {{")
     for node in m.post:
         accs_in = [n for n in walk(node) if n.type == "identifier" and p.text_of(n) == m.acc]

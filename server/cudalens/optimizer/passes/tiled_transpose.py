@@ -235,11 +235,8 @@ def apply(ctx: PassContext, block_rows: int = 8) -> PassResult:
     rhs, lhs = parsed.text_of(rhs_node), parsed.text_of(lhs_node)
     needed = {"read": _needed_decls(m.decls, rhs_node, parsed),
               "write": _needed_decls(m.decls, lhs_node, parsed)}
-    w(1, f"// cudalens tiled_transpose: a {TILE}x{TILE} tile staged in shared memory, padded to "
-         f"{TILE + 1} columns")
-    w(1, f"// so that reading it by columns is free of bank conflicts; {m.src} is read with "
-         f"threadIdx.x along {a.var}")
-    w(1, f"// and {m.out} written with threadIdx.x along {b.var}, so both sides are coalesced.")
+    w(1, f"// Transpose via a shared {TILE}x{TILE + 1} tile (no bank conflicts): {m.src} and "
+         f"{m.out} both coalesced.")
     w(1, f"constexpr int {tile_n} = {TILE};")
     w(1, f"__shared__ {m.out_type} {tile}[{tile_n}][{tile_n} + 1];")
     for phase in ("read", "write"):

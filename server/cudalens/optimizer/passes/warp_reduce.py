@@ -91,10 +91,8 @@ def apply(ctx: PassContext) -> PassResult:
     v, lane, warp, off, nwarps, slots = (w.fresh(n) for n in
                                          ("v", "lane", "warp", "offset", "n_warps", "warp_vals"))
     etype = " ".join(m.element_type.split())
-    w(1, f"// cudalens warp_reduce: each thread's value stays in a register; each warp combines "
-         f"its {WARP}")
-    w(1, "// values with shuffles, one value per warp goes through shared memory, the first "
-         "warp combines those.")
+    w(1, "// Reduce in registers with warp shuffles; only one value per warp goes through "
+         "shared memory.")
     w(1, f"{etype} {v};")
     for stmt in m.load:
         uses = [u for u in m.load_uses if stmt.start_byte <= u.start_byte < stmt.end_byte]
