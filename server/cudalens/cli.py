@@ -273,9 +273,14 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
-def check(file: Path, arch: str) -> None:
+@click.option("--compile-commands", "compdb", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="compile_commands.json giving FILE's -I, -D and -std (default: "
+                                 "found walking up from FILE, also in build/; else the [build] "
+                                 "table of cudalens.toml).")
+def check(file: Path, arch: str, compdb: Optional[Path]) -> None:
     """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
     spills and compile errors with their lines."""
+    from cudalens.build import local_nvcc_options
     from cudalens.check import CheckError, compile_check, format_check
 
     err = Console(stderr=True)
@@ -283,8 +288,14 @@ def check(file: Path, arch: str) -> None:
         _fail(err, f"{file}: no such file")
     if not file.is_file():
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
+    if compdb is not None and not compdb.is_file():
+        _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
     try:
-        result = compile_check(str(file), arch=arch)
+        options = local_nvcc_options(file, compdb=compdb)
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    try:
+        result = compile_check(str(file), arch=arch, options=options)
     except CheckError as exc:
         _fail(err, str(exc))
     click.echo(format_check(result))

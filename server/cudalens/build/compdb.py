@@ -12,6 +12,7 @@ list) the entry whose file's folder shares the longest leading path with it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -53,7 +54,19 @@ def find_compdb(start: Path) -> Optional[Path]:
 
 def load_compdb(path: Path) -> list[Entry]:
     """The entries of ``path``. Raises CompdbError for a file that is not JSON or an entry
-    without ``directory``/``file`` or without ``command``/``arguments`` (naming its index)."""
+    without ``directory``/``file`` or without ``command``/``arguments`` (naming its index).
+    Read once per version of the file (its size and modification time): the editor checks
+    on every edit."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise CompdbError(f"{path}: cannot read the compilation database ({exc})") from None
+    return list(_load(str(path.resolve()), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _load(name: str, _mtime: int, _size: int) -> tuple[Entry, ...]:
+    path = Path(name)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -80,7 +93,7 @@ def load_compdb(path: Path) -> list[Entry]:
             raise CompdbError(f"{where}: expected 'arguments' (a list of strings) or 'command' "
                               f"(a string)")
         out.append(Entry(directory, os.path.normpath(os.path.join(directory, e["file"])), args))
-    return out
+    return tuple(out)
 
 
 def _real(path: str) -> str:

@@ -152,4 +152,10 @@ def build_defines(path: Path, *, compdb: Optional[Path] = None) -> dict[str, int
         return {}
 
 
-__all__ = ["COMPDB", "ProjectBuild", "build_defines", "build_for", "flags_from_table"]
+
+
+
+def local_nvcc_options(path: Path, *, compdb: Optional[Path] = None) -> tuple[str, ...]:
+    """The build's options for a local nvcc compiling ``path`` (``BuildFlags.nvcc_options``:
+    absolute folders, macros, dialect, extra options). Raises as ``build_for``."""
+    return tuple(build_for(path, compdb=compdb).flags.nvcc_options())
