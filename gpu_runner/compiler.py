@@ -52,9 +52,9 @@ def include_option_problem(opt: str) -> Optional[str]:
     (``-Iinclude``, ``-I.``), else why not; for any other option: None."""
     if not opt.startswith("-I"):
         return None
-    m = _INCLUDE_DIR.fullmatch(opt)
-    why = name_problem(opt[2:]) if m else "expected -IDIR with DIR relative, of letters, " \
-        "digits and '_.+-/'"
+    why = name_problem(opt[2:])
+    if why is None and not _INCLUDE_DIR.fullmatch(opt):
+        why = "expected -IDIR with DIR relative, of letters, digits and '_.+-/'"
     return f"nvcc option '{opt}' is not accepted by the runner: {why}" if why else None
 
 
