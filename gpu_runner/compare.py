@@ -8,6 +8,12 @@ Tolerance (docs/architecture.md, "Correctness"): a float output matches where
 (also infinities of the same sign); an infinity matches nothing else; where the reference is
 NaN the candidate must be NaN, and NaN against a number never matches. Integer outputs match exactly, whatever the tolerance.
 
+A constant float output (every element equal to the first, NaN equal to NaN) where the
+reference is not constant is held to the element type's default bounds, whatever the spec's
+tolerance (``constant_where_varying``): with a loose tolerance (bounds ``t * (|ref| + scale)``)
+an all-zero output would pass wherever ``|ref| <= t / (1 - t) * scale``, i.e. everywhere from
+``t = 0.5`` on.
+
 Every check returns ``None`` when all is well, else a ``Difference`` naming the first
 (lowest-index) offending element.
 """
@@ -109,6 +115,30 @@ def mismatch(ref: np.ndarray, cand: np.ndarray, bounds: Bounds) -> Optional[Diff
         ok = (r == c) | (close & np.isfinite(r) & np.isfinite(c))
     ok |= np.isnan(r) & np.isnan(c)
     return _first(~ok, ref, cand)
+
+
+def is_constant(values: np.ndarray) -> bool:
+    """Whether every element of the float array ``values`` equals the first as a number (NaN
+    counts as equal to NaN, -0.0 to 0.0); True for fewer than two elements."""
+    if values.size < 2:
+        return True
+    v = values.astype(np.float64)
+    first = v.flat[0]
+    if np.isnan(first):
+        return bool(np.all(np.isnan(v)))
+    return bool(np.all(v == first))
+
+
+def constant_where_varying(ref: np.ndarray, cand: np.ndarray) -> Optional[Difference]:
+    """For a float output: when ``cand`` is constant and ``ref`` is not, the first element of
+    ``cand`` outside the element type's default bounds around ``ref`` (see the module doc),
+    else None. Integer outputs give None (they match exactly anyway)."""
+    _check_shapes(ref, cand)
+    if not is_float(ref.dtype) or ref.dtype.name not in DEFAULT_RTOL:
+        return None
+    if not is_constant(cand) or is_constant(ref):
+        return None
+    return mismatch(ref, cand, bounds_for(ref))
 
 
 def unwritten(ref: np.ndarray, cand: np.ndarray) -> Optional[Difference]:

@@ -6,13 +6,14 @@ when it imports; otherwise the driver API version (e.g. ``13.0``) and the attrib
 maximum clocks are reported. Clocks are read right after the bandwidth measurement, while the
 GPU is still in its working state rather than idle.
 
-The copy bandwidth is measured, not taken from a datasheet (METHOD.md, "Two numbers first"):
-copies between two buffers each at least 4x the L2 cache, timed with CUDA events, median of
-``COPY_REPEATS`` copies after ``COPY_WARMUP``, counting the bytes read plus the bytes written.
-It is the fastest of ``cuMemcpyDtoDAsync`` and a copy kernel with one 16-byte load and store
-per thread: on an H200 (driver 580.159.04, 2026-11-29) the driver's copy reached 3.99 TB/s
-while a vectorized saxpy kernel moved 4.36 TB/s, so the driver's copy alone understated what a
-kernel can move and put kernels above 100% of it.
+The copy bandwidth is measured, not taken from a datasheet (METHOD.md, "Two numbers first"),
+and measured the way kernels are timed (``copy_bandwidth``, method ``flushed``): a copy kernel
+with one 16-byte load and store per thread over two buffers of 2 x L2 each, after the same read
+flush of the L2 and between the same CUDA events as a timed kernel, median of ``COPY_REPEATS``
+copies after ``COPY_WARMUP``, counting the bytes read plus the bytes written. Until 2026-12 the
+copy was timed back to back (the faster of ``cuMemcpyDtoDAsync`` and that kernel): it paid for
+the previous copy's dirty L2 lines while kernels, timed after a read flush, leave theirs unpaid,
+and vector add and saxpy read 107-110% of it on an H200.
 """
 
 from __future__ import annotations
@@ -63,12 +64,23 @@ def _copy_kernel(session):
 
 
 def measure_copy_bandwidth(session, nbytes: int = 0) -> float:
-    """Device-to-device copy bandwidth in GB/s (10^9 bytes/s), bytes read + written.
+    """Device-to-device copy bandwidth in GB/s (10^9 bytes/s), bytes read + written, timed as
+    kernels are (``copy_bandwidth.measure_copy``, method ``flushed``).
 
-    ``nbytes`` per buffer defaults to max(256 MiB, 4 x L2), reduced to fit a quarter of the
-    free memory. Needs the session's context current. Raises ``RuntimeError`` when fewer than
-    16 MiB can be allocated or the events read no elapsed time.
+    ``nbytes`` per buffer defaults to max(64 MiB, 2 x L2), reduced to fit a quarter of the free
+    memory. Needs the session's context current. Raises ``RuntimeError`` when fewer than 16 MiB
+    can be allocated, a kernel does not compile, or the events read no elapsed time.
     """
+    from gpu_runner.copy_bandwidth import measure_copy  # noqa: PLC0415
+
+    return measure_copy(session, nbytes=nbytes, methods=("flushed",),
+                        repeats=COPY_REPEATS, warmup=COPY_WARMUP).gbps["flushed"]
+
+
+def measure_copy_back_to_back(session, nbytes: int = 0) -> float:
+    """The copy bandwidth as it was measured until 2026-12 (module doc), in GB/s, for
+    comparison (``benchmarks/bench_copy_bandwidth.py``). ``nbytes`` per buffer defaults to
+    max(256 MiB, 4 x L2). Raises as ``measure_copy_bandwidth``."""
     drv = session.drv
     l2 = attribute(drv, session.device, "L2_CACHE_SIZE")
     free, _total = drv.mem_get_info()

@@ -16,6 +16,7 @@ VerdictStatus = Literal[
     "compile_error",   # nvcc rejected the source, or the kernel symbol was not found
     "launch_error",    # the launch failed or the kernel faulted (illegal address, ...)
     "mismatch",        # an output differs from the baseline's beyond tolerance
+    "constant_output",  # a float output is one value throughout where the baseline's varies
     "unwritten",       # an output still holds the poison value where the baseline wrote
     "input_modified",  # an input buffer differs after the run
     "out_of_bounds",   # a guard region around a buffer was overwritten

@@ -19,6 +19,8 @@ flags a superset of what its host check flags:
 - ``abs_max(ref)``: max |x| over the finite elements in double, as ``compare.output_scale``
   computes it (for non-negative doubles the IEEE bit patterns order like the values, so an
   integer ``atomicMax`` on them is a maximum on the values).
+- ``unlike_first(x)``: elements not equal to the first as doubles (NaN equal to NaN), 0 for
+  a constant float output, as ``compare.is_constant`` decides it.
 
 Each screen counts offending elements with ``atomicAdd`` into an 8-byte word read back once.
 Needs the owning session's context current.
@@ -111,6 +113,27 @@ extern "C" __global__ void cudalens_absmax_f32(const float* x, u64 n, u64* out)
 { abs_max(x, n, out); }
 extern "C" __global__ void cudalens_absmax_f64(const double* x, u64 n, u64* out)
 { abs_max(x, n, out); }
+
+// Elements not equal to x[0] as doubles, NaN equal to NaN (compare.is_constant).
+template <typename T>
+__device__ void unlike_first(const T* x, u64 n, u64* bad)
+{
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    double first = as_double(x[0]);
+    u64 count = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += stride) {
+        double v = as_double(x[i]);
+        count += !(v == first || (isnan(v) && isnan(first)));
+    }
+    if (count) atomicAdd(bad, count);
+}
+
+extern "C" __global__ void cudalens_unlike_first_f16(const __half* x, u64 n, u64* bad)
+{ unlike_first(x, n, bad); }
+extern "C" __global__ void cudalens_unlike_first_f32(const float* x, u64 n, u64* bad)
+{ unlike_first(x, n, bad); }
+extern "C" __global__ void cudalens_unlike_first_f64(const double* x, u64 n, u64* bad)
+{ unlike_first(x, n, bad); }
 """
 
 _FLOAT_KERNELS = {"float16": "f16", "float32": "f32", "float64": "f64"}
@@ -140,7 +163,8 @@ class DeviceScreen:
         except self.drv.CompileError as e:
             raise RuntimeError(f"the verification screen kernels did not compile: {e}") from e
         names = (["cudalens_screen_bits"] + [f"cudalens_screen_{k}" for k in _FLOAT_KERNELS.values()]
-                 + [f"cudalens_absmax_{k}" for k in _FLOAT_KERNELS.values()])
+                 + [f"cudalens_absmax_{k}" for k in _FLOAT_KERNELS.values()]
+                 + [f"cudalens_unlike_first_{k}" for k in _FLOAT_KERNELS.values()])
         self._fn = {n: session.load(cubin, find_kernel_symbol(cubin, n)) for n in names}
         sm = int(session.device.get_attribute(self.drv.device_attribute.MULTIPROCESSOR_COUNT))
         self.grid = (max(1, sm) * 8, 1, 1)
@@ -181,6 +205,14 @@ class DeviceScreen:
         bits = self._run(f"cudalens_absmax_{_FLOAT_KERNELS[dtype]}", np.uintp(ptr),
                          np.uint64(length))
         return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
+
+    def unlike_first(self, ptr: int, dtype: str, length: int) -> int:
+        """How many of ``length`` elements of the float buffer at ``ptr`` differ from its
+        first element (0: the buffer is constant; see ``compare.is_constant``)."""
+        if length < 2:
+            return 0
+        return self._run(f"cudalens_unlike_first_{_FLOAT_KERNELS[dtype]}", np.uintp(ptr),
+                         np.uint64(length))
 
     def free(self) -> None:
         try:

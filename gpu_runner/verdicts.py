@@ -4,8 +4,11 @@ The GPU side reads every buffer back after a launch into a ``RunResult``; the fu
 decide, in a fixed order, whether the run passes, and if not write the one sentence the user
 sees. Order of checks for one run: guard regions (``out_of_bounds``: it explains any other
 symptom), input buffers unchanged (``input_modified``), outputs written where the baseline
-wrote (``unwritten``), outputs within tolerance of the baseline's (``mismatch``); buffers in
-parameter order, the lowest offending index first.
+wrote (``unwritten``), outputs within tolerance of the baseline's (``mismatch``), no float
+output constant where the baseline's varies, unless it is within the element type's default
+tolerance (``constant_output``: a loose spec tolerance cannot let an all-zero output pass,
+``compare.constant_where_varying``); buffers in parameter order, the lowest offending index
+first.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from gpu_runner.buffers import GuardDamage
-from gpu_runner.compare import (Bounds, Difference, bounds_for, changed, identical, mismatch,
-                                unwritten)
+from gpu_runner.compare import (Bounds, Difference, bounds_for, changed, constant_where_varying,
+                                identical, mismatch, unwritten)
 from gpu_runner.problem import Buffer, Case, Tolerance
 from gpu_runner.report import Mismatch, Verdict, VerdictStatus
 
@@ -113,6 +116,19 @@ def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
                 f"{reference_name} at "
                 f"index {d.index}: expected {fmt(d.expected)}, got {fmt(d.actual)} ({d.count} of "
                 f"{d.total} elements differ; {rule})", case, seed, buf.name, d)
+    for buf in _buffers(case, ("out", "inout")):
+        if buf.name in same:
+            continue
+        ref = reference[buf.name]
+        d = constant_where_varying(ref, run.outputs[buf.name])
+        if d:
+            return _verdict(
+                variant, "constant_output" if status == "mismatch" else status,
+                f"{_where(case, seed)}{when}: output '{buf.name}' holds one value, "
+                f"{fmt(d.actual)}, in all {d.total} elements where the baseline's varies "
+                f"(index {d.index}: expected {fmt(d.expected)}); a constant output must match "
+                f"within the default tolerance ({bounds_for(ref).describe()}) whatever the "
+                f"spec's, and {d.count} of {d.total} elements do not", case, seed, buf.name, d)
     return None
 
 

@@ -36,11 +36,13 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from gpu_runner.buffers import DeviceBuffers, OutputSnapshot
-from gpu_runner.compare import Bounds, changed, mismatch, output_scale, resolve_bounds
+from gpu_runner.compare import (DEFAULT_RTOL, Bounds, changed, is_constant, mismatch,
+                                output_scale, resolve_bounds)
 from gpu_runner.compiler import CompiledVariant
 from gpu_runner.captured import CapturedDataError, captured_results
 from gpu_runner.inputs import make_inputs
 from gpu_runner.launch import launch_kernel
+from gpu_runner.patterns import is_float
 from gpu_runner.problem import Buffer, Case, Problem
 from gpu_runner.report import Verdict
 from gpu_runner.session import GpuSession, KernelTimeout, LaunchFailure
@@ -151,22 +153,49 @@ class _Reference:
     outputs: Mapping[str, np.ndarray]
     snap: Optional[OutputSnapshot] = None
     _bounds: dict = field(default_factory=dict)
+    _default_bounds: dict = field(default_factory=dict)
+    _varies: dict = field(default_factory=dict)
 
-    def bounds(self, spec: Buffer, tolerance, screen) -> Bounds:
-        if spec.name not in self._bounds:
+    def default_bounds(self, spec: Buffer, screen) -> Bounds:
+        """The element type's default bounds for output ``spec`` (``compare.resolve_bounds``
+        without a spec tolerance), computed once."""
+        if spec.name not in self._default_bounds:
+            self._default_bounds[spec.name] = self.bounds(spec, None, screen, cache=False)
+        return self._default_bounds[spec.name]
+
+    def varies(self, spec: Buffer, screen) -> bool:
+        """Whether the baseline's float output ``spec`` is not constant (on the device when
+        ``snap`` holds it), computed once."""
+        if spec.name not in self._varies:
+            if self.snap is not None:
+                self._varies[spec.name] = screen.unlike_first(
+                    self.snap.ptr(spec.name), spec.dtype, spec.length) > 0
+            else:
+                self._varies[spec.name] = not is_constant(self.outputs[spec.name])
+        return self._varies[spec.name]
+
+    def bounds(self, spec: Buffer, tolerance, screen, cache: bool = True) -> Bounds:
+        if spec.name not in self._bounds or not cache:
             if self.snap is not None:
                 scale = lambda: screen.abs_max(self.snap.ptr(spec.name), spec.dtype, spec.length)
             else:
                 scale = lambda: output_scale(self.outputs[spec.name])
-            self._bounds[spec.name] = resolve_bounds(spec.dtype, tolerance, scale)
+            found = resolve_bounds(spec.dtype, tolerance, scale)
+            if not cache:
+                return found
+            self._bounds[spec.name] = found
         return self._bounds[spec.name]
 
 
 def _clean_effects(screen, bufs: DeviceBuffers, compare_to: Optional[OutputSnapshot] = None,
-                   bounds: Callable[[Buffer], Optional[Bounds]] = lambda spec: None) -> bool:
+                   bounds: Callable[[Buffer], Optional[Bounds]] = lambda spec: None,
+                   reference: Optional[_Reference] = None) -> bool:
     """Whether the last launch left every guard intact, every ``in`` buffer equal to its
     pristine copy and (given ``compare_to``) every output within ``bounds(spec)`` of
-    ``compare_to`` (``None`` bounds: bit for bit), judged on the device (module doc)."""
+    ``compare_to`` (``None`` bounds: bit for bit), judged on the device (module doc). Given
+    the baseline's ``reference`` (``compare_to`` its snapshot), a float output that is
+    constant where the reference's varies must also be within the default bounds
+    (``compare.constant_where_varying``)."""
     if bufs.guard_damage() is not None:
         return False
     for spec in bufs.input_specs():
@@ -182,7 +211,22 @@ def _clean_effects(screen, bufs: DeviceBuffers, compare_to: Optional[OutputSnaps
                else screen.flagged(ref, cand, spec.dtype, spec.length, b))
         if bad:
             return False
+        if reference is not None and _constant_where_varying(screen, spec, ref, cand,
+                                                             reference):
+            return False
     return True
+
+
+def _constant_where_varying(screen, spec: Buffer, ref: int, cand: int,
+                            reference: _Reference) -> bool:
+    """The device's ``compare.constant_where_varying`` for output ``spec`` at ``cand``
+    against the baseline's at ``ref``: whether the host would find a violation."""
+    if not is_float(spec.dtype) or spec.dtype not in DEFAULT_RTOL or spec.length < 2:
+        return False
+    if screen.unlike_first(cand, spec.dtype, spec.length) or not reference.varies(spec, screen):
+        return False
+    return screen.flagged(ref, cand, spec.dtype, spec.length,
+                          reference.default_bounds(spec, screen)) > 0
 
 
 def _baseline_reference(session: GpuSession, problem: Problem, baseline: CompiledVariant,
@@ -353,7 +397,8 @@ def _screened(session, problem, bufs, reference, screen, attempt) -> Optional[Ru
     dev = bufs.get()
     if attempt == 0:
         clean = _clean_effects(screen, dev, bufs.ref,
-                               lambda spec: reference.bounds(spec, problem.tolerance, screen))
+                               lambda spec: reference.bounds(spec, problem.tolerance, screen),
+                               reference)
         bufs.first = dev.snapshot_outputs(bufs.first, session.stream)
         session.stream.synchronize()
     else:

@@ -45,9 +45,10 @@ stream = false
 input_per_mtok = 0.5
 output_per_mtok = 1.5
 """)
+    (tmp_path / ".git").mkdir()  # the repository root: the search may reach it
     kernel = write(tmp_path / "src" / "k" / "saxpy.cu", "")
     assert find_project_file(kernel) == conf
-    cfg = load_agent_config(start=kernel)
+    cfg = load_agent_config(start=kernel, trust_project=True)
     assert cfg.model == "qwen-coder" and cfg.base_url == "http://localhost:8000/v1"
     assert (cfg.api_key_env, cfg.temperature, cfg.rounds) == ("VLLM_KEY", 0.3, 3)
     assert cfg.token_budget is None  # 0 means no limit
@@ -60,6 +61,7 @@ output_per_mtok = 1.5
 def test_pyproject_table_is_used_and_a_pyproject_without_it_is_passed_over(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.cudalens.agent]\nmodel = "outer"\n')
     write(tmp_path / "inner" / "pyproject.toml", '[project]\nname = "x"\n')
+    (tmp_path / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
     kernel = write(tmp_path / "inner" / "a.cu", "")
     cfg = load_agent_config(start=kernel)
     assert cfg.model == "outer"

@@ -161,6 +161,10 @@ def test_a_candidate_that_leaves_outputs_unwritten_is_rejected_and_the_rounds_go
     assert re.search(r"^Winner: llm r2c1: 2\.00x faster", done.stdout, re.M), done.stdout
     told = [[m["content"] for m in b["messages"] if m["role"] == "user"][-1] for b in bodies]
     assert len(told) == 2 and f"r1c1 (code block 1): unwritten: {reason}" in told[1], told
-    data = json.loads(record.read_text())
+    def no_bare_constants(token):  # strict JSON readers refuse NaN and Infinity tokens
+        raise AssertionError(f"--json wrote the bare token {token}")
+    text = record.read_text()
+    data = json.loads(text, parse_constant=no_bare_constants)
     outcomes = [(o["label"], o["status"]) for r in data["agent"]["rounds"] for o in r["outcomes"]]
     assert outcomes == [("r1c1", "unwritten"), ("r2c1", "passed")]
+    assert '"-Infinity"' in text, text[:2000]

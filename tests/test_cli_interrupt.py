@@ -54,8 +54,10 @@ def test_ctrl_c_while_probing_the_llm_exits_130(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
                                         + [p for p in [env.get("PYTHONPATH")] if p])
-    with socket.socket() as silent:  # accepts connections, never answers
-        silent.bind(("127.0.0.1", 0))
+    # the model's server is probed only once a runner is there
+    with socket.socket() as silent, fake_runner_process(tmp_path, TOKEN) as runner:
+        env.update({"CUDALENS_RUNNER_URL": runner, "CUDALENS_RUNNER_TOKEN": TOKEN})
+        silent.bind(("127.0.0.1", 0))  # accepts connections, never answers
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
         proc = subprocess.Popen([sys.executable, "-m", "cudalens", "optimize", str(source),

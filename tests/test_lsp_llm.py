@@ -128,7 +128,7 @@ async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_appl
         # the model and server from the project file, the rest from the editor's settings
         (tmp_path / "cudalens.toml").write_text(f'[agent]\nmodel = "{MODEL}"\n'
                                                 f'base_url = "{fake.url}"\n')
-        settings = llm_settings(fake.url)
+        settings = {**llm_settings(fake.url), "workspaceTrusted": True}  # it may name a server
         del settings["llm"]["model"], settings["llm"]["baseUrl"]
         async with editor(tmp_path, settings=settings, env=server_env(tmp_path)) as client:
             uri = client.open(path)
@@ -171,7 +171,8 @@ async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_appl
                 f"Optimize kernel saxpy again (LLM {endpoint})",
                 "Apply candidate (1.90x, verified)",
                 "Show diff of candidate (llm r2c1)",
-                "Reject candidate (1.90x, llm r2c1)"]
+                "Reject candidate (1.90x, llm r2c1)",
+                "Check this kernel for races and memory errors"]
             apply = next(a for a in actions if a.command.command == "cudalens.apply")
             answer = await client.run(apply.command)
             assert answer["ok"] and answer["applied"], answer
@@ -213,7 +214,8 @@ async def test_auto_with_an_unreachable_server_says_it_uses_the_built_in_passes(
     url = closed_port_url()
     # auto is the default: the project file's model makes it try the LLM
     (tmp_path / "cudalens.toml").write_text(f'[agent]\nmodel = "{MODEL}"\nbase_url = "{url}"\n')
-    async with editor(tmp_path, env=server_env(tmp_path)) as client:
+    trusted = {**TEST_SETTINGS, "workspaceTrusted": True}  # so that its base_url counts
+    async with editor(tmp_path, settings=trusted, env=server_env(tmp_path)) as client:
         uri = client.open(path)
         action = optimize_action(await client.code_actions(uri, 5))
         started = await client.run(action.command)

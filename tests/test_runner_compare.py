@@ -115,3 +115,34 @@ def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match=r"expected arrays of equal shape and type, found \(2,\) "
                                          r"float32 and \(3,\) float32"):
         changed(np.zeros(2, np.float32), np.zeros(3, np.float32))
+
+
+# -- constant outputs (issue 11, item 6) ----------------------------------------------------------
+
+
+def test_is_constant_compares_numbers_with_nan_equal_to_nan():
+    from gpu_runner.compare import is_constant
+    assert is_constant(np.zeros(5, np.float32))
+    assert is_constant(np.array([0.0, -0.0, 0.0], np.float32))  # -0.0 == 0.0
+    assert is_constant(np.full(4, np.nan, np.float16))
+    assert is_constant(np.array([7.0], np.float64))
+    assert not is_constant(np.array([1.0, 1.0, 1.0000001], np.float64))
+    assert not is_constant(np.array([np.nan, 1.0], np.float32))
+    assert not is_constant(np.array([1.0, np.nan], np.float32))
+
+
+def test_an_all_zero_output_passes_a_loose_tolerance_but_not_the_constant_check():
+    from gpu_runner.compare import constant_where_varying
+    ref = np.linspace(1e-3, 2e-3, 1000).astype(np.float32)
+    zeros = np.zeros_like(ref)
+    assert mismatch(ref, zeros, bounds_for(ref, Tolerance(0.5, 0.5))) is None  # the hole
+    d = constant_where_varying(ref, zeros)
+    assert (d.index, d.expected, d.actual, d.count, d.total) == (0, float(ref[0]), 0.0, 1000, 1000)
+    # a constant within the default tolerance of a reference that varies only in rounding
+    noisy = np.full(8, 0.5, np.float32)
+    noisy[3] = np.nextafter(np.float32(0.5), np.float32(1))
+    assert constant_where_varying(noisy, np.full(8, 0.5, np.float32)) is None
+    # a constant reference, an output that varies, integers: not this check's business
+    assert constant_where_varying(np.full(8, 2.0, np.float32), np.zeros(8, np.float32)) is None
+    assert constant_where_varying(ref, ref.copy()) is None
+    assert constant_where_varying(np.arange(8, dtype=np.int32), np.zeros(8, np.int32)) is None

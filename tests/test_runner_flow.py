@@ -339,6 +339,12 @@ def half(drv, mod, threads, *args):
     return 10.0
 
 
+def zeros(drv, mod, threads, *args):
+    n, a, x, y, z = _saxpy_args(drv, args)
+    z[:] = 0.0
+    return 10.0
+
+
 def modifies_input(drv, mod, threads, *args):
     saxpy(drv, mod, threads, *args)
     n, a, x, y, z = _saxpy_args(drv, args)
@@ -422,12 +428,21 @@ def _abs_max(dtype):
     return emulate
 
 
+def _unlike_first(dtype):
+    def emulate(drv, mod, threads, x, n, out):
+        v = drv.array(x, dtype, int(n)).astype(np.float64)
+        return _count(drv, out, np.count_nonzero(~((v == v[0]) | (np.isnan(v) & np.isnan(v[0])))))
+    return emulate
+
+
 SCREEN = {"cudalens_screen_bits": screen_bits,
           "cudalens_screen_f16": _screen_float(np.float16, 0x7FFC),
           "cudalens_screen_f32": _screen_float(np.float32, 0x7FFC7FFC),
           "cudalens_screen_f64": _screen_float(np.float64, 0x7FFC7FFC7FFC7FFC),
           "cudalens_absmax_f16": _abs_max(np.float16), "cudalens_absmax_f32": _abs_max(np.float32),
-          "cudalens_absmax_f64": _abs_max(np.float64)}
+          "cudalens_absmax_f64": _abs_max(np.float64),
+          **{f"cudalens_unlike_first_{k}": _unlike_first(t)
+             for k, t in (("f16", np.float16), ("f32", np.float32), ("f64", np.float64))}}
 
 
 EMULATIONS = {
@@ -435,6 +450,7 @@ EMULATIONS = {
     "saxpy_modifies_input.cu": modifies_input, "saxpy_oob.cu": oob,
     "saxpy_full_blocks.cu": full_blocks, "saxpy_fault.cu": fault, "saxpy_noisy.cu": noisy,
     "saxpy_stale.cu": stale, "spin.cu": hang, "saxpy_syntax_error.cu": saxpy,
+    "saxpy_zeros.cu": zeros,
 }
 
 
@@ -546,6 +562,28 @@ def test_full_evaluation(fake):
     assert s.ci_low <= s.value <= s.ci_high and 1.8 < s.ci_low and s.ci_high < 2.25
     assert any(msg.startswith("timing: round 10") for msg in messages)
     assert "compile: saxpy_gridstride" in messages
+
+
+def test_a_constant_output_fails_under_a_loose_tolerance(fake):
+    # issue 11, item 6: tolerance 0.9 lets an all-zero z within every bound; the screen's
+    # constant check flags the launch and the host's verdict names it
+    from gpu_runner.problem import Tolerance
+    from gpu_runner.runner import Runner
+    cands = [variant("saxpy_zeros.cu"), variant("saxpy_gridstride.cu", block=128, grid=20)]
+    with Runner() as r:
+        ev = r.evaluate(saxpy_problem(tolerance=Tolerance(0.9, 0.9)), variant("saxpy.cu"), cands,
+                        repetitions=6, warmup=1)
+    assert ev.error == ""
+    got = by_label(ev)
+    v = got["saxpy_zeros"].verdict
+    assert v.status == "constant_output", v.reason
+    m = v.mismatch
+    assert (m.case, m.seed, m.buffer, m.index, m.actual, m.total) == \
+        ("nominal", 1, "z", 0, 0.0, NOMINAL)
+    assert v.reason.startswith(f"case 'nominal', seed 1: output 'z' holds one value, 0, in all "
+                               f"{NOMINAL} elements where the baseline's varies (index 0: ")
+    assert got["saxpy_zeros"].timing is None
+    assert got["saxpy_gridstride"].verdict.status == "passed"
 
 
 def test_fault_stops_verification_and_timing(fake):

@@ -288,3 +288,20 @@ def test_timeout_is_reported_and_the_runner_refuses_more_work():
             r.evaluate(saxpy_problem(), variant("saxpy.cu"), [])
     finally:
         r.close()  # waits for the spinning kernel (about 1.5 s) to end
+
+
+def test_a_constant_output_fails_under_a_loose_tolerance(runner):
+    # issue 11, item 6: with tolerance 0.9 an all-zero z is within every element's bounds; the
+    # constant check (screened on the device, judged on the host) rejects it, a correct
+    # rewrite still passes
+    from gpu_runner.problem import Tolerance
+    ev = runner.evaluate(saxpy_problem(tolerance=Tolerance(0.9, 0.9)), variant("saxpy.cu"),
+                         [variant("saxpy_zeros.cu"),
+                          variant("saxpy_gridstride.cu", block=128, grid=2112)],
+                         repetitions=5, warmup=1)
+    v = _get(ev, "saxpy_zeros").verdict
+    assert v.status == "constant_output", v.reason
+    m = v.mismatch
+    assert (m.case, m.seed, m.buffer, m.actual, m.total) == ("nominal", 1, "z", 0.0, NOMINAL)
+    assert f"output 'z' holds one value, 0, in all {NOMINAL} elements" in v.reason
+    assert _get(ev, "saxpy_gridstride").verdict.status == "passed"

@@ -106,3 +106,25 @@ def test_integer_mismatch_wording():
     assert v.reason == ("case 'nominal', seed 1: output 'o' differs from the baseline at index 2: "
                         "expected 7, got 8 (1 of 4 elements differ; integers must match exactly)")
     assert (v.mismatch.expected, v.mismatch.actual) == (7, 8)
+
+
+def test_a_constant_output_fails_whatever_the_tolerance():
+    ref = {"y": (Y0 + X) * 1e-3, "z": np.linspace(1e-3, 2e-3, N).astype(np.float32)}
+    run = RunResult(outputs={"y": ref["y"].copy(), "z": np.zeros(N, np.float32)},
+                    inputs_after={"x": X.copy()})
+    loose = Tolerance(0.9, 0.9)
+    v = judge_run("cand", CASE, 2, INPUTS, run, ref, loose)
+    assert v.status == "constant_output"
+    m = v.mismatch
+    assert (m.buffer, m.index, m.expected, m.actual, m.mismatched, m.total) == \
+        ("z", 0, float(ref["z"][0]), 0.0, N, N)
+    assert v.reason == (
+        f"case 'ragged', seed 2: output 'z' holds one value, 0, in all {N} elements where the "
+        f"baseline's varies (index 0: expected {float(ref['z'][0]):.9g}); a constant output "
+        f"must match within the default tolerance (rtol 0.0001, atol 2e-07) whatever the "
+        f"spec's, and {N} of {N} elements do not")
+    # the same output after the timing loop is stale, not a new status
+    assert judge_stale("cand", CASE, 2, INPUTS, run, ref, loose).status == "stale_after_timing"
+    # the loose tolerance alone would have passed it: only the constant check catches it
+    run.outputs["z"] = ref["z"] * 0.2
+    assert judge_run("cand", CASE, 2, INPUTS, run, ref, loose) is None

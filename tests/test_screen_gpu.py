@@ -138,3 +138,26 @@ def test_integer_outputs_are_screened_bit_for_bit(gpu):
     finally:
         a.free()
         b.free()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_unlike_first_agrees_with_is_constant(gpu, dtype):
+    from gpu_runner.compare import is_constant
+    session, screen = gpu
+    arrays = [np.zeros(N, dtype), np.full(N, np.nan, dtype), np.linspace(0, 1, N).astype(dtype)]
+    signed = np.zeros(N, dtype)
+    signed[::2] = -0.0
+    one_off = np.full(N, 3.0, dtype)
+    one_off[N - 1] = 4.0
+    first_nan = np.ones(N, dtype)
+    first_nan[0] = np.nan
+    for host in arrays + [signed, one_off, first_nan]:
+        alloc = _upload(session, host)
+        try:
+            count = screen.unlike_first(int(alloc), dtype, N)
+        finally:
+            alloc.free()
+        v = host.astype(np.float64)
+        expected = int(np.count_nonzero(~((v == v[0]) | (np.isnan(v) & np.isnan(v[0])))))
+        assert count == expected
+        assert (count == 0) == is_constant(host)

@@ -64,7 +64,7 @@ def test_openapi_schema_describes_the_contract(client):
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/v1/health", "/v1/devices", "/v1/devices/{index}",
                                     "/v1/compile", "/v1/evaluate", "/v1/profile",
-                                    "/v1/jobs/{job_id}",
+                                    "/v1/sanitize", "/v1/jobs/{job_id}",
                                     "/v1/jobs/{job_id}/cancel"}
     assert set(schema["paths"]["/v1/jobs/{job_id}"]) == {"get", "delete"}
     defs = schema["components"]["schemas"]

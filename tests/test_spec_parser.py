@@ -193,6 +193,27 @@ T = "block = 256\ngrid = ceil_div(n, block.x)\n"
     pytest.param(H + "tolerance = -1e-3\n",
                  3, 'expected a positive relative tolerance, found -0.001',
                  id='tol_neg'),
+    pytest.param(H + "block = 256\ntolerance = 0.9\n",
+                 4, "expected a relative tolerance below 0.25, found 0.9: an element passes within tolerance x (|expected| + max |expected|), so from 0.5 on an all-zero output passes everywhere and from 0.25 on it passes wherever |expected| is under a third of the largest; the defaults are 1e-4 (float), 1e-2 (half), 1e-10 (double)",
+                 id='tol_too_loose'),
+    pytest.param(H + "tolerance = 0.25\n",
+                 3, "expected a relative tolerance below 0.25, found 0.25: an element passes within tolerance x (|expected| + max |expected|), so from 0.5 on an all-zero output passes everywhere and from 0.25 on it passes wherever |expected| is under a third of the largest; the defaults are 1e-4 (float), 1e-2 (half), 1e-10 (double)",
+                 id='tol_at_the_limit'),
+    pytest.param(H + "scalar a: float = 1e39\n" + T,
+                 3, "expected scalar a (float) to be a finite float32 value, within +-3.40282e+38, found '1e39' = 1e+39, which is inf on the device in the nominal run (n=1024)",
+                 id='scalar_float_overflow'),
+    pytest.param(H + "scalar h: half = -70000\n" + T,
+                 3, "expected scalar h (half) to be a finite float16 value, within +-65504, found '-70000' = -70000, which is -inf on the device in the nominal run (n=1024)",
+                 id='scalar_half_overflow'),
+    pytest.param(H + "size m = 65536\nscalar h: float16 = m + 100\n" + T,
+                 4, "expected scalar h (float16) to be a finite float16 value, within +-65504, found 'm + 100' = 65636, which is inf on the device in the nominal run (n=1024, m=65536)",
+                 id='scalar_half_overflow_from_a_size'),
+    pytest.param(H + "scalar d: double = 2**1024\n" + T,
+                 3, "in scalar d: '**' (power) is not allowed in '2**1024'",
+                 id='scalar_double_power'),
+    pytest.param(H + "scalar d: double = 179769313486231570814527423731704356798070567525844996598917476803157260780028538760589558632766878171540458953514382464234321326889464182768467546703537516986049910576551282076245490090389328944075868508455133942304583236903222948165808559332123348274797826204144723168738177180919299881250404026184124858368 * 2\n" + T,
+                 3, "expected scalar d (double) to be a finite float64 value, within +-1.79769e+308, found '179769313486231570814527423731704356798070567525844996598917476803157260780028538760589558632766878171540458953514382464234321326889464182768467546703537516986049910576551282076245490090389328944075868508455133942304583236903222948165808559332123348274797826204144723168738177180919299881250404026184124858368 * 2' = 359538626972463141629054847463408713596141135051689993197834953606314521560057077521179117265533756343080917907028764928468642653778928365536935093407075033972099821153102564152490980180778657888151737016910267884609166473806445896331617118664246696549595652408289446337476354361838599762500808052368249716736, which is inf on the device in the nominal run (n=1024)",
+                 id='scalar_double_overflow_from_an_integer'),
     pytest.param(H + "block = 256\nblock = 128\n",
                  4, 'block is already declared on line 3',
                  id='dup_block'),
@@ -379,3 +400,12 @@ def test_spec_error_survives_pickling():
     err = pickle.loads(pickle.dumps(SpecError("a.spec", 3, "expected x, found y")))
     assert (err.path, err.line, err.message, str(err)) == \
         ("a.spec", 3, "expected x, found y", "a.spec:3: expected x, found y")
+
+
+def test_values_at_the_edge_of_their_type_and_a_tolerance_below_the_limit_are_accepted():
+    # 65510 rounds to half's largest finite value, 65504; 3.4e38 is a finite float
+    spec = parse_spec(H + "scalar h: half = 65510\nscalar a: float = 3.4e38\n"
+                          "scalar d: double = 1e308\ntolerance = 0.2\n" + T)["k"]
+    assert [(p.name, p.expr) for p in spec.params] == [("h", "65510"), ("a", "3.4e38"),
+                                                       ("d", "1e308")]
+    assert spec.tolerance == 0.2

@@ -99,6 +99,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void settingsChanged(client);
       }
     }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      if (client?.isRunning()) {
+        void settingsChanged(client); // the server reads workspaceTrusted again
+      }
+    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (RESTART_SETTINGS.some((s) => e.affectsConfiguration(s))) {
         void restartNow();

@@ -11,6 +11,10 @@
                            queue, so never during a timing); 200 ``available: false`` with
                            the reason where no profile can be taken (no GPU, no ncu, no
                            permission for the counters, ...)
+``POST /v1/sanitize``      compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on one
+                           launch of a variant: its findings at their source lines; on the
+                           GPU's queue like a profile; 200 ``available: false`` with the
+                           reason where it cannot run (no GPU, no compute-sanitizer, ...)
 ``GET /v1/jobs/{id}``      the job's state, progress lines from ``?since=N``, result
 ``DELETE /v1/jobs/{id}``   cancel (also ``POST /v1/jobs/{id}/cancel``); 404 for unknown ids
 =========================  ==================================================================
@@ -39,10 +43,12 @@ from gpu_runner.service.auth import TokenMiddleware
 from gpu_runner.service.body_limit import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware
 from gpu_runner.service.jobs import Job, JobStore
 from gpu_runner.profile import KINDS as PROFILE_KINDS, ProfileError
+from gpu_runner.sanitize import KINDS as SANITIZE_KINDS, SanitizeError
 from gpu_runner.service.schema import (API_PREFIX, CompileRequest, CompileResponse,
                                        DeviceEntry, DevicesResponse, ErrorBody, EvaluateRequest,
                                        Health, JobCreated, JobStatus, ProfileRequest,
-                                       ProfileResponse, encode)
+                                       ProfileResponse, SanitizeRequest, SanitizeResponse,
+                                       encode)
 from gpu_runner.service.validate import compile_problems, evaluate_problems, profile_problems
 from gpu_runner.workers.pool import DeviceNotFound, GpuPool
 from gpu_runner.workers.protocol import EvaluateSpec
@@ -212,6 +218,31 @@ def create_app(pool: GpuPool, *, token: Optional[str] = None,
                                    kind=exc.kind if exc.kind in PROFILE_KINDS else "failed",
                                    reason=str(exc))
         return ProfileResponse(available=True, device=device, profile=found)
+
+    @app.post(f"{API_PREFIX}/sanitize", response_model=SanitizeResponse, responses=ERRORS)
+    def sanitize(req: SanitizeRequest) -> SanitizeResponse:
+        bad = profile_problems(req.problem, req.variant)
+        if bad:
+            raise ApiError(422, "invalid_request", "; ".join(bad))
+        if pool.wait_ready(ready_timeout_s) == "unavailable":
+            return SanitizeResponse(available=False, kind="no_gpu",
+                                    reason=f"no GPU on this runner: {pool.message}")
+        need_gpu()
+        tools = list(dict.fromkeys(req.tools))
+        try:
+            device = pool.slot(req.device).index
+            device, report = pool.sanitize(req.problem, req.variant, device, req.timeout_s,
+                                           profile_queue_s + req.timeout_s * len(tools), tools)
+        except DeviceNotFound as exc:
+            raise ApiError(422, "unknown_device", str(exc)) from None
+        except TimeoutError as exc:
+            raise ApiError(503, "busy", str(exc)) from None
+        except SanitizeError as exc:
+            log.info("no sanitizer report of %s: %s", req.variant.label, exc)
+            return SanitizeResponse(available=False, device=device,
+                                    kind=exc.kind if exc.kind in SANITIZE_KINDS else "failed",
+                                    reason=str(exc))
+        return SanitizeResponse(available=True, device=device, report=report)
 
     @app.post(f"{API_PREFIX}/evaluate", response_model=JobCreated, status_code=202,
               responses=ERRORS)

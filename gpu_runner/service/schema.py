@@ -27,6 +27,7 @@ from pydantic_core import to_json
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
+from gpu_runner.sanitize import SanitizeReport
 
 API_PREFIX = "/v1"
 
@@ -89,6 +90,41 @@ class ProfileResponse(_Body):
     device: int = -1
     profile: Optional[Profile] = None
     kind: Optional[ProfileUnavailableKind] = None
+    reason: str = ""
+
+
+SanitizerTool = Literal["memcheck", "racecheck", "initcheck", "synccheck"]
+
+
+class SanitizeRequest(_Body):
+    """Run compute-sanitizer's ``tools`` on one launch of ``variant`` on ``problem``'s ragged
+    case (the first case when there is none), first seed's inputs (``gpu_runner.sanitize``).
+    ``timeout_s``: limit of each tool's run, seconds; ``device`` as in ``EvaluateRequest``."""
+
+    problem: Problem
+    variant: Variant
+    tools: list[SanitizerTool] = Field(
+        default_factory=lambda: ["memcheck", "racecheck", "initcheck", "synccheck"],
+        min_length=1, max_length=4)
+    timeout_s: float = Field(120.0, gt=0, le=600, description="per-tool time limit, seconds")
+    device: Optional[int] = Field(None, ge=0)
+
+
+SanitizeUnavailableKind = Literal["no_gpu", "sanitizer_missing", "timeout", "variant_failed",
+                                  "failed"]
+
+
+class SanitizeResponse(_Body):
+    """``available``: whether ``report`` holds the tools' findings (an empty list of
+    findings: the tools found nothing). When not, ``kind`` and ``reason`` say why: ``no_gpu``,
+    ``sanitizer_missing`` (compute-sanitizer is not installed), ``timeout``,
+    ``variant_failed`` (it did not compile or launch) or ``failed``. ``device``: the device
+    index it ran on (-1 when none)."""
+
+    available: bool
+    device: int = -1
+    report: Optional[SanitizeReport] = None
+    kind: Optional[SanitizeUnavailableKind] = None
     reason: str = ""
 
 
@@ -160,11 +196,12 @@ class ErrorBody(_Body):
 T = TypeVar("T")
 
 
-def encode(value: Any) -> bytes:
+def encode(value: Any, *, indent: Optional[int] = None) -> bytes:
     """``value`` (a body above, a contract data class, or lists and dicts of them and of plain
-    values) as JSON text in the wire encoding (see the module doc). Raises
-    ``pydantic_core.PydanticSerializationError`` for a value JSON cannot hold."""
-    return to_json(value, inf_nan_mode=INF_NAN_MODE)
+    values) as JSON text in the wire encoding (see the module doc), ``indent`` spaces per level
+    (None: one line). Raises ``pydantic_core.PydanticSerializationError`` for a value JSON
+    cannot hold."""
+    return to_json(value, indent=indent, inf_nan_mode=INF_NAN_MODE)
 
 
 def decode(kind: type[T], data: Any) -> T:

@@ -15,11 +15,14 @@ device's thread runs one only while its worker is idle, and no timing on that GP
 Nsight Compute replays the profiled kernel (ncu also fixes the GPU's clocks while it
 profiles). The profile itself runs ``PoolConfig.profile_fn`` (``gpu_runner.profile.
 profile_variant``: ncu on a fixed launch script, in its own process) from the device's thread.
+Sanitizer runs (``sanitize``: compute-sanitizer on one launch, ``PoolConfig.sanitize_fn``) go
+the same way, for the same reason: the tools slow the GPU down for everyone on it.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import queue
 import shutil
@@ -75,6 +78,9 @@ class PoolConfig:
     # profile_fn(problem, variant, device_index=, timeout_s=) -> Profile, raising
     # gpu_runner.profile.ProfileError; None: gpu_runner.profile.profile_variant (tests set it)
     profile_fn: Optional[Callable] = None
+    # sanitize_fn(problem, variant, device_index=, timeout_s=, tools=) -> SanitizeReport, raising
+    # gpu_runner.sanitize.SanitizeError; None: gpu_runner.sanitize.sanitize_variant
+    sanitize_fn: Optional[Callable] = None
 
 
 class DeviceNotFound(LookupError):
@@ -88,6 +94,9 @@ class _CompileWork:
 
 
 class _ProfileWork:
+    """A tool run on one variant from the device's thread (a profile or a sanitizer run):
+    ``fn(problem, variant, device_index=, timeout_s=)``."""
+
     def __init__(self, problem: Problem, variant: Variant, timeout_s: float, fn: Callable):
         self.problem, self.variant, self.timeout_s, self.fn = problem, variant, timeout_s, fn
         self.cancelled = threading.Event()  # the request stopped waiting: skip it
@@ -316,4 +325,27 @@ class GpuPool:
         except concurrent.futures.TimeoutError:
             work.cancelled.set()
             raise TimeoutError(f"profiling took longer than {wait_s:g} s on device "
+                               f"{slot.index} (it waits for the work queued before it)") from None
+
+    def sanitize(self, problem: Problem, variant: Variant, device: Optional[int],
+                 timeout_s: float, wait_s: float, tools: Sequence[str]):
+        """compute-sanitizer's ``tools`` on one launch of ``variant`` on ``device`` (module
+        doc): (device index, ``gpu_runner.sanitize.SanitizeReport``). ``timeout_s`` bounds each
+        tool's run; ``wait_s`` the wait for the work queued before it plus the runs.
+
+        Raises ``DeviceNotFound``; ``TimeoutError`` (as ``profile``); what ``sanitize_fn``
+        raised (``gpu_runner.sanitize.SanitizeError``)."""
+        if self.config.sanitize_fn is not None:
+            fn = self.config.sanitize_fn
+        else:
+            from gpu_runner.sanitize import sanitize_variant as fn  # noqa: PLC0415
+        slot = self.slot(device)
+        work = _ProfileWork(problem, variant, timeout_s,
+                            functools.partial(fn, tools=tuple(tools)))
+        slot.put(work)
+        try:
+            return slot.index, work.future.result(timeout=wait_s)
+        except concurrent.futures.TimeoutError:
+            work.cancelled.set()
+            raise TimeoutError(f"the sanitizer run took longer than {wait_s:g} s on device "
                                f"{slot.index} (it waits for the work queued before it)") from None

@@ -16,12 +16,16 @@ from rich.markup import escape
 from cudalens.cli_agent import agent_options
 from cudalens.errors import CudalensError
 from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
+from gpu_runner.service.schema import encode
 
-# Exit codes: 0 success, 1 the command ran and found problems (compile errors), 2 usage or
-# input errors, 3 no GPU runner available.
+# Exit codes: 0 success, 1 the command ran and found problems (compile errors; with check
+# --gpu, compute-sanitizer's findings), 2 usage or input errors, 3 no GPU runner available
+# (check --gpu: or no compute-sanitizer report could be made), 4 optimize refused the original
+# (compute-sanitizer found a race or an invalid access in it; --no-sanitize skips the check).
 EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
+EXIT_ORIGINAL_UNSAFE = 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
@@ -86,6 +90,10 @@ def main() -> None:
               help="Timed launches per variant (interleaved).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the results as JSON to this path.")
+@click.option("--no-sanitize", "no_sanitize", is_flag=True,
+              help="Skip the compute-sanitizer check of the original (races, invalid accesses) "
+                   "made before optimizing; an original with such a finding is refused "
+                   "(exit status 4).")
 @click.option("--capture", "capture_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Time and verify on a launch recorded by `cudalens capture` (its .json "
                    "manifest); the spec's seeded cases are checked too.")
@@ -108,9 +116,10 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
               proposer: str, agent_config: Optional[Path], written: list[Path],
               capture_path: Optional[Path] = None, capture_only: bool = False,
-              **agent) -> None:
+              no_sanitize: bool = False, **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
-    from cudalens.cli_agent import (agent_record, choose_proposer, config_from_cli,
+    from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
+                                    config_from_cli, config_warnings, offline_choice,
                                     run_llm_proposer, summary_lines)
     from cudalens.optimize import optimize as run_optimize
     from cudalens.present import print_result, result_record
@@ -132,18 +141,24 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     try:
         target = load_target(file, kernel_name)
         config = config_from_cli(file, agent_config=agent_config, **agent)
-        choice = choose_proposer(proposer, config)
+        choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
         _fail(err, str(exc))
+    for warning in config_warnings(config):
+        err.print(escape(f"warning: {warning}"), highlight=False, soft_wrap=True)
     replay = None
     if capture_only and capture_path is None:
         _fail(err, "--capture-only needs --capture PATH")
     if capture_path is not None:
         from cudalens.cli_capture import load_replay_or_fail
 
+        if choice is None and proposer == "auto":  # a replay runs the built-in search only
+            choice = ProposerChoice("builtin", "proposer: the built-in search (--capture "
+                                               "replays a captured launch with it)")
         target, replay = load_replay_or_fail(err, capture_path, target, capture_only,
-                                             choice.kind)
-    err.print(escape(choice.reason), highlight=False, soft_wrap=True)
+                                             choice.kind if choice is not None else proposer)
+    if choice is not None:
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     if target.spec_inferred:
         err.print(escape(f"note: no spec for {target.kernel.name} in {file}.spec; using a draft "
                          f"inferred from the kernel (see it with: cudalens spec {file} --kernel "
@@ -159,11 +174,26 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     except KeyboardInterrupt:
         _fail(err, f"interrupted (Ctrl-C) while starting the GPU runner; nothing was measured "
                    f"and {file} is unchanged", EXIT_INTERRUPTED)
+    if choice is None:
+        try:
+            choice = choose_proposer(proposer, config)
+        except CudalensError as exc:
+            client.close()
+            _fail(err, str(exc))
+        except BaseException:
+            client.close()
+            raise
+        err.print(escape(choice.reason), highlight=False, soft_wrap=True)
     agent_result = None
     try:
         with client, err.status("starting") as status:
             def progress(msg: str) -> None:
                 status.update(escape(msg))
+
+            # --capture-only: the spec's random inputs cannot drive the kernel (CSR indices...),
+            # so a sanitizer run on them would report accesses the real inputs never make
+            if not no_sanitize and not capture_only:
+                _check_original(target, client, err, progress)
 
             if choice.kind == "llm":
                 agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
@@ -207,7 +237,8 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
             record["agent"] = agent_record(agent_result)
         try:
             json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            # Strict JSON, as the runner writes it: NaN and infinities as strings.
+            json_path.write_bytes(encode(record, indent=2) + b"\n")
         except OSError as exc:
             _fail(err, f"--json {json_path}: the results could not be written "
                        f"({exc.strerror or exc})" + (f"; {file} was written" if applied else ""))
@@ -273,13 +304,22 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
+@click.option("--gpu", is_flag=True,
+              help="Instead: run the kernel once on the GPU under compute-sanitizer (memcheck, "
+                   "racecheck, initcheck, synccheck) with its spec's inputs and print each "
+                   "finding at FILE:LINE:COL. Exit status 0 clean, 1 findings, 2 input errors, "
+                   "3 no GPU runner or no report.")
+@click.option("--kernel", "kernel_name", help="With --gpu: the kernel to check (needed when FILE "
+                                              "holds several).")
 @click.option("--compile-commands", "compdb", type=click.Path(path_type=Path, dir_okay=False),
               default=None, help="compile_commands.json giving FILE's -I, -D and -std (default: "
                                  "found walking up from FILE, also in build/; else the [build] "
                                  "table of cudalens.toml).")
-def check(file: Path, arch: str, compdb: Optional[Path]) -> None:
+def check(file: Path, arch: str, gpu: bool, kernel_name: Optional[str],
+          compdb: Optional[Path]) -> None:
     """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
-    spills and compile errors with their lines."""
+    spills and compile errors with their lines; with --gpu, check one kernel for races and
+    memory errors with compute-sanitizer."""
     from cudalens.build import local_nvcc_options
     from cudalens.check import CheckError, compile_check, format_check
 
@@ -290,6 +330,11 @@ def check(file: Path, arch: str, compdb: Optional[Path]) -> None:
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
     if compdb is not None and not compdb.is_file():
         _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
+    if gpu:
+        _check_gpu(file, kernel_name, err)
+        return
+    if kernel_name is not None:
+        _fail(err, "--kernel is used with --gpu only (the compile check covers every kernel)")
     try:
         options = local_nvcc_options(file, compdb=compdb)
     except CudalensError as exc:
@@ -303,12 +348,72 @@ def check(file: Path, arch: str, compdb: Optional[Path]) -> None:
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 
+def _check_gpu(file: Path, kernel_name: Optional[str], err: Console) -> None:
+    """``check --gpu``: compute-sanitizer's findings on FILE's kernel, one line each."""
+    from cudalens.runner_client import RunnerClient
+    from cudalens.sanitize_check import CheckUnavailable, finding_line, sanitize_target
+    from cudalens.target import load_target
+
+    try:
+        target = load_target(file, kernel_name)
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    try:
+        with err.status("starting the GPU runner"):
+            client = RunnerClient()
+    except CudalensError as exc:
+        _fail(err, f"cannot check on the GPU: {exc}", EXIT_NO_GPU)
+    except KeyboardInterrupt:
+        _fail(err, "interrupted (Ctrl-C) while starting the GPU runner", EXIT_INTERRUPTED)
+    try:
+        with client, err.status(f"checking {target.kernel.name} with compute-sanitizer"):
+            run = sanitize_target(target, client)
+    except CheckUnavailable as exc:
+        _fail(err, str(exc), EXIT_NO_GPU)
+    except CudalensError as exc:  # the spec, or the runner refused the request
+        _fail(err, str(exc))
+    except KeyboardInterrupt:
+        _fail(err, "interrupted (Ctrl-C): the check was stopped", EXIT_INTERRUPTED)
+    for loc in run.found:
+        click.echo(finding_line(str(file), loc))
+    for tool_run in run.report.runs:
+        if tool_run.note:
+            err.print(escape(f"note: {tool_run.tool}: {tool_run.note}"), highlight=False,
+                      soft_wrap=True)
+    count = len(run.found)
+    click.echo(f"{target.kernel.name}: {count} finding{'s' if count != 1 else ''} "
+               f"(compute-sanitizer on {run.where()})")
+    if run.found:
+        sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _check_original(target, client, err: Console, progress) -> None:
+    """The compute-sanitizer check before optimizing (``cudalens.sanitize_check``): exits
+    with ``EXIT_ORIGINAL_UNSAFE`` after printing each blocking finding at its line."""
+    from cudalens.sanitize_check import OriginalUnsafe, check_original, finding_line
+
+    def say(msg: str) -> None:
+        if msg.startswith("note: "):
+            err.print(escape(msg), highlight=False, soft_wrap=True)
+        else:
+            progress(msg)
+
+    try:
+        check_original(target, client, say)
+    except OriginalUnsafe as exc:
+        for located in exc.findings:
+            err.print(escape(finding_line(str(target.path), located)), highlight=False,
+                      soft_wrap=True)
+        _fail(err, str(exc), EXIT_ORIGINAL_UNSAFE)
+
+
 def _register_commands() -> None:
-    from cudalens import cli_capture, cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_config, cli_lsp, cli_runner
 
     cli_runner.register(main)
     cli_capture.register(main)
     cli_lsp.register(main)
+    cli_config.register(main)
 
 
 _register_commands()

@@ -4,7 +4,12 @@ proposer, Ctrl-C, and the lines and JSON record that report an agent session.
 The CLI applies ``agent_options`` to its ``optimize`` command, builds the configuration with
 ``config_from_cli`` and asks ``choose_proposer`` which proposer to use; ``auto`` takes the LLM
 when one is configured and its server answers, else the built-in search, and
-``ProposerChoice.reason`` says which and why.
+``ProposerChoice.reason`` says which and why. ``offline_choice`` answers without contacting
+the model's server where it can, so that the CLI contacts it only once a GPU runner is there.
+
+A project file may set ``base_url`` and ``api_key_env`` only when trusted
+(``cudalens.agent.trust``): ``--trust-project-config``, ``--agent-config FILE``, or a folder
+listed in the user file; ``config_warnings`` says what an untrusted one set and was ignored.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Optional
 
 import click
 
+from cudalens.agent import trust
 from cudalens.agent.config import AgentConfig, ConfigError
-from cudalens.agent.config_file import load_agent_config
+from cudalens.agent.config_file import Sources, find_sources, load_agent_config
 from cudalens.errors import CudalensError
 
 PROPOSERS = ("auto", "llm", "builtin")
@@ -42,13 +48,20 @@ class ProposerChoice:
 
 
 def agent_options(command: Callable) -> Callable:
-    """Adds ``--proposer``, the LLM settings and ``--agent-config`` to a click command (its
-    function receives ``proposer``, ``agent_config`` and the keys of ``AGENT_OPTIONS``)."""
+    """Adds ``--proposer`` and ``config_options`` to a click command (its function receives
+    ``proposer`` and what ``config_options`` gives)."""
+    command = config_options(command)
+    return click.option("--proposer", type=click.Choice(PROPOSERS), default="auto",
+                        show_default=True,
+                        help="Who proposes candidates: an LLM, the built-in search, or the LLM "
+                             "when one is configured and reachable.")(command)
+
+
+def config_options(command: Callable) -> Callable:
+    """Adds the LLM settings, ``--agent-config`` and ``--trust-project-config`` to a click
+    command (its function receives ``agent_config``, ``trust_project_config`` and the keys of
+    ``AGENT_OPTIONS``)."""
     options = [
-        click.option("--proposer", type=click.Choice(PROPOSERS), default="auto",
-                     show_default=True,
-                     help="Who proposes candidates: an LLM, the built-in search, or the LLM when "
-                          "one is configured and reachable."),
         click.option("--model", help="LLM model name (overrides [agent] model)."),
         click.option("--base-url", help="Chat-completions server, e.g. http://localhost:8000/v1 "
                                         "(default: OpenAI's)."),
@@ -61,17 +74,35 @@ def agent_options(command: Callable) -> Callable:
         click.option("--token-budget", type=int, help="Tokens for the LLM loop (0: no limit)."),
         click.option("--agent-config", type=click.Path(path_type=Path),
                      help="Configuration file (cudalens.toml or pyproject.toml) instead of the "
-                          "one found next to FILE."),
+                          "one found next to FILE; it is trusted."),
+        click.option("--trust-project-config", is_flag=True,
+                     help="Let the project file found for FILE set base_url and api_key_env "
+                          "(where the API key is sent, and which variable holds it); without "
+                          "this, an untrusted project file's values for them are ignored."),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
+def sources_from_cli(file: Path, *, agent_config: Optional[Path] = None,
+                     trust_project_config: bool = False) -> Sources:
+    """The user file and the project file for ``file`` (searched up to its repository root).
+
+    Raises:
+        ConfigError: ``agent_config`` is missing, or the user file is unusable.
+    """
+    return find_sources(start=file, config_file=agent_config, trust_project=trust_project_config)
+
+
 def config_from_cli(file: Path, *, agent_config: Optional[Path] = None,
-                    settings: Optional[Mapping[str, Any]] = None, **options: Any) -> AgentConfig:
-    """The configuration for optimizing ``file``: the project file found from ``file`` (or
-    ``agent_config``), then ``settings``, then the options given (keys of ``AGENT_OPTIONS``).
+                    settings: Optional[Mapping[str, Any]] = None,
+                    trust_project_config: bool = False, sources: Optional[Sources] = None,
+                    **options: Any) -> AgentConfig:
+    """The configuration for optimizing ``file``: the user file, the project file found from
+    ``file`` (or ``agent_config``), then ``settings``, then the options given (keys of
+    ``AGENT_OPTIONS``). The project file sets ``base_url`` and ``api_key_env`` only when
+    trusted (``trust_project_config``, ``agent_config``, or the user file's ``[trust]``).
 
     Raises:
         ConfigError: an unknown option, or an unusable value (named with its layer).
@@ -80,7 +111,16 @@ def config_from_cli(file: Path, *, agent_config: Optional[Path] = None,
     if unknown:
         raise ConfigError(f"command line: unknown agent options {', '.join(unknown)}")
     cli = {AGENT_OPTIONS[k]: v for k, v in options.items() if v is not None}
-    return load_agent_config(start=file, config_file=agent_config, settings=settings, cli=cli)
+    if sources is None:
+        sources = sources_from_cli(file, agent_config=agent_config,
+                                   trust_project_config=trust_project_config)
+    return load_agent_config(settings=settings, cli=cli, sources=sources)
+
+
+def config_warnings(config: AgentConfig) -> list[str]:
+    """What an untrusted project file set and was ignored, one line per file, each saying how
+    to trust it (empty when nothing was ignored)."""
+    return trust.untrusted_warnings(config.ignored, trust.cli_how(trust.user_config_path()))
 
 
 def probe_server(config: AgentConfig) -> Optional[str]:
@@ -94,14 +134,13 @@ def probe_server(config: AgentConfig) -> Optional[str]:
         client.close()
 
 
-def choose_proposer(requested: str, config: AgentConfig, *,
-                    probe: Callable[[AgentConfig], Optional[str]] = probe_server) -> ProposerChoice:
-    """The proposer for ``--proposer requested``.
+def offline_choice(requested: str, config: AgentConfig) -> Optional[ProposerChoice]:
+    """The proposer for ``--proposer requested`` where it is known without contacting the
+    model's server; None when ``choose_proposer`` must ask that server.
 
     Raises:
         ConfigError: ``requested`` is not one of ``PROPOSERS``, or is ``llm`` with no model
             configured.
-        CudalensError: ``requested`` is ``llm`` and its server cannot be used.
     """
     if requested not in PROPOSERS:
         raise ConfigError(f"--proposer: expected one of {', '.join(PROPOSERS)}, "
@@ -115,6 +154,22 @@ def choose_proposer(requested: str, config: AgentConfig, *,
             raise ConfigError(f"--proposer llm needs a model: {how}")
         return ProposerChoice("builtin", f"proposer: the built-in search (no LLM is configured; "
                                          f"to use one, {how})")
+    return None
+
+
+def choose_proposer(requested: str, config: AgentConfig, *,
+                    probe: Callable[[AgentConfig], Optional[str]] = probe_server) -> ProposerChoice:
+    """The proposer for ``--proposer requested`` (``offline_choice``'s answer where it has
+    one, else after asking the model's server with ``probe``).
+
+    Raises:
+        ConfigError: ``requested`` is not one of ``PROPOSERS``, or is ``llm`` with no model
+            configured.
+        CudalensError: ``requested`` is ``llm`` and its server cannot be used.
+    """
+    early = offline_choice(requested, config)
+    if early is not None:
+        return early
     problem = probe(config)
     if problem is None:
         key = "" if config.api_key() else f" (no key in ${config.api_key_env})"

@@ -12,7 +12,7 @@ Errors: ``RunnerUnavailable`` when no runner can be used (no GPU there: the runn
 message; unreachable; token refused); ``RunnerError`` (a ``CudalensError``) when the runner
 refuses a request or fails an evaluation; ``ProfileUnavailable`` (a ``RunnerError``) from
 ``profile`` when the runner answers that it cannot profile (``try_profile`` returns that
-answer instead of raising).
+answer instead of raising); ``sanitize`` returns a ``SanitizeAnswer`` either way.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from cudalens.errors import CudalensError
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
+from gpu_runner.sanitize import SanitizeReport
 from gpu_runner.service.local import LocalRunner, LocalRunnerError
 from gpu_runner.service.schema import API_PREFIX, decode, encode
 
@@ -61,6 +62,17 @@ class ProfileAnswer:
     and ``reason`` saying why there is none (``gpu_runner.service.schema.ProfileResponse``)."""
 
     profile: Optional[Profile]
+    kind: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SanitizeAnswer:
+    """What the runner answered to a sanitizer request: the ``report`` (its findings, maybe
+    none), or None with ``kind`` and ``reason`` saying why there is none
+    (``gpu_runner.service.schema.SanitizeResponse``)."""
+
+    report: Optional[SanitizeReport]
     kind: str = ""
     reason: str = ""
 
@@ -269,3 +281,29 @@ class RunnerClient:
             raise ProfileUnavailable(f"no profile of {variant.label}: {answer.reason}",
                                      answer.kind)
         return answer.profile
+
+    def sanitize(self, problem: Problem, variant: Variant, *,
+                 tools: Optional[Sequence[str]] = None,
+                 timeout_s: float = 120.0) -> SanitizeAnswer:
+        """compute-sanitizer's ``tools`` (None: memcheck, racecheck, initcheck, synccheck) on
+        one launch of ``variant`` on ``problem``'s ragged case, or None with the runner's
+        reason (no GPU, compute-sanitizer missing, timeout, the variant did not compile or
+        launch). ``timeout_s`` bounds each tool's run on the runner; this waits up to 10 more
+        minutes for the GPU's earlier work.
+
+        Raises ``RunnerUnavailable`` (unreachable, busy) and ``RunnerError`` (request refused,
+        or an answer this client cannot read)."""
+        body: dict[str, Any] = {"problem": to_dict(problem), "variant": to_dict(variant),
+                                "timeout_s": timeout_s, "device": self.device_index}
+        if tools is not None:
+            body["tools"] = list(tools)
+        count = len(tools) if tools is not None else 4
+        answer = self._request("POST", "/sanitize", timeout=timeout_s * count + 660.0,
+                               json=body)
+        if not isinstance(answer, dict) or not isinstance(answer.get("available"), bool):
+            raise RunnerError(f"{self.where} answered POST /sanitize with no 'available' "
+                              f"field: {str(answer)[:200]}")
+        if not answer["available"]:
+            return SanitizeAnswer(None, str(answer.get("kind") or "failed"),
+                                  str(answer.get("reason") or "no reason given"))
+        return SanitizeAnswer(self._decode(SanitizeReport, answer.get("report")))

@@ -2,7 +2,9 @@
  * Starting and stopping the cudalens language server (`python -m cudalens.cli_lsp`) with
  * vscode-languageclient. The runner token reaches the server in the answer to its
  * `workspace/configuration` request (middleware), the LLM API key in its environment
- * (in the variable `cudalens.llm.apiKeyEnv` names, `OPENAI_API_KEY` when unset).
+ * (in the variable `cudalens.llm.apiKeyEnv` names, `OPENAI_API_KEY` when unset). The same
+ * answer carries `workspaceTrusted` (VS Code's workspace trust): only in a trusted workspace
+ * may the project's cudalens.toml choose the LLM server and the key's variable.
  */
 import * as vscode from "vscode";
 import {
@@ -54,8 +56,9 @@ export async function startServer(interpreter: Interpreter, secrets: Secrets,
             return answer;
           }
           const runnerToken = await secrets.runnerToken();
-          return answer.map((value, i) =>
-            params.items[i]?.section === SECTION ? serverSection(value, runnerToken) : value);
+          const trusted = vscode.workspace.isTrusted;
+          return answer.map((value, i) => params.items[i]?.section === SECTION
+            ? serverSection(value, runnerToken, trusted) : value);
         },
       },
       provideCodeLenses: async (document, token, next) => {

@@ -32,14 +32,17 @@ export function withRunnerToken(section: unknown, token: string | undefined): Js
 
 /**
  * The `cudalens` section as the server reads it (server/cudalens/lsp/config.py): `section`
- * with the runner token from secret storage (`withRunnerToken`), and an empty
+ * with the runner token from secret storage (`withRunnerToken`), `workspaceTrusted` set to
+ * `trusted` (VS Code's workspace trust, `vscode.workspace.isTrusted`; whatever a settings file
+ * says there is replaced, so a workspace cannot declare itself trusted), and an empty
  * `llm.apiKeyEnv` (what the settings editor leaves when the field is cleared) removed, so it
  * means "unset" (the project file's name, else OPENAI_API_KEY) rather than a malformed name.
  * Everything else passes unchanged: null for an unset `llm` number keeps the project file's or
  * the default value on the server. The input is not changed.
  */
-export function serverSection(section: unknown, token: string | undefined): Json {
+export function serverSection(section: unknown, token: string | undefined, trusted: boolean): Json {
   const copy = withRunnerToken(section, token);
+  copy.workspaceTrusted = trusted;
   if (isObject(copy.llm) && copy.llm.apiKeyEnv === "") {
     const llm: Json = { ...copy.llm };
     delete llm.apiKeyEnv;

@@ -49,7 +49,7 @@ function section(values: Record<string, unknown>): Record<string, unknown> {
 const defaults = Object.fromEntries(Object.entries(properties).map(([id, p]) => [id, p.default]));
 
 test("the declared defaults reach the server in config.py's shape", () => {
-  const answer = serverSection(section(defaults), "t0k");
+  const answer = serverSection(section(defaults), "t0k", false);
   // what server/cudalens/lsp/config.py reads; interpreter, server and trace it ignores
   assert.deepEqual(answer, {
     interpreter: "",
@@ -60,8 +60,10 @@ test("the declared defaults reach the server in config.py's shape", () => {
     budget: { candidates: 24, repetitions: 50, seed: 0 },
     check: { enabled: true, arch: "sm_90", nvcc: "nvcc", debounceMs: 400, options: [] },
     profile: true,
+    sanitize: true,
     server: { args: [], env: {}, logLevel: "warning" },
     trace: { server: "off" },
+    workspaceTrusted: false,
   });
 });
 
@@ -69,7 +71,8 @@ test("set llm values and profile reach the server as numbers, a name and a boole
   const answer = serverSection(section({ ...defaults, "cudalens.profile": false,
     "cudalens.llm.apiKeyEnv": "VLLM_API_KEY", "cudalens.llm.temperature": 0.2,
     "cudalens.llm.rounds": 3, "cudalens.llm.candidatesPerRound": 4,
-    "cudalens.llm.timeBudgetSeconds": 90.5, "cudalens.llm.tokenBudget": 0 }), undefined);
+    "cudalens.llm.timeBudgetSeconds": 90.5, "cudalens.llm.tokenBudget": 0 }), undefined, true);
+  assert.equal(answer.workspaceTrusted, true);
   assert.equal(answer.profile, false);
   assert.deepEqual(answer.llm, { baseUrl: "", model: "", apiKeyEnv: "VLLM_API_KEY",
     temperature: 0.2, rounds: 3, candidatesPerRound: 4, timeBudgetSeconds: 90.5, tokenBudget: 0 });
@@ -78,19 +81,43 @@ test("set llm values and profile reach the server as numbers, a name and a boole
 
 test("a cleared apiKeyEnv (empty string) is sent as unset, not as a malformed name", () => {
   const input = { llm: { apiKeyEnv: "", model: "m" } };
-  assert.deepEqual(serverSection(input, undefined), { llm: { model: "m" }, runner: {} });
+  assert.deepEqual(serverSection(input, undefined, false),
+    { llm: { model: "m" }, runner: {}, workspaceTrusted: false });
   assert.deepEqual(input, { llm: { apiKeyEnv: "", model: "m" } });  // input unchanged
-  assert.deepEqual(serverSection({ llm: { apiKeyEnv: "MY_KEY" } }, undefined),
-    { llm: { apiKeyEnv: "MY_KEY" }, runner: {} });
+  assert.deepEqual(serverSection({ llm: { apiKeyEnv: "MY_KEY" } }, undefined, false),
+    { llm: { apiKeyEnv: "MY_KEY" }, runner: {}, workspaceTrusted: false });
 });
 
-test("every setting config.py reads is declared, except the token (secret storage only)", () => {
+test("workspaceTrusted is VS Code's workspace trust, whatever a settings file says", () => {
+  const claims = { workspaceTrusted: true, llm: { baseUrl: "http://elsewhere/v1" } };
+  assert.deepEqual(serverSection(claims, undefined, false),
+    { workspaceTrusted: false, llm: { baseUrl: "http://elsewhere/v1" }, runner: {} });
+  assert.equal(serverSection({}, undefined, true).workspaceTrusted, true);
+  assert.equal(claims.workspaceTrusted, true);  // input unchanged
+});
+
+test("settings that choose where a secret goes or what runs are restricted in an untrusted workspace", () => {
+  const capability = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8"))
+    .capabilities.untrustedWorkspaces as { supported: string; restrictedConfigurations: string[] };
+  assert.equal(capability.supported, "limited");
+  for (const id of ["cudalens.llm.baseUrl", "cudalens.llm.apiKeyEnv", "cudalens.runner.url",
+    "cudalens.check.nvcc", "cudalens.check.options", "cudalens.interpreter",
+    "cudalens.server.args", "cudalens.server.env"]) {
+    assert.ok(capability.restrictedConfigurations.includes(id), id);
+  }
+});
+
+test("every setting config.py reads is declared, except the token (secret storage only) and workspace trust (VS Code's)", () => {
   const config = readFileSync(path.join(ROOT, "../server/cudalens/lsp/config.py"), "utf8");
   const table = config.slice(config.indexOf("_FIELDS: dict"), config.indexOf("assert {f for f"));
   const paths = [...table.matchAll(/^\s+\(((?:"\w+",?\s*)+)\): \("/gm)]
     .map((m) => "cudalens." + [...m[1].matchAll(/"(\w+)"/g)].map((p) => p[1]).join("."));
   assert.ok(paths.length >= 20, `expected config.py's _FIELDS table, found ${paths.length} paths`);
-  const missing = paths.filter((p) => p !== "cudalens.runner.token" && !(p in properties));
+  const computed = ["cudalens.runner.token", "cudalens.workspaceTrusted"];
+  const missing = paths.filter((p) => !computed.includes(p) && !(p in properties));
   assert.deepEqual(missing, []);
-  assert.ok(!("cudalens.runner.token" in properties));
+  assert.ok(paths.includes("cudalens.workspaceTrusted"));
+  for (const id of computed) {
+    assert.ok(!(id in properties), id);
+  }
 });

@@ -10,6 +10,12 @@ variable that holds it, and the key is read from the environment only when a cli
 (``AgentConfig.api_key``). A layer that holds a key (``api_key = ...``) is refused, and a
 value of ``api_key_env`` that looks like a key rather than a variable name is refused without
 being echoed.
+
+Where the key goes (``base_url``) and which variable is the key (``api_key_env``) are
+``TRUST_KEYS``: a layer marked untrusted (``Layer.trusted`` False: a project file the user has
+not trusted, see ``cudalens.agent.trust``) may not set them. ``merge`` drops them from such a
+layer, with the layer's ``model`` when it also set ``base_url`` (that model was named for the
+dropped server), and lists each dropped value in ``AgentConfig.ignored``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"  # what the openai client uses whe
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODES = ("auto", "on", "off")
 _SECRET_KEYS = ("api_key", "apikey", "key", "token", "secret", "password")
+TRUST_KEYS = ("base_url", "api_key_env")  # only trusted layers may set these
 
 
 class ConfigError(CudalensError):
@@ -40,6 +47,16 @@ class ModelPrice:
 
     input_per_mtok: float
     output_per_mtok: float
+
+
+@dataclass(frozen=True)
+class IgnoredSetting:
+    """A value an untrusted layer set and ``merge`` dropped: ``layer`` is the layer's name
+    (``/repo/cudalens.toml [agent]``), ``key`` the field, ``value`` the parsed value."""
+
+    layer: str
+    key: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,7 @@ class AgentConfig:
     prices: per-model prices for the cost estimate; a model without a price has an unknown
         cost (no price is built in).
     origins: for each field set by a layer, that layer's name.
+    ignored: the values untrusted layers set and that were dropped (see the module doc).
     """
 
     model: Optional[str] = None
@@ -98,6 +116,7 @@ class AgentConfig:
     probe_timeout_s: float = 5.0
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)
+    ignored: tuple[IgnoredSetting, ...] = ()
 
     @property
     def configured(self) -> bool:
@@ -255,10 +274,12 @@ def _snake(key: str) -> str:
 @dataclass(frozen=True)
 class Layer:
     """One source of settings: ``name`` (e.g. ``cudalens.toml [agent]``, ``--model``,
-    ``editor settings``) and its values by key (snake_case or camelCase)."""
+    ``editor settings``) and its values by key (snake_case or camelCase); ``trusted`` False
+    for a layer that may not set ``TRUST_KEYS`` (see the module doc)."""
 
     name: str
     values: Mapping[str, Any]
+    trusted: bool = True
 
 
 def parse_layer(layer: Layer) -> dict[str, Any]:
@@ -295,12 +316,19 @@ def merge(layers: list[Layer], base: Optional[AgentConfig] = None) -> AgentConfi
     config = base or AgentConfig()
     origins = dict(config.origins)
     values: dict[str, Any] = {}
+    ignored = list(config.ignored)
     prices = dict(config.prices)  # price tables add up across layers, model by model
     for layer in layers:
         parsed = parse_layer(layer)
+        if not layer.trusted:
+            dropped = [k for k in TRUST_KEYS if k in parsed]
+            if "base_url" in parsed and "model" in parsed:
+                dropped.append("model")  # named for the server that is not used
+            ignored.extend(IgnoredSetting(layer.name, k, parsed.pop(k)) for k in dropped)
         prices.update(parsed.pop("prices", {}))
         values.update(parsed)
         origins.update({k: layer.name for k in parsed})
         if "prices" in layer.values:
             origins["prices"] = layer.name
-    return dataclasses.replace(config, **values, prices=prices, origins=origins)
+    return dataclasses.replace(config, **values, prices=prices, origins=origins,
+                               ignored=tuple(ignored))

@@ -13,8 +13,22 @@ notification (``{"cudalens": {...}}``) is read directly. Shape, with defaults::
       "budget":   {"candidates": 24, "repetitions": 50, "seed": 0},
       "check":    {"enabled": true, "arch": "sm_90", "nvcc": "nvcc", "options": [],
                    "debounceMs": 400},
-      "profile":  true                            # Nsight Compute profile after a run
+      "profile":  true,                           # Nsight Compute profile after a run
+      "sanitize": true,                           # compute-sanitizer on the original first
+      "workspaceTrusted": false                   # the user trusts the workspace's files
     }
+
+``sanitize``: before an optimize job, run compute-sanitizer on the original kernel
+(``cudalens.sanitize_check.check_original``); an original with a race or an invalid access is
+not used as a reference: the job fails with the finding and its line. Off: no check.
+
+``workspaceTrusted``: the editor's workspace trust (the VS Code extension always sets it from
+``vscode.workspace.isTrusted``, whatever a settings file says, and sends it again when trust
+is granted). Only in a trusted workspace may a project file (``cudalens.toml``) set where the
+API key is sent (``base_url``) and which variable holds it (``api_key_env``); otherwise those
+are ignored with a warning (``cudalens.agent.trust``). Project files are looked for from the
+kernel up to the innermost workspace folder holding it (``Settings.workspace_roots``, from
+``initialize``, not a setting), never above.
 
 ``profile``: after an optimize job, ask the runner for an Nsight Compute profile of the
 winner (else the baseline) and show it in the hover; where the runner cannot profile (no
@@ -38,6 +52,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 SECTION = "cudalens"
@@ -73,6 +88,10 @@ class Settings:
     nvcc_options: tuple[str, ...] = ()
     debounce_ms: int = 400
     profile: bool = True
+    workspace_trusted: bool = False
+    # the workspace folders of ``initialize`` (set by the session, not read from the client)
+    workspace_roots: tuple[Path, ...] = ()
+    sanitize: bool = True
 
     def agent_settings(self) -> dict[str, Any]:
         """The ``llm`` values that were set, by ``AgentConfig`` field name (the editor's layer
@@ -173,20 +192,23 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
     ("check", "options"): ("nvcc_options", _options),
     ("check", "debounceMs"): ("debounce_ms", _int_between(0, 60000)),
     ("profile",): ("profile", _bool),
+    ("workspaceTrusted",): ("workspace_trusted", _bool),
+    ("sanitize",): ("sanitize", _bool),
 }
 
-assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}
+assert {f for f, _ in _FIELDS.values()} | {"workspace_roots"} == {f.name for f in fields(Settings)}
 
 
-def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
+def parse_settings(raw: Any, workspace_roots: tuple[Path, ...] = ()
+                   ) -> tuple[Settings, list[str]]:
     """Settings from the client's ``cudalens`` object (None or {} give the defaults), and one
-    message per rejected value."""
+    message per rejected value; ``workspace_roots`` is kept in ``Settings.workspace_roots``."""
     if raw is None:
-        return Settings(), []
+        return Settings(workspace_roots=workspace_roots), []
     if not isinstance(raw, dict):
-        return Settings(), [f"{SECTION}: expected an object of settings, found "
-                            f"{type(raw).__name__}"]
-    values: dict[str, Any] = {}
+        return Settings(workspace_roots=workspace_roots), [
+            f"{SECTION}: expected an object of settings, found {type(raw).__name__}"]
+    values: dict[str, Any] = {"workspace_roots": workspace_roots}
     problems: list[str] = []
     for path, (name, parse) in _FIELDS.items():
         node: Any = raw

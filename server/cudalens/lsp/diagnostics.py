@@ -13,6 +13,10 @@ Three sources are merged into one ``textDocument/publishDiagnostics`` per docume
 * **spec**: a kernel whose spec file is malformed or does not fit it (Warning, on its name).
 * **results**: with current results, an Information diagnostic on the kernel's name with the
   verified speedup; with only stale results, a Warning saying so.
+
+More sources register a provider in ``Diagnostics.providers`` (``provider(snapshot)`` gives its
+diagnostics for that text), merged into the same publish: compute-sanitizer's findings
+(``sanitize_action``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from lsprotocol import types
 
@@ -183,6 +187,9 @@ class Diagnostics:
         # uri -> the last (version, diagnostics) sent, so that an unchanged set is not sent
         # again (analysis, results and checks each ask for a publish)
         self._sent: dict[str, tuple[Optional[int], list[types.Diagnostic]]] = {}
+        # more sources merged into each publish (e.g. sanitize_action's compute-sanitizer
+        # findings): provider(snapshot) -> its diagnostics for that text
+        self.providers: list[Callable[[DocumentSnapshot], list[types.Diagnostic]]] = []
 
     def schedule(self, uri: str, delay_ms: Optional[int] = None) -> None:
         """(Re)starts the quiet period before ``uri`` is compiled; publishes results now."""
@@ -247,6 +254,8 @@ class Diagnostics:
         diags = list(compiled[1]) if compiled else []
         diags += spec_diagnostics(snapshot)
         diags += result_diagnostics(snapshot, self.session.statuses(snapshot))
+        for provider in self.providers:
+            diags += provider(snapshot)
         version = publish_version(compiled, snapshot.version)
         if self._sent.get(uri) == (version, diags):
             return

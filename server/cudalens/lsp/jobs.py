@@ -58,6 +58,7 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.optimize import optimize
+from cudalens.sanitize_check import OriginalUnsafe, check_original
 from cudalens.store.from_optimize import profile_subject, run_record
 from cudalens.store.keys import device_id, result_key
 from cudalens.store.records import RunProfile, RunRecord
@@ -366,19 +367,37 @@ class Jobs:
             job.message = text
             loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
 
-        choice = llm.choose(job.settings, job.snapshot.path)
-        job.proposer = choice.label
-        report(f"proposer: {choice.reason}", 0)
-        if choice.fallback:
-            loop.call_soon_threadsafe(self.session.show_message,
-                                      f"cudalens: optimizing {job.kernel} with {choice.reason}",
-                                      types.MessageType.Warning)
+        # the runner first: no request goes to the model's server where nothing can be run
         client = self._client(job.settings)
         if job.cancel.is_set():
             raise JobCancelled()
         device = client.device_info()
         loop.call_soon_threadsafe(self.session.device_seen, job.settings, device)
+        choice = llm.choose(job.settings, job.snapshot.path)
+        job.proposer = choice.label
+        if choice.config is not None:
+            log.info("LLM configuration for %s: %s", job.kernel, llm.origins(choice.config))
+        for warning in choice.warnings:
+            log.warning("%s", warning)
+            loop.call_soon_threadsafe(self.session.show_message, f"cudalens: {warning}",
+                                      types.MessageType.Warning)
+        report(f"proposer: {choice.reason}", 0)
+        if choice.fallback:
+            loop.call_soon_threadsafe(self.session.show_message,
+                                      f"cudalens: optimizing {job.kernel} with {choice.reason}",
+                                      types.MessageType.Warning)
         target = job.snapshot.target(job.view)
+        if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
+            try:
+                check_original(target, client, lambda message: report(message, None))
+            except OriginalUnsafe as exc:  # its findings go on their lines too
+                checks = getattr(self.session.server, "sanitizer", None)
+                if checks is not None:
+                    loop.call_soon_threadsafe(checks.record, job.snapshot, job.view.name,
+                                              exc.findings)
+                raise
+            if job.cancel.is_set():
+                raise JobCancelled()
         agent = None
         if choice.kind == "llm":
             agent = self._run_agent(job, target, client, choice, report)

@@ -1,10 +1,13 @@
 """The LLM proposer in the editor: which proposer a job uses, and what its progress says.
 
-``choose(settings, path)`` builds the agent configuration for a kernel file (the project file
-found from ``path``, then the editor's ``cudalens.llm`` settings: ``Settings.agent_settings``)
-and picks the proposer the way ``cudalens optimize --proposer`` does: ``builtin``; ``llm`` (an
+``choose(settings, path)`` builds the agent configuration for a kernel file (the user file,
+the project file found from ``path`` up to its workspace folder, then the editor's
+``cudalens.llm`` settings: ``Settings.agent_settings``) and picks the proposer the way ``cudalens optimize --proposer`` does: ``builtin``; ``llm`` (an
 error when no model is configured or its server does not answer); ``auto`` (the LLM when a
-model is configured and its server answers, else the built-in passes, saying why).
+model is configured and its server answers, else the built-in passes, saying why). The
+project file sets ``base_url`` and ``api_key_env`` only in a trusted workspace
+(``Settings.workspace_trusted``) or under a folder the user file trusts; what an untrusted
+one set is ignored and named in ``Choice.warnings`` (``cudalens.agent.trust``).
 
 ``AgentProgress`` turns the agent loop's status lines (``cudalens.agent.loop``: ``round 2:
 asking ...``, ``round 2: r2c1 passed, 1.80x``) and the runner's (``compile: r2c1``, ``timing:
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from cudalens.agent import trust
 from cudalens.agent.config import AgentConfig, ConfigError
 from cudalens.agent.config_file import load_agent_config
 from cudalens.errors import CudalensError
@@ -34,12 +38,14 @@ _HOW = ("set cudalens.llm.model (and cudalens.llm.baseUrl for a server other tha
 class Choice:
     """The proposer a job runs: ``kind`` ``llm`` (with its ``config``) or ``builtin``;
     ``reason`` says which and why (``the built-in passes (no LLM is configured)``); ``fallback`` is True when ``auto`` wanted
-    the LLM but could not use it."""
+    the LLM but could not use it; ``warnings``: what an untrusted project file set and was
+    ignored (``config_warnings``)."""
 
     kind: str
     reason: str
     config: Optional[AgentConfig] = None
     fallback: bool = False
+    warnings: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -53,7 +59,24 @@ def agent_config(settings: Settings, path: Path) -> AgentConfig:
     Raises:
         ConfigError: the project file or a setting is unusable (the message names it).
     """
-    return load_agent_config(start=path, settings=settings.agent_settings())
+    return load_agent_config(start=path, settings=settings.agent_settings(),
+                             workspace_roots=settings.workspace_roots,
+                             trust_project=settings.workspace_trusted,
+                             trust_reason="the editor's workspace trust")
+
+
+def config_warnings(config: AgentConfig) -> tuple[str, ...]:
+    """One warning per untrusted project file whose values were ignored, saying how to trust
+    it in the editor."""
+    return tuple(trust.untrusted_warnings(config.ignored,
+                                          trust.editor_how(trust.user_config_path())))
+
+
+def origins(config: AgentConfig) -> str:
+    """Where the values that decide where requests go came from, for the log: ``model 'm'
+    from /repo/cudalens.toml [agent]; base_url ... from default; ...``."""
+    return "; ".join(f"{key} {getattr(config, key)!r} from {config.origin(key)}"
+                     for key in ("model", "base_url", "api_key_env"))
 
 
 def _probe(config: AgentConfig) -> Optional[str]:
@@ -81,18 +104,22 @@ def choose(settings: Settings, path: Path,
             raise
         return Choice("builtin", f"the built-in passes (the LLM settings are unusable: {exc})",
                       fallback=True)
+    warnings = config_warnings(config)
     if not config.configured:
         if settings.proposer == "llm":
-            raise ConfigError(f"cudalens.proposer is llm but no model is configured: {_HOW}")
-        return Choice("builtin", "the built-in passes (no LLM is configured)")
+            ignored = f" ({' '.join(warnings)})" if warnings else ""
+            raise ConfigError(f"cudalens.proposer is llm but no model is configured: "
+                              f"{_HOW}{ignored}")
+        return Choice("builtin", "the built-in passes (no LLM is configured)",
+                      warnings=warnings)
     problem = probe(config)
     if problem is None:
         key = "" if config.api_key() else f" (no key in ${config.api_key_env}; sent none)"
-        return Choice("llm", f"the LLM {config.endpoint}{key}", config)
+        return Choice("llm", f"the LLM {config.endpoint}{key}", config, warnings=warnings)
     if settings.proposer == "llm":
         raise CudalensError(f"the LLM {config.endpoint} cannot be used: {problem}")
     return Choice("builtin", f"the built-in passes (the LLM {config.endpoint} cannot be used: "
-                             f"{problem})", config, fallback=True)
+                             f"{problem})", config, fallback=True, warnings=warnings)
 
 
 def action_label(settings: Union[Settings, str], path: Path) -> str:

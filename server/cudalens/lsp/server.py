@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
-from cudalens.lsp import editor_support
+from cudalens.lsp import editor_support, sanitize_action
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
@@ -56,6 +56,7 @@ class CudalensServer(LanguageServer):
                          protocol_cls=CudalensProtocol)
         self.runner_factory = runner_factory
         self.session: Optional[Session] = None
+        self.sanitizer: Optional[sanitize_action.SanitizerChecks] = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """pygls's reporter, except that a message body that is not JSON is answered with a
@@ -79,6 +80,7 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     @server.feature(types.INITIALIZE)
     def initialize(ls: CudalensServer, params: types.InitializeParams) -> None:
         ls.session = Session(ls, ls.runner_factory, workspace_roots(params))
+        ls.sanitizer = sanitize_action.SanitizerChecks(ls.session)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CudalensServer, params: types.InitializedParams) -> None:
@@ -87,6 +89,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: CudalensServer, params: None) -> None:
+        if ls.sanitizer is not None:
+            ls.sanitizer.shutdown()
         if ls.session is not None:
             ls.session.shutdown()
 
@@ -133,8 +137,10 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         snap = s.snapshot(params.text_document.uri)
         if snap is None:
             return []
-        return code_actions.code_actions(snap, s.statuses(snap), params.range, s.jobs_of(snap.uri),
-                                         s.settings, s.spec_file)
+        statuses = s.statuses(snap)
+        return code_actions.code_actions(snap, statuses, params.range, s.jobs_of(snap.uri),
+                                         s.settings, s.spec_file) + \
+            sanitize_action.check_actions(snap, statuses, params.range)
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def hints(ls: CudalensServer, params: types.InlayHintParams) -> list[types.InlayHint]:
@@ -196,6 +202,10 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         result = await ls.window_show_document_async(
             types.ShowDocumentParams(uri=spec_uri, take_focus=True))
         return {"shown": bool(result and result.success)}
+
+    @server.command(sanitize_action.CHECK)
+    async def cmd_sanitize(ls: CudalensServer, *args: Any) -> dict:
+        return await ls.sanitizer.start(kernel_args(sanitize_action.CHECK, args))
 
     @server.command(editor_support.CANDIDATE_SOURCE)
     def cmd_candidate_source(ls: CudalensServer, *args: Any) -> dict:

@@ -44,7 +44,7 @@ class Session:
                  roots: list[Path]):
         self.server = server
         self.roots = roots
-        self.settings = Settings()
+        self.settings = Settings(workspace_roots=tuple(roots))
         self._settings_epoch = 0
         self.store = self._open_store()
         self.check_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cudalens-check")
@@ -99,7 +99,7 @@ class Session:
                 log.warning("workspace/configuration failed: %s", exc)
             if epoch != self._settings_epoch:
                 return
-        settings, problems = config.parse_settings(raw)
+        settings, problems = config.parse_settings(raw, tuple(self.roots))
         for problem in problems:
             self.show_message(f"cudalens settings: {problem}", types.MessageType.Warning)
         old, self.settings = self.settings, settings

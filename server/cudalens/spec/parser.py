@@ -55,6 +55,10 @@ _IDENT_RE = re.compile(rf"^{IDENT}$")
 KEYWORDS = ("kernel", "size", "check", "scalar", "in", "out", "inout", "block", "grid", "shared",
             "flops", "tolerance", "atomics")
 RESERVED = ("block", "sm_count")  # names expressions give their own meaning
+# A spec's tolerance t holds each element to |cand - ref| <= t * (|ref| + max |ref|)
+# (resolve.build_problem): from t = 0.5 an all-zero output passes everywhere, and already at
+# 0.25 wherever |ref| is under a third of the largest; tolerances from here on are refused.
+MAX_TOLERANCE = 0.25
 
 _FORMS = {
     "kernel": "kernel NAME",
@@ -300,6 +304,13 @@ class _Reader:
                              f"1e-4), found '{expr}': {exc}") from None
         if not value > 0:
             raise self.error(f"expected a positive relative tolerance, found {value!r}")
+        if not value < MAX_TOLERANCE:
+            raise self.error(
+                f"expected a relative tolerance below {MAX_TOLERANCE:g}, found {value!r}: an "
+                f"element passes within tolerance x (|expected| + max |expected|), so from 0.5 "
+                f"on an all-zero output passes everywhere and from {MAX_TOLERANCE:g} on it "
+                f"passes wherever |expected| is under a third of the largest; the defaults are "
+                f"1e-4 (float), 1e-2 (half), 1e-10 (double)")
         return value
 
     def setting(self, key: str, value: Any) -> None:

@@ -24,8 +24,11 @@ whose value is unusable, with the sizes it was evaluated with.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Optional, Union
+
+import numpy as np
 
 from cudalens.source.model import Kernel
 from cudalens.spec import dtypes
@@ -228,10 +231,29 @@ def _buffer(ctx: _Context, decl: BufferDecl, block: Dim3) -> Buffer:
                   high=float(high))
 
 
+def _on_device(value: Number, dtype: str) -> float:
+    """``value`` as the device holds it in ``dtype`` (a numpy float type name): rounded to
+    nearest, so past the largest finite value by half a unit in the last place or more it is
+    infinite (IEEE 754, "overflow")."""
+    try:
+        wide = float(value)
+    except OverflowError:  # an integer past the largest double
+        return math.inf if value > 0 else -math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.array(wide, dtype=np.float64).astype(dtype))
+
+
 def _scalar(ctx: _Context, decl: ScalarDecl) -> Scalar:
     dtype = dtypes.numpy_dtype(decl.type)
     value = ctx.value(decl.expr, ctx.sizes, decl.line, f"scalar {decl.name}")
     if dtype.startswith("float"):
+        held = _on_device(value, dtype)
+        if not math.isfinite(held):
+            limit = _FLOAT_MAX[dtype]
+            raise ctx.error(decl.line, f"expected scalar {decl.name} ({decl.type}) to be a finite "
+                                       f"{dtype} value, within +-{limit:g}, found "
+                                       f"'{decl.expr}' = {value!r}, which is {held!r} on the "
+                                       f"device{ctx.run()}")
         return Scalar(name=decl.name, dtype=dtype, value=float(value))
     lo, hi = (0, 1) if decl.type == "bool" else dtypes.int_limits(dtype)
     if not isinstance(value, int) or not lo <= value <= hi:

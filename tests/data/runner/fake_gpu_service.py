@@ -11,7 +11,9 @@ runner's ``ModelBackend``, ``tests/data/lsp/model_runner.py``: modelled times, N
 measurements), or ``MODULE:NAME`` of a module in tests/ (``adversarial_sim:
 SimulatedAdversarialBackend``: the adversarial suite's verdicts). ``POST /v1/profile`` runs
 ``gpu_runner.profile.profile_variant`` with the executable ``NCU`` standing in for Nsight
-Compute. It stops on SIGTERM or when its stdin closes.
+Compute, and ``POST /v1/sanitize`` runs ``gpu_runner.sanitize.sanitize_variant`` with
+``--sanitizer`` (default: tests/data/runner/fake_compute_sanitizer.py) standing in for
+compute-sanitizer. It stops on SIGTERM or when its stdin closes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main() -> None:
     import uvicorn
 
     from gpu_runner import profile as gp
+    from gpu_runner import sanitize as gs
     from gpu_runner.service.app import create_app
     from gpu_runner.service.serve import bind
     from gpu_runner.workers.limits import Limits
@@ -45,6 +48,8 @@ def main() -> None:
     parser.add_argument("--port-file", required=True, type=Path)
     parser.add_argument("--token", required=True)
     parser.add_argument("--ncu", required=True, help="executable standing in for ncu")
+    parser.add_argument("--sanitizer", default=str(Path(__file__).with_name(
+        "fake_compute_sanitizer.py")), help="executable standing in for compute-sanitizer")
     parser.add_argument("--backend", default="fake",
                         help="fake (service_fakes.FakeBackend: markers), model "
                              "(model_runner.ModelBackend), or MODULE:NAME of a module in tests/")
@@ -55,7 +60,9 @@ def main() -> None:
     limits = Limits(startup_s=30, stop_s=2, first_kernel_timeout_s=2.0,
                     kernel_timeout_floor_s=2.0, silence_grace_s=5.0)
     pool = GpuPool(PoolConfig(factory=backend, limits=limits, precompile_threads=0,
-                              profile_fn=functools.partial(gp.profile_variant, ncu=args.ncu)))
+                              profile_fn=functools.partial(gp.profile_variant, ncu=args.ncu),
+                              sanitize_fn=functools.partial(gs.sanitize_variant,
+                                                            sanitizer=args.sanitizer)))
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(create_app(pool, token=args.token),
                                            log_level="warning"))

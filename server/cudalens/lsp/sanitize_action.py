@@ -1,0 +1,190 @@
+"""The "Check this kernel for races and memory errors" code action and its background run.
+
+The action (kind ``source.cudalens.sanitize``, on every kernel with a usable spec) runs the
+command ``cudalens.sanitize`` (argument as every kernel command: ``{"uri", "kernel",
+"version"}``). The command answers at once (``{"ok": true, "token": ...}``) and runs
+compute-sanitizer's four tools on the kernel as written, on the GPU runner of the session's
+settings (``cudalens.sanitize_check.sanitize_target``), in a background thread, with a
+work-done progress (``cudalens/sanitize/N``) whose end says what was found.
+
+Each finding becomes a diagnostic (source ``compute-sanitizer``, code its kind: ``race``,
+``out-of-bounds read``, ...) from the first non-blank character of its line to the line's end:
+an Error for a finding that makes the kernel unusable as a reference, else a Warning. A
+finding outside the file (in a header, or without line info) goes on the kernel's name. The
+diagnostics are merged into the document's publish (``Diagnostics.providers``) for as long as
+the document's text is the one that was checked; an edit drops them (their lines may no longer
+be the ones that were run), the next check brings them back. An optimize job refused because
+the original has such findings (``jobs``, ``sanitize_check.OriginalUnsafe``) shows them the
+same way (``SanitizerChecks.record``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from lsprotocol import types
+
+from cudalens.errors import CudalensError
+from cudalens.lsp import commands as cmd
+from cudalens.lsp.commands import KernelArgs
+from cudalens.lsp.documents import DocumentSnapshot, KernelView
+from cudalens.lsp.positions import overlaps
+from cudalens.lsp.results import KernelStatus
+from cudalens.sanitize_check import Located, sanitize_target
+
+if TYPE_CHECKING:
+    from cudalens.lsp.session import Session
+
+log = logging.getLogger(__name__)
+
+CHECK = "cudalens.sanitize"
+KIND_CHECK = types.CodeActionKind.Source + ".cudalens.sanitize"
+TITLE = "Check this kernel for races and memory errors"
+SOURCE = "compute-sanitizer"
+
+
+def check_actions(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
+                  rng: types.Range) -> list[types.CodeAction]:
+    """The action for each kernel with a spec whose definition overlaps ``rng``."""
+    out = []
+    for st in statuses:
+        if st.view.spec is None or not overlaps(snapshot.index.range(st.view.kernel.range), rng):
+            continue
+        args = KernelArgs(uri=snapshot.uri, kernel=st.name, version=snapshot.version)
+        out.append(types.CodeAction(title=TITLE, kind=KIND_CHECK,
+                                    command=cmd.command(TITLE, CHECK, args)))
+    return out
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One finished check: the text it ran on and its located findings."""
+
+    kernel: str
+    text: str
+    found: tuple[Located, ...]
+
+
+def diagnostics_for(snapshot: DocumentSnapshot, checked: Checked,
+                    view: Optional[KernelView]) -> list[types.Diagnostic]:
+    """``checked``'s findings as diagnostics on ``snapshot`` (module doc)."""
+    out = []
+    for loc in checked.found:
+        f = loc.finding
+        if loc.line is not None:
+            rng = types.Range(snapshot.index.from_char(loc.line, loc.column or 0),
+                              snapshot.index.line_range(loc.line).end)
+            where = ""
+        elif view is not None:
+            rng = snapshot.name_range(view)
+            where = f" (at {f.file}:{f.line})" if f.file else " (no source line)"
+        else:
+            continue
+        out.append(types.Diagnostic(
+            range=rng, message=f"{f.tool}: {f.summary}{where}", source=SOURCE, code=f.kind,
+            severity=types.DiagnosticSeverity.Error if f.blocking
+            else types.DiagnosticSeverity.Warning))
+    return out
+
+
+class SanitizerChecks:
+    """The session's compute-sanitizer checks: one at a time, in a background thread, with
+    their results kept per document and kernel. Registers its diagnostics provider."""
+
+    def __init__(self, session: "Session"):
+        self.session = session
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-sanitize")
+        self._ids = itertools.count(1)
+        self._results: dict[str, dict[str, Checked]] = {}
+        self._running: set[tuple[str, str]] = set()
+        self._closed = False
+        session.diagnostics.providers.append(self.diagnostics)
+
+    def diagnostics(self, snapshot: DocumentSnapshot) -> list[types.Diagnostic]:
+        out = []
+        for name, checked in self._results.get(snapshot.uri, {}).items():
+            if checked.text != snapshot.text:
+                continue
+            view = next((v for v in snapshot.kernels if v.name == name), None)
+            out += diagnostics_for(snapshot, checked, view)
+        return out
+
+    async def start(self, args: KernelArgs) -> dict[str, Any]:
+        """Starts a check of ``args``' kernel; the answer says whether it started."""
+        snapshot = self.session.snapshot(args.uri)
+        if snapshot is None:
+            return self._refuse(f"{args.uri} is not an open CUDA document")
+        try:
+            view = snapshot.kernel(args.kernel)
+            target = snapshot.target(view)
+        except KeyError as exc:
+            return self._refuse(str(exc.args[0]))
+        except CudalensError as exc:
+            return self._refuse(f"{args.kernel} has no usable spec: {exc}")
+        key = (snapshot.uri, view.name)
+        if key in self._running:
+            return self._refuse(f"{view.name} is being checked already")
+        token = f"cudalens/sanitize/{next(self._ids)}"
+        self._running.add(key)
+        await self.session.progress_begin(token, f"Check {view.name} with compute-sanitizer",
+                                          "memcheck, racecheck, initcheck, synccheck")
+        asyncio.ensure_future(self._run(snapshot, view.name, target, token))
+        return {"ok": True, "token": token}
+
+    async def _run(self, snapshot: DocumentSnapshot, name: str, target, token: str) -> None:
+        loop = asyncio.get_running_loop()
+        settings = self.session.settings
+        def work():  # in the thread: making the connection may start a local runner
+            client = self.session.jobs._client(settings)  # the optimize jobs' connection
+            return sanitize_target(target, client)
+
+        try:
+            run = await loop.run_in_executor(self._executor, work)
+        except Exception as exc:  # noqa: BLE001 - any failure ends this check, not the server
+            text = str(exc).strip() or type(exc).__name__
+            if not isinstance(exc, CudalensError):
+                log.warning("checking %s failed", name, exc_info=True)
+                text = f"{type(exc).__name__}: {text}"
+            if not self._closed:
+                self.session.show_message(f"cudalens: {name} was not checked: {text}",
+                                          types.MessageType.Warning)
+                self.session.progress_end(token, f"{name}: not checked")
+            return
+        finally:
+            self._running.discard((snapshot.uri, name))
+        if self._closed:
+            return
+        found = run.found
+        self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
+        self.session.diagnostics.publish(snapshot.uri)
+        blocking = sum(1 for loc in found if loc.finding.blocking)
+        if not found:
+            end = f"{name}: compute-sanitizer found no races or memory errors on {run.where()}"
+        else:
+            end = (f"{name}: {len(found)} finding{'s' if len(found) != 1 else ''} "
+                   f"({blocking} error{'s' if blocking != 1 else ''}), shown as diagnostics")
+        self.session.progress_end(token, end)
+
+    def record(self, snapshot: DocumentSnapshot, name: str, found: tuple[Located, ...]) -> None:
+        """Keeps findings made elsewhere (the check before an optimize job) for ``snapshot``'s
+        text and publishes them."""
+        if self._closed:
+            return
+        self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
+        self.session.diagnostics.publish(snapshot.uri)
+
+    def forget(self, uri: str) -> None:
+        self._results.pop(uri, None)
+
+    def shutdown(self) -> None:
+        self._closed = True
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _refuse(self, reason: str) -> dict[str, Any]:
+        self.session.show_message(f"cudalens: cannot check: {reason}", types.MessageType.Warning)
+        return {"ok": False, "reason": reason}
