@@ -43,6 +43,7 @@ TOKEN = "build-test-token-0123456789"
 def project(tmp_path) -> Path:
     root = tmp_path / "proj"
     shutil.copytree(DATA, root)
+    (root / ".git").mkdir()  # a repository: the build is looked for up to its root
     return root
 
 
@@ -112,11 +113,14 @@ def test_exact_entry_else_the_nearest_one_for_a_header(project):
     assert "nearest entry" in header.origin
 
 
-def test_the_database_is_found_at_the_root_or_in_build(project):
+def test_the_database_is_found_at_the_root_or_in_build(project, tmp_path):
     assert find_compdb(project / "src" / "kernel.cu") is None
     db = _standard(project, "build/compile_commands.json")
     assert find_compdb(project / "src" / "kernel.cu") == db
     assert build_for(project / "src" / "kernel.cu").root == project.resolve()
+    _standard(tmp_path)  # above the repository: not the project's
+    db.unlink()
+    assert find_compdb(project / "src" / "kernel.cu") is None
 
 
 def test_a_broken_database_names_itself_and_the_entry(project):

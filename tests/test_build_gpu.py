@@ -31,6 +31,7 @@ DATA = Path(__file__).resolve().parent / "data" / "build_project"
 def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("build") / "proj"
     shutil.copytree(DATA, root)
+    (root / ".git").mkdir()
     (root / "compile_commands.json").write_text(json.dumps([{
         "directory": str(root), "file": "src/kernel.cu",
         "command": "nvcc -I include -DTILE=32 -arch=sm_80 -o build/kernel.o -c src/kernel.cu"}]))

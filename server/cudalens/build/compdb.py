@@ -5,7 +5,8 @@ The file is a JSON list of entries ``{"directory", "file", "command" | "argument
 ``file`` and relative folders in the command are relative to ``directory``.
 
 ``find_compdb`` looks for it walking up from a file: in each folder ``compile_commands.json``,
-then ``build/compile_commands.json``, stopping after a folder that holds ``.git``.
+then ``build/compile_commands.json``, up to the repository or workspace root as for the project
+file (``cudalens.agent.trust.search_root``: outside a repository, the file's own folder only).
 ``entry_for`` picks the entry of a file by exact path, else (a header, a file the build does not
 list) the entry whose file's folder shares the longest leading path with it.
 """
@@ -38,17 +39,17 @@ class Entry:
     arguments: tuple[str, ...]
 
 
-def find_compdb(start: Path) -> Optional[Path]:
+def find_compdb(start: Path, workspace_roots: Sequence[Path] = ()) -> Optional[Path]:
     """The ``compile_commands.json`` for file or folder ``start`` (see the module doc)."""
+    from cudalens.agent import trust  # noqa: PLC0415
+
     here = start.resolve()
     if not here.is_dir():
         here = here.parent
-    for folder in (here, *here.parents):
+    for folder in trust.folders_up_to(here, trust.search_root(here, workspace_roots)):
         for candidate in (folder / COMPDB, folder / "build" / COMPDB):
             if candidate.is_file():
                 return candidate
-        if (folder / ".git").exists():
-            return None
     return None
 
 
