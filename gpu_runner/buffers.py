@@ -17,7 +17,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from gpu_runner.patterns import FLOAT_POISON_HALFWORD, GUARD_BYTE, INT_POISON_BYTE, is_float
+from gpu_runner import elements
+from gpu_runner.patterns import FLOAT_POISON_HALFWORD, GUARD_BYTE, INT_POISON_BYTE, halfword_poison
 from gpu_runner.problem import Buffer, Case, Scalar
 
 GUARD_BYTES = 64 * 1024  # catches overruns of up to 8192 float64 elements on either side
@@ -72,7 +73,7 @@ class DeviceBuffers:
         host = self.inputs.get(spec.name)
         if host is None:
             raise ValueError(f"case '{self.case.label}': no input values for buffer '{spec.name}'")
-        if host.shape != (spec.length,) or host.dtype != np.dtype(spec.dtype):
+        if host.shape != (spec.length,) or host.dtype != elements.storage_dtype(spec.dtype):
             raise ValueError(f"case '{self.case.label}', buffer '{spec.name}': expected "
                              f"{spec.length} {spec.dtype} values, found {host.shape} {host.dtype}")
         host = np.ascontiguousarray(host)
@@ -88,6 +89,9 @@ class DeviceBuffers:
         out: list = []
         for arg in self.case.args:
             if isinstance(arg, Scalar):
+                if elements.is_narrow(arg.dtype):  # its bit pattern, as the kernel reads it
+                    out.append(elements.encode(np.array([arg.value]), arg.dtype)[0])
+                    continue
                 value = np.dtype(arg.dtype).type(arg.value)
                 out.append(value.view(np.uint16) if arg.dtype == "float16" else value)
             else:
@@ -113,7 +117,7 @@ class DeviceBuffers:
         for buf in self._bufs.values():
             if buf.spec.role != "out":
                 continue
-            if is_float(buf.spec.dtype):
+            if halfword_poison(buf.spec.dtype):
                 self.drv.memset_d16_async(buf.ptr, FLOAT_POISON_HALFWORD, buf.nbytes // 2, stream)
             else:
                 self.drv.memset_d8_async(buf.ptr, INT_POISON_BYTE, buf.nbytes, stream)
@@ -123,7 +127,7 @@ class DeviceBuffers:
     def read(self, name: str) -> np.ndarray:
         """The data of buffer ``name`` as a host array of its length and type."""
         buf = self._bufs[name]
-        host = np.empty(buf.spec.length, dtype=buf.spec.dtype)
+        host = np.empty(buf.spec.length, dtype=elements.storage_dtype(buf.spec.dtype))
         self.drv.memcpy_dtoh(host, buf.ptr)
         return host
 
@@ -211,7 +215,7 @@ class OutputSnapshot:
     def read(self, name: str) -> np.ndarray:
         """Buffer ``name``'s copy as a host array of its length and type."""
         spec = self.specs[name]
-        host = np.empty(spec.length, dtype=spec.dtype)
+        host = np.empty(spec.length, dtype=elements.storage_dtype(spec.dtype))
         if spec.nbytes:
             self.drv.memcpy_dtoh(host, self._alloc[name])
         return host

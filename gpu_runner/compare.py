@@ -8,6 +8,15 @@ Tolerance (docs/architecture.md, "Correctness"): a float output matches where
 (also infinities of the same sign); an infinity matches nothing else; where the reference is
 NaN the candidate must be NaN, and NaN against a number never matches. Integer outputs match exactly, whatever the tolerance.
 
+Narrow floats (``bfloat16``, ``float8_e4m3``, ``float8_e5m2``; host arrays hold their bits, see
+``gpu_runner.elements``) are decoded to float32 and compared there, with a default ``rtol`` of
+two units in the last place at 1.0, ``2 * 2**(1 - p)`` for a significand of ``p`` bits
+(bfloat16 p = 8: 2**-6; float8_e4m3 p = 4: 0.25; float8_e5m2 p = 3: 0.5): a float32 result
+rounded to the narrow type is within half an ulp of the exact one, and a candidate that orders
+its float32 arithmetic differently can round to the neighbouring code, one ulp away; the
+second ulp leaves room for inputs rounded once more on the way. The precisions are the
+formats' (Intel's BFLOAT16 definition; OCP OFP8 specification, revision 1.0, table 1).
+
 A constant float output (every element equal to the first, NaN equal to NaN) where the
 reference is not constant is held to the element type's default bounds, whatever the spec's
 tolerance (``constant_where_varying``): with a loose tolerance (bounds ``t * (|ref| + scale)``)
@@ -25,10 +34,18 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from gpu_runner import elements
 from gpu_runner.patterns import bits_dtype, is_float, poison_mask
 from gpu_runner.problem import Tolerance
 
-DEFAULT_RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-10}
+DEFAULT_RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-10,
+                **{name: 2.0 * 2.0 ** (1 - f.precision) for name, f in elements.FORMATS.items()}}
+
+
+def values_of(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """The values a host array stands for: narrow floats' bits decoded to float32, any other
+    array unchanged (shape kept)."""
+    return elements.decode(raw, dtype) if elements.is_narrow(dtype) else raw
 
 
 @dataclass(frozen=True)
@@ -78,10 +95,13 @@ def output_scale(ref: np.ndarray) -> float:
     return float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
 
 
-def bounds_for(ref: np.ndarray, tolerance: Optional[Tolerance] = None) -> Bounds:
+def bounds_for(ref: np.ndarray, tolerance: Optional[Tolerance] = None,
+               dtype: Optional[str] = None) -> Bounds:
     """The bounds an output with reference values ``ref`` is held to (see the module doc).
+    ``dtype`` names the element type when ``ref`` holds a narrow float's bits.
     Raises ``ValueError`` for an element type without a default tolerance."""
-    return resolve_bounds(ref.dtype.name, tolerance, lambda: output_scale(ref))
+    name = dtype or ref.dtype.name
+    return resolve_bounds(name, tolerance, lambda: output_scale(values_of(ref, name)))
 
 
 def resolve_bounds(dtype: str, tolerance: Optional[Tolerance],
@@ -102,10 +122,14 @@ def resolve_bounds(dtype: str, tolerance: Optional[Tolerance],
     return Bounds(rtol=rtol, atol=atol * scale() if scaled else atol)
 
 
-def mismatch(ref: np.ndarray, cand: np.ndarray, bounds: Bounds) -> Optional[Difference]:
+def mismatch(ref: np.ndarray, cand: np.ndarray, bounds: Bounds,
+             dtype: Optional[str] = None) -> Optional[Difference]:
     """The first element of ``cand`` outside ``bounds`` around ``ref`` (same shape and
-    dtype), or None."""
+    dtype), or None. ``dtype`` names the element type when the arrays hold a narrow float's
+    bits: they are decoded to float32 first."""
     _check_shapes(ref, cand)
+    if dtype is not None and elements.is_narrow(dtype):
+        ref, cand = values_of(ref, dtype), values_of(cand, dtype)
     if bounds.exact:
         return _first(ref != cand, ref, cand)
     r = ref.astype(np.float64)
@@ -141,11 +165,16 @@ def constant_where_varying(ref: np.ndarray, cand: np.ndarray) -> Optional[Differ
     return mismatch(ref, cand, bounds_for(ref))
 
 
-def unwritten(ref: np.ndarray, cand: np.ndarray) -> Optional[Difference]:
+def unwritten(ref: np.ndarray, cand: np.ndarray,
+              dtype: Optional[str] = None) -> Optional[Difference]:
     """The first element that still holds the poison in ``cand`` where the baseline's
-    output ``ref`` does not (the baseline wrote it, the candidate did not), or None."""
+    output ``ref`` does not (the baseline wrote it, the candidate did not), or None.
+    ``dtype`` names the element type when the arrays hold a narrow float's bits (the
+    difference then reports decoded values)."""
     _check_shapes(ref, cand)
-    return _first(poison_mask(cand) & ~poison_mask(ref), ref, cand)
+    name = dtype or ref.dtype.name
+    bad = poison_mask(cand, name) & ~poison_mask(ref, name)
+    return _first(bad, values_of(ref, name), values_of(cand, name))
 
 
 def identical(a: np.ndarray, b: np.ndarray) -> bool:
@@ -156,13 +185,16 @@ def identical(a: np.ndarray, b: np.ndarray) -> bool:
                                np.ascontiguousarray(b).view(bits_dtype(b.dtype))))
 
 
-def changed(before: np.ndarray, after: np.ndarray) -> Optional[Difference]:
+def changed(before: np.ndarray, after: np.ndarray,
+            dtype: Optional[str] = None) -> Optional[Difference]:
     """The first element whose bits differ between ``before`` and ``after``, or None.
-    Bitwise, so NaN equals the same NaN and -0.0 differs from 0.0."""
+    Bitwise, so NaN equals the same NaN and -0.0 differs from 0.0. ``dtype`` names the element
+    type when the arrays hold a narrow float's bits (the difference reports decoded values)."""
     _check_shapes(before, after)
     b = np.ascontiguousarray(before).view(bits_dtype(before.dtype))
     a = np.ascontiguousarray(after).view(bits_dtype(after.dtype))
-    return _first(a != b, before, after)
+    name = dtype or before.dtype.name
+    return _first(a != b, values_of(before, name), values_of(after, name))
 
 
 def _check_shapes(a: np.ndarray, b: np.ndarray) -> None:

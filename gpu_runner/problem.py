@@ -17,7 +17,13 @@ Role = Literal["in", "out", "inout"]
 
 # Element types the runner can allocate, named as numpy names them.
 DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16",
-          "int32", "uint32", "int64", "uint64")
+          "int32", "uint32", "int64", "uint64", "bfloat16", "float8_e4m3", "float8_e5m2")
+# How an input buffer's values are drawn (``gpu_runner.inputs``): ``uniform`` in [low, high);
+# ``normal`` with mean ``params[0]`` and standard deviation ``params[1]``; ``csr``: row pointers
+# rising from 0 to ``params[0]`` (the non-zero count); ``sorted``: uniform values in
+# [low, high) in ascending order; ``permutation``: each of 0..length-1 once; ``unique``:
+# distinct integers in [low, high).
+FILLS = ("uniform", "normal", "csr", "sorted", "permutation", "unique")
 
 
 @dataclass(frozen=True)
@@ -36,10 +42,13 @@ class Buffer:
     low: float = -1.0
     high: float = 1.0
     kind: Literal["buffer"] = "buffer"
+    fill: str = "uniform"  # one of FILLS
+    params: tuple[float, ...] = ()  # the fill's parameters (normal: mean, std; csr: nnz)
 
     @property
     def itemsize(self) -> int:
         return {"float16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+                "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1,
                 "float32": 4, "int32": 4, "uint32": 4}.get(self.dtype, 8)
 
     @property
@@ -90,8 +99,9 @@ class Case:
 
     ``label`` names the size set (``"nominal"`` for the timed sizes, ``"ragged"`` for the
     sizes chosen not to be multiples of the block size). ``bytes_moved`` is the fewest bytes
-    the computation must move through device memory (each input read once, each output
-    written once); ``flops`` the floating-point operations it must do, if known.
+    the computation must move through device memory (the spec's ``reads``/``writes`` when
+    given, else each input read once and each output written once); ``flops`` the
+    floating-point operations it must do, if known.
     ``captured``: the case's inputs and expected results come from a real launch instead of
     random values (``gpu_runner.captured``); it is run for the first seed only.
     """
@@ -164,7 +174,9 @@ def argument_from_dict(d: dict) -> Argument:
     if d.get("kind") == "scalar":
         return Scalar(name=d["name"], dtype=d["dtype"], value=d["value"])
     return Buffer(name=d["name"], dtype=d["dtype"], length=int(d["length"]), role=d["role"],
-                  low=float(d.get("low", -1.0)), high=float(d.get("high", 1.0)))
+                  low=float(d.get("low", -1.0)), high=float(d.get("high", 1.0)),
+                  fill=str(d.get("fill", "uniform")),
+                  params=tuple(float(x) for x in d.get("params", ())))
 
 
 def launch_from_dict(d: dict) -> Launch:

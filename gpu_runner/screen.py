@@ -32,6 +32,7 @@ import numpy as np
 
 from gpu_runner.compare import Bounds
 from gpu_runner.cubin import find_kernel_symbol
+from gpu_runner import elements
 from gpu_runner.patterns import FLOAT_POISON_HALFWORD, is_float
 
 SCREEN_SOURCE = r"""
@@ -192,6 +193,8 @@ class DeviceScreen:
         any differing bits)."""
         if length == 0:
             return 0
+        if dtype not in _FLOAT_KERNELS:  # bfloat16, float8: any differing byte goes to the host
+            return self.differing_bytes(ref, cand, length * elements.itemsize(dtype))
         if not is_float(dtype) or bounds.exact:
             return self.differing_bytes(ref, cand, length * np.dtype(dtype).itemsize)
         return self._run(f"cudalens_screen_{_FLOAT_KERNELS[dtype]}", np.uintp(ref),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import re
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,6 +96,14 @@ def unqualified(name: str) -> str:
     return head.rsplit("::", 1)[-1]
 
 
+def _instance_key(name: str) -> str:
+    """A template instance's name without spaces and integer-literal suffixes: the demangler
+    writes ``f<256u>`` for ``f<256>`` with an unsigned parameter, ``f<(short)3>`` for a short
+    one is left as it is. ``f< float, 256u >`` -> ``f<float,256>``."""
+    text = re.sub(r"\s+", "", name)
+    return re.sub(r"(?<![\w.])(\d+)(?:ull|ul|ll|u|l)\b", r"\1", text, flags=re.I)
+
+
 def matches(symbol: str, kernel_name: str) -> bool:
     """Whether a (mangled) symbol is the kernel ``kernel_name``.
 
@@ -105,8 +114,8 @@ def matches(symbol: str, kernel_name: str) -> bool:
     if full == kernel_name:
         return True
     if "<" in kernel_name:
-        return full.replace(" ", "") == kernel_name.replace(" ", "") or \
-            full.rsplit("::", 1)[-1].replace(" ", "") == kernel_name.replace(" ", "")
+        want = _instance_key(kernel_name)
+        return _instance_key(full) == want or _instance_key(full.rsplit("::", 1)[-1]) == want
     if "::" in kernel_name:
         return unqualified(full) == unqualified(kernel_name) and full.split("<")[0] == kernel_name
     return unqualified(full) == kernel_name

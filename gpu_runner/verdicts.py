@@ -74,7 +74,7 @@ def guard_verdict(variant: str, case: Case, seed: int, damage: GuardDamage,
 def _input_check(variant: str, case: Case, seed: int, inputs: Mapping[str, np.ndarray],
                  run: RunResult, when: str = "") -> Optional[Verdict]:
     for buf in _buffers(case, ("in",)):
-        d = changed(inputs[buf.name], run.inputs_after[buf.name])
+        d = changed(inputs[buf.name], run.inputs_after[buf.name], buf.dtype)
         if d:
             return _verdict(
                 variant, "input_modified",
@@ -93,7 +93,7 @@ def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
     for buf in _buffers(case, ("out",)):
         if buf.name in same:
             continue
-        d = unwritten(reference[buf.name], run.outputs[buf.name])
+        d = unwritten(reference[buf.name], run.outputs[buf.name], buf.dtype)
         if d:
             return _verdict(
                 variant, "unwritten" if status == "mismatch" else status,
@@ -105,8 +105,8 @@ def _output_checks(variant: str, case: Case, seed: int, run: RunResult,
         if buf.name in same:
             continue
         ref = reference[buf.name]
-        bounds = bounds_for(ref, tolerance)
-        d = mismatch(ref, run.outputs[buf.name], bounds)
+        bounds = bounds_for(ref, tolerance, buf.dtype)
+        d = mismatch(ref, run.outputs[buf.name], bounds, buf.dtype)
         if d:
             rule = ("integers must match exactly" if bounds.exact
                     else f"allowed: {bounds.describe()}")
@@ -161,11 +161,11 @@ def judge_repeat(variant: str, case: Case, seed: int, inputs: Mapping[str, np.nd
     for buf in _buffers(case, ("out", "inout")):
         a, b = first.outputs[buf.name], second.outputs[buf.name]
         if atomics:
-            bounds: Bounds = bounds_for(reference[buf.name], tolerance)
-            d = mismatch(a, b, bounds)
+            bounds: Bounds = bounds_for(reference[buf.name], tolerance, buf.dtype)
+            d = mismatch(a, b, bounds, buf.dtype)
             rule = bounds.describe()
         else:
-            d = changed(a, b)
+            d = changed(a, b, buf.dtype)
             rule = "bit-identical results"
         if d:
             return _verdict(

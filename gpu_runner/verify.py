@@ -36,8 +36,9 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from gpu_runner.buffers import DeviceBuffers, OutputSnapshot
+from gpu_runner import elements
 from gpu_runner.compare import (DEFAULT_RTOL, Bounds, changed, is_constant, mismatch,
-                                output_scale, resolve_bounds)
+                                output_scale, resolve_bounds, values_of)
 from gpu_runner.compiler import CompiledVariant
 from gpu_runner.captured import CapturedDataError, captured_results
 from gpu_runner.inputs import make_inputs
@@ -165,21 +166,22 @@ class _Reference:
 
     def varies(self, spec: Buffer, screen) -> bool:
         """Whether the baseline's float output ``spec`` is not constant (on the device when
-        ``snap`` holds it), computed once."""
+        ``snap`` holds it and the screen has a kernel for its type), computed once."""
         if spec.name not in self._varies:
-            if self.snap is not None:
+            if self.snap is not None and not elements.is_narrow(spec.dtype):
                 self._varies[spec.name] = screen.unlike_first(
                     self.snap.ptr(spec.name), spec.dtype, spec.length) > 0
             else:
-                self._varies[spec.name] = not is_constant(self.outputs[spec.name])
+                self._varies[spec.name] = not is_constant(
+                    values_of(self.outputs[spec.name], spec.dtype))
         return self._varies[spec.name]
 
     def bounds(self, spec: Buffer, tolerance, screen, cache: bool = True) -> Bounds:
         if spec.name not in self._bounds or not cache:
-            if self.snap is not None:
+            if self.snap is not None and not elements.is_narrow(spec.dtype):
                 scale = lambda: screen.abs_max(self.snap.ptr(spec.name), spec.dtype, spec.length)
-            else:
-                scale = lambda: output_scale(self.outputs[spec.name])
+            else:  # narrow floats: the screen has no kernel for them; decode on the host
+                scale = lambda: output_scale(values_of(self.outputs[spec.name], spec.dtype))
             found = resolve_bounds(spec.dtype, tolerance, scale)
             if not cache:
                 return found
@@ -220,8 +222,11 @@ def _clean_effects(screen, bufs: DeviceBuffers, compare_to: Optional[OutputSnaps
 def _constant_where_varying(screen, spec: Buffer, ref: int, cand: int,
                             reference: _Reference) -> bool:
     """The device's ``compare.constant_where_varying`` for output ``spec`` at ``cand``
-    against the baseline's at ``ref``: whether the host would find a violation."""
-    if not is_float(spec.dtype) or spec.dtype not in DEFAULT_RTOL or spec.length < 2:
+    against the baseline's at ``ref``: whether the host would find a violation. Narrow floats
+    (bfloat16, float8) are not checked: the screen has no kernel for them and the host check
+    (``compare.constant_where_varying``) sees their bits, not values."""
+    if (not is_float(spec.dtype) or elements.is_narrow(spec.dtype)
+            or spec.dtype not in DEFAULT_RTOL or spec.length < 2):
         return False
     if screen.unlike_first(cand, spec.dtype, spec.length) or not reference.varies(spec, screen):
         return False

@@ -102,3 +102,22 @@ def test_32_bit_elf_rejected():
 def test_truncated_cubin(cubin):
     with pytest.raises(CubinError, match="run past the end"):
         list_functions(cubin[:200])
+
+
+def test_template_instances_with_integer_arguments(tmp_path):
+    """``kernel reduce<float, 256>`` finds the instance whose demangled name is
+    ``reduce<float, 256u>`` (an unsigned non-type parameter), and only that one."""
+    src = tmp_path / "r.cu"
+    src.write_text("template <typename T, unsigned B> __global__ void reduce(T* y) "
+                   "{ y[0] = B; }\n"
+                   "template __global__ void reduce<float, 256>(float*);\n"
+                   "template __global__ void reduce<float, 128>(float*);\n"
+                   "template __global__ void reduce<int, 256>(int*);\n")
+    out = tmp_path / "r.cubin"
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(out), str(src)], check=True,
+                   capture_output=True)
+    data = out.read_bytes()
+    assert find_kernel_symbol(data, "reduce<float, 256>") == "_Z6reduceIfLj256EEvPT_"
+    assert find_kernel_symbol(data, "reduce<int,256u>") == "_Z6reduceIiLj256EEvPT_"
+    with pytest.raises(KernelNotFoundError, match=r"'reduce' is ambiguous"):
+        find_kernel_symbol(data, "reduce")

@@ -222,6 +222,8 @@ class FakeDriver:
         source = self.cubins[bytes(cubin)]
         if "cudalens_l2_flush" in source:
             return FakeModule(self, ("l2_flush", l2_flush))
+        if "cudalens_copy16" in source:
+            return FakeModule(self, ("copy16", copy16))
         if "cudalens_screen_bits" in source:
             return FakeModule(self, None, by_symbol=SCREEN)
         return FakeModule(self, self.emulations[source])
@@ -390,6 +392,14 @@ def hang(drv, mod, threads, *args):
 def l2_flush(drv, mod, threads, data, count, sink):
     drv.array(data, np.int32, 4 * int(count)).sum()  # reads the whole flush buffer
     return 30.0  # outside the timed region: must not show in any timing
+
+
+def copy16(drv, mod, threads, src, dst, count):
+    """gpu_runner.device's 16-byte copy kernel: copies ``count`` int4 and takes the time of
+    moving the bytes read plus written at ``FakeDriver.COPY_GBPS``."""
+    n = 16 * int(count)
+    drv.view(int(dst), n)[:] = bytes(drv.view(int(src), n))
+    return 2 * n / drv.COPY_GBPS / 1e3  # microseconds
 
 
 # The verification screen's kernels (gpu_runner/screen.py), emulated with numpy.
@@ -623,8 +633,9 @@ def test_rejected_launch_leaves_the_runner_usable(fake):
 def test_interleaving_rotates_the_order(fake):
     from gpu_runner.runner import Runner
     with Runner() as r:
-        r.device_info()
+        r.device_info()  # measures the copy bandwidth: its copies and flushes are not counted
         fake.launches.clear()
+        fake.flushes = 0
         r.evaluate(saxpy_problem(seeds=(1,)), variant("saxpy.cu"),
                    [variant("saxpy_gridstride.cu")], repetitions=4, warmup=1)
     # The verification screen's kernels (gpu_runner/screen.py) are not part of this order.

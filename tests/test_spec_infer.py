@@ -55,12 +55,12 @@ void launch(int n, float a, const float* x, float* y)
 def test_saxpy_full_text():
     assert format_spec(infer(SAXPY)) == """\
 kernel saxpy
-# scalar a = 1.5: value guessed
+# scalar a = 0.5: GUESS (no launch site passes a value), confirm it
 # block 128: the launch at line 11
 # sizes are defaults (n = 1 << 24): set them to your problem
 size n = 1 << 24
 scalar n: int = n
-scalar a: float = 1.5
+scalar a: float = 0.5  # GUESS: see the notes
 in x: float[n]
 inout y: float[n]
 block = 128
@@ -209,11 +209,11 @@ def test_gather_with_an_index_array():
     spec = infer(GATHER)
     assert buffers(spec) == {"src": ("in", "float", "n"), "idx": ("in", "int", "n", "0", "n"),
                              "out": ("out", "float", "n")}
-    assert scalars(spec) == {"scale": ("float", "1.5"), "n": ("int", "n")}
+    assert scalars(spec) == {"scale": ("float", "0.125"), "n": ("int", "n")}
     assert spec.notes[:3] == (
         "length of src assumed n: index is data-dependent ('src[idx[i]]')",
         "range of idx set to [0, n): its values index src",
-        "scalar scale = 1.5: value guessed",
+        "scalar scale = 0.125: GUESS (the usual value for that name), confirm it",
     )
 
 
@@ -342,9 +342,12 @@ __global__ void scale(T* x, T a, int n) {
     spec = infer_spec(sf.kernels[0], source, sf.launch_sites)
     assert spec.kernel == "ops::scale" and spec.source == "inferred"
     assert buffers(spec) == {"x": ("inout", "float", "n")}
-    assert scalars(spec) == {"a": ("float", "1.5"), "n": ("int", "n")}
-    assert spec.notes[:2] == ("x: element type 'T' unknown, assumed float",
-                              "scalar a: type 'T' cannot be expressed; assumed float 1.5")
+    assert scalars(spec) == {"a": ("float", "0.5"), "n": ("int", "n")}
+    assert spec.notes[:3] == ("template scale: no instance found in the file; types of "
+                              "template parameters assumed float",
+                              "x: element type 'T' unknown, assumed float",
+                              "scalar a: type 'T' cannot be expressed; assumed float 0.5; "
+                              "GUESS, confirm")
 
 
 def test_stencil_bounds_with_offsets():

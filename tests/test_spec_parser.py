@@ -86,7 +86,7 @@ T = "block = 256\ngrid = ceil_div(n, block.x)\n"
 
 @pytest.mark.parametrize("text, line, message", [
     pytest.param(H + "foo x = 1\n" + T,
-                 3, "expected a declaration (kernel, size, check, scalar, in, out, inout, block, grid, shared, flops, tolerance, atomics), found 'foo x = 1'",
+                 3, "expected a declaration (kernel, size, check, multiple, scalar, in, out, inout, block, grid, shared, flops, reads, writes, tolerance, atomics), found 'foo x = 1'",
                  id='unknown'),
     pytest.param("size n = 4\n",
                  1, "expected 'kernel NAME' before the first declaration, found 'size n = 4'",
@@ -143,7 +143,7 @@ T = "block = 256\ngrid = ceil_div(n, block.x)\n"
                  3, "expected 'scalar NAME: TYPE = EXPR', found 'scalar n int = n'",
                  id='scalar_malformed'),
     pytest.param(H + "scalar n: integer = n\n",
-                 3, "expected an element type for n (one of float, double, half, int, unsigned, size_t, long, char, bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64), found 'integer'",
+                 3, "expected an element type for n (one of float, double, half, int, unsigned, size_t, long, char, bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64, bfloat16, bf16, float8_e4m3, float8_e5m2), found 'integer'",
                  id='scalar_type'),
     pytest.param(H + "in x: float[n]\nout x: float[n]\n",
                  4, 'parameter x is already declared on line 3',

@@ -42,7 +42,7 @@ kernel gather
 size n = 1 << 24
 check n = 1000003
 size m = n / 4
-in src: float[m]
+in src: float[m]  # assumed: see the notes
 in idx: int32[n] range(0, m)
 out out: half[n]
 scalar n: int = n
@@ -94,3 +94,15 @@ def test_multiline_note_becomes_several_comment_lines():
 def test_half_given_range_gets_the_type_default_for_the_other_bound():
     spec = dataclasses.replace(SPEC, params=(BufferDecl("in", "src", "float", "m", low="0"),))
     assert "in src: float[m] range(0, 1.0)" in format_spec(spec)
+
+
+def test_guessed_lines_say_so_and_still_parse():
+    spec = dataclasses.replace(SPEC, notes=SPEC.notes + (
+        "scalar scale = 0.5: GUESS (no launch site passes a value), confirm it",
+        "shared = block.x * 4: GUESS, the body declares extern __shared__ float"))
+    text = format_spec(spec)
+    assert "scalar scale: float = 0.5  # GUESS: see the notes\n" in text
+    assert "shared = block.x * 4  # GUESS: see the notes\n" in text
+    assert "scalar n: int = n\n" in text
+    again = parse_spec(text, "k.spec")["gather"]
+    assert again.param("scale").expr == "0.5" and again.launch.shared == "block.x * 4"

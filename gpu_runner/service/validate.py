@@ -9,7 +9,7 @@ import re
 from typing import Iterable
 
 from gpu_runner.includes import check_file_names
-from gpu_runner.problem import DTYPES, Buffer, Problem, Scalar, Variant
+from gpu_runner.problem import DTYPES, FILLS, Buffer, Problem, Scalar, Variant
 
 MAX_BUFFER_ELEMENTS = 1 << 34  # 16 Gi elements: beyond any GPU's memory for one buffer
 
@@ -64,8 +64,11 @@ def _problem_problems(p: Problem) -> Iterable[str]:
                            f"{arg.length}")
                 if not arg.low < arg.high:
                     yield f"{where}: expected low < high, found [{arg.low}, {arg.high})"
+                if arg.fill not in FILLS:
+                    yield f"{where}: unknown fill '{arg.fill}'; expected one of {', '.join(FILLS)}"
             elif isinstance(arg, Scalar) and isinstance(arg.value, float) and \
-                    arg.dtype not in ("float16", "float32", "float64"):
+                    arg.dtype not in ("float16", "float32", "float64", "bfloat16", "float8_e4m3",
+                                      "float8_e5m2"):
                 yield f"{where}: {arg.dtype} scalar given a non-integer value {arg.value}"
 
 

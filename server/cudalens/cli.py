@@ -78,7 +78,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several).")
+@click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several); a template instance as 'NAME<ARGS>'.")
 @click.option("--apply", "apply_", is_flag=True, help="Write the winning rewrite into FILE.")
 @click.option("--budget", default=24, show_default=True, type=click.IntRange(1, 1000),
               help="Most candidates the built-in search evaluates.")
@@ -261,7 +261,8 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
     not stop the others: it gets a ``# kernel NAME: no spec: ...`` comment in the output and an
     ``error:`` line on stderr. Exits with 2 only when no kernel got a spec."""
     from cudalens.spec.writer import format_spec
-    from cudalens.target import check_spec_sections, load_spec, read_source, select_kernel
+    from cudalens.target import (check_spec_sections, load_spec, read_source, select_kernel,
+                                 template_instance)
 
     err = Console(stderr=True)
     try:
@@ -281,7 +282,7 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
     failures: list[str] = []
     for kernel in kernels:
         try:
-            kspec, origin = load_spec(file, source, kernel)
+            kspec, origin = load_spec(file, source, kernel, template_instance(kernel_name))
         except CudalensError as exc:
             failures.append(str(exc))
             texts.append(f"# kernel {kernel.qualified_name or kernel.name}: no spec: "

@@ -293,13 +293,13 @@ class RunnerClient:
 
         Raises ``RunnerUnavailable`` (unreachable, busy) and ``RunnerError`` (request refused,
         or an answer this client cannot read)."""
-        body: dict[str, Any] = {"problem": to_dict(problem), "variant": to_dict(variant),
+        body: dict[str, Any] = {"problem": problem, "variant": variant,
                                 "timeout_s": timeout_s, "device": self.device_index}
         if tools is not None:
             body["tools"] = list(tools)
         count = len(tools) if tools is not None else 4
         answer = self._request("POST", "/sanitize", timeout=timeout_s * count + 660.0,
-                               json=body)
+                               body=body)
         if not isinstance(answer, dict) or not isinstance(answer.get("available"), bool):
             raise RunnerError(f"{self.where} answered POST /sanitize with no 'available' "
                               f"field: {str(answer)[:200]}")

@@ -63,8 +63,14 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
     return text, source
 
 
+def template_instance(name: Optional[str]) -> Optional[str]:
+    """``"reduce<float, 256>"`` -> itself; a name without template arguments -> None."""
+    return name.strip() if name is not None and "<" in name else None
+
+
 def select_kernel(source: SourceFile, name: Optional[str]) -> Kernel:
-    """The kernel named ``name``, or the file's only kernel when ``name`` is None.
+    """The kernel named ``name``, or the file's only kernel when ``name`` is None. A template
+    instance (``reduce<float, 256>``) selects its template (``reduce``).
 
     Raises:
         CudalensError: no kernel has that name, or several kernels exist and none was named.
@@ -76,6 +82,8 @@ def select_kernel(source: SourceFile, name: Optional[str]) -> Kernel:
                 f"{source.path}: holds {len(source.kernels)} kernels ({names}); "
                 f"choose one with --kernel NAME")
         return source.kernels[0]
+    if template_instance(name):
+        name = name.split("<")[0].strip()
     same = [k for k in source.kernels if name in (k.name, k.qualified_name)]
     if not same:
         hint = ""
@@ -116,26 +124,34 @@ def check_spec_sections(path: Path, source: SourceFile) -> None:
         return  # reported when the kernel's own spec is loaded
     known = {k.name for k in source.kernels} | {k.qualified_name for k in source.kernels}
     for name, spec in specs.items():
-        if name not in known:
+        if name.split("<")[0].strip() not in known:
             raise CudalensError(f"{spec_file}:{spec.line}: section 'kernel {name}' names no "
                                 f"__global__ kernel of {path} (found: {_names(source)})")
 
 
-def load_spec(path: Path, source: SourceFile, kernel: Kernel) -> tuple[KernelSpec, str]:
+def load_spec(path: Path, source: SourceFile, kernel: Kernel,
+              instance: Optional[str] = None) -> tuple[KernelSpec, str]:
     """The written spec for ``kernel`` if its sidecar file names it, else an inferred draft.
+    ``instance`` (``reduce<float, 256>``) asks for one template instance's section or draft.
 
     Raises:
         CudalensError: the spec file exists but is malformed or does not fit the kernel; the
             message names the spec file's line.
     """
+    from cudalens.spec.headers import local_headers
+
+    headers = local_headers(path, source.text)
+    context = "\n".join(headers + (source.text,))
     try:
-        spec = spec_parser.load_spec_for(path, kernel, source_text=source.text)
+        spec = spec_parser.load_spec_for(path, kernel, source_text=source.text,
+                                         instance=instance, context=context)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     if spec is not None:
         return spec, str(spec_parser.spec_path_for(path))
     try:
-        spec = infer_spec(kernel, source.text, source.launch_sites)
+        spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
+                          headers=headers)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     return spec, "inferred"
@@ -145,6 +161,6 @@ def load_target(path: Path, kernel_name: Optional[str] = None) -> Target:
     text, source = read_source(path)
     kernel = select_kernel(source, kernel_name)
     check_spec_sections(path, source)
-    spec, origin = load_spec(path, source, kernel)
+    spec, origin = load_spec(path, source, kernel, template_instance(kernel_name))
     return Target(path=path, text=text, source=source, kernel=kernel, spec=spec,
                   spec_origin=origin)

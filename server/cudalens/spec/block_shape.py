@@ -39,6 +39,48 @@ def const_int(text: str, source: str) -> Optional[int]:
     return defines[t] if t in defines else consts.get(t)
 
 
+def const_value(text: str, source: str) -> Optional[int]:
+    """``const_int``, else the value of ``text`` as an arithmetic expression of literals and
+    names (``BLOCK_SIZE / 4``, ``2 * WARPS * 32``, ``threads``) where a name is a ``#define``
+    whose value is such an expression (``cudalens.spec.defines``), a ``const``/``constexpr``
+    declaration, or a plain ``int NAME = VALUE;`` (``int threads = 128;``) when the file
+    declares and assigns NAME nowhere else."""
+    v = const_int(text, source)
+    if v is not None:
+        return v
+    from cudalens.spec.defines import file_constants
+    from cudalens.spec.expr import ExprError, evaluate
+
+    _, consts = named_ints(source)
+    env = {**_plain_ints(source), **consts, **file_constants(source)}
+    try:
+        v = evaluate(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text.strip()), env)
+    except ExprError:
+        return None
+    return v if isinstance(v, int) else None
+
+
+_PLAIN_INT = re.compile(r"\b(?:unsigned\s+)?(?:int|long|size_t|short)\s+([A-Za-z_]\w*)\s*"
+                        r"(?:=\s*|\{\s*|\(\s*)(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*[})]?\s*;")
+
+
+@functools.lru_cache(maxsize=8)
+def _plain_ints(source: str) -> dict[str, int]:
+    """``int NAME = LITERAL;`` declarations of names that appear in one such declaration and
+    are never assigned again (``NAME =``, ``NAME +=``, ``++NAME``...) in ``source``."""
+    found: dict[str, list[int]] = {}
+    for m in _PLAIN_INT.finditer(source):
+        found.setdefault(m.group(1), []).append(int(m.group(2), 0))
+    out = {}
+    for name, values in found.items():
+        assigned = re.findall(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+                              rf"|(?:\+\+|--)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*"
+                              rf"(?:\+\+|--)", source)
+        if len(values) == 1 and len(assigned) <= 1:
+            out[name] = values[0]
+    return out
+
+
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _NUMBER = r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
 # One pattern per way of naming a constant, each with the name as a group: one pass over a
@@ -87,7 +129,7 @@ def dim3_declarations(source: str) -> dict[str, str]:
 def literal_block(text: str, source: str) -> Optional[tuple[int, ...]]:
     """The block shape ``text`` (a launch's second ``<<<...>>>`` argument) denotes, or None."""
     t = text.strip()
-    v = const_int(t, source)
+    v = const_value(t, source)
     if v is not None:
         return (v,)
     m = _DIM3_CALL.match(t)
@@ -104,7 +146,7 @@ def _dims(args: str, source: str) -> Optional[tuple[int, ...]]:
     parts = [a for a in args.split(",")]
     if not 1 <= len(parts) <= 3:
         return None
-    values = [const_int(a, source) for a in parts]
+    values = [const_value(a, source) for a in parts]
     if any(v is None or v < 1 for v in values):
         return None
     dims = list(values)
@@ -141,7 +183,7 @@ def block_from_texts(blocks: tuple[Optional[str], ...], bounds: Optional[str],
             if block is not None:
                 return block, i
     if bounds is not None:
-        v = const_int(bounds, source)
+        v = const_value(bounds, source)
         if v is not None and v >= 1:
             return (v,), len(blocks)
     return None

@@ -13,6 +13,12 @@ From the tree-sitter-cuda tree of the body this finds, flow-insensitively:
 
 Locals with exactly one definition and no later assignment are substituted by that definition,
 so ``int idx = row * cols + col; y[idx] = ...`` indexes ``row * cols + col``.
+
+Quotients and remainders of polynomials (``i / T``, ``i % C``, ``(i / C) % T``) become
+opaque symbols, named by their text (``(i)/(T)``), recorded in ``BodyFacts.divisions`` with
+their operands, so inference can bound them: ``a % b < b``, ``a / b <= max(a) / b``. A local
+whose single definition loads an element of a pointer parameter (``int ix = idx[i];``) stays a
+symbol too, recorded in ``BodyFacts.loads`` with the pointer it was read from.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ ATOMIC_RMW = frozenset({"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "ato
                         "atomicDec", "atomicAnd", "atomicOr", "atomicXor", "atomicCAS"})
 ATOMIC_WRITE = frozenset({"atomicExch"})
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
-_MAX_DEPTH = 12
+_MAX_DEPTH = 32  # nesting of one index expression, substitutions included
 _EXITS = ("return_statement", "break_statement", "continue_statement")
 _UPPER_GUARD = {"<": 0, "<=": 1}  # v < B, v <= B (B + 1)
 _UPPER_EXIT = {">=": 0, ">": 1}  # if (v >= B) return; / if (v > B) return; (B + 1)
@@ -77,6 +83,15 @@ class BodyFacts:
     bounds: dict[str, list[Poly]] = field(default_factory=dict)  # var -> exclusive upper bounds
     axes: dict[str, tuple[str, str]] = field(default_factory=dict)  # var -> (axis, thread|block)
     builtins: set[str] = field(default_factory=set)  # e.g. {"threadIdx.x", "threadIdx.y"}
+    # symbol -> (operator "/" or "%", dividend, divisor), for the symbols of i / T, i % T
+    divisions: dict[str, tuple[str, Poly, Poly]] = field(default_factory=dict)
+    # local -> pointer parameter its value is loaded from (``int ix = idx[i];``)
+    loads: dict[str, str] = field(default_factory=dict)
+    # bounded variable -> its first definition as a polynomial (for the grid's step)
+    values: dict[str, Poly] = field(default_factory=dict)
+    # variable -> integer pointer parameter bounding it through an element
+    # (``for (j = row_ptr[r]; j < row_ptr[r + 1]; j++)``: CSR row pointers)
+    csr: dict[str, str] = field(default_factory=dict)
 
 
 class BodyAnalysis:
@@ -90,6 +105,10 @@ class BodyAnalysis:
                            if not p.is_pointer and dtypes.is_int_c_type(p.type)}
         self.defs: dict[str, list[Optional[Node]]] = defaultdict(list)
         self.assigned: dict[str, int] = defaultdict(int)
+        # every definition of a local as (defining node, value node or None), for reaching
+        # definitions; names also changed by compound assignment or ++/-- are in ``updated``
+        self.def_sites: dict[str, list[tuple[Node, Optional[Node]]]] = defaultdict(list)
+        self.updated: set[str] = set()
         self.pointer_locals: set[str] = set()
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
         self.raw_bounds: list[tuple[str, Node, int]] = []  # (var, bound node, +1?)
@@ -107,10 +126,15 @@ class BodyAnalysis:
                 left = strip(n.child_by_field_name("left"))
                 if left.type == "identifier":
                     self.assigned[self.text(left)] += 1
+                    if operator(n) == "=":
+                        self.def_sites[self.text(left)].append((n, n.child_by_field_name("right")))
+                    else:
+                        self.updated.add(self.text(left))
             elif t == "update_expression":
                 arg = strip(n.child_by_field_name("argument"))
                 if arg.type == "identifier":
                     self.assigned[self.text(arg)] += 1
+                    self.updated.add(self.text(arg))
             elif t == "field_expression":
                 text = self.text(n).replace(" ", "")
                 if text.split(".")[0] in BUILTINS:
@@ -139,6 +163,7 @@ class BodyAnalysis:
                 inner = named_children(value)
                 value = inner[0] if len(inner) == 1 else None
             self.defs[name].append(value)
+            self.def_sites[name].append((d, value))
             if target is not None and target.type == "pointer_declarator":
                 self.pointer_locals.add(name)
                 if value is not None:
@@ -183,7 +208,19 @@ class BodyAnalysis:
             if name in self.bounded or name in self.int_params:
                 return Poly.sym(name)
             if name not in self.pointer_locals and self.substitutable(name):
-                return self.poly(self.defs[name][0], depth + 1)
+                inner = self.poly(self.defs[name][0], depth + 1)
+                if inner is None:
+                    loaded = self._loaded_from(self.defs[name][0])
+                    if loaded is not None:
+                        self.facts.loads[name] = loaded
+                        return Poly.sym(name)
+                return inner
+            if name not in self.pointer_locals:
+                value = self.reaching(name, node)
+                if value is not None:
+                    inner = self.poly(value, depth + 1)
+                    if inner is not None:
+                        return inner
             return Poly.sym(name)
         if t == "field_expression":
             return Poly.sym(self.text(node).replace(" ", ""))
@@ -207,6 +244,66 @@ class BodyAnalysis:
                 return a * b
             if op == "<<" and b.is_const() and 0 <= b.constant < 63:
                 return a * Poly.const(1 << b.constant)
+            if op == ">>" and b.is_const() and 0 <= b.constant < 63:
+                return self._division("/", a, Poly.const(1 << b.constant))
+            if op in ("/", "%") and not (b.is_const() and b.constant <= 0):
+                return self._division(op, a, b)
+        return None
+
+    def reaching(self, name: str, use: Node) -> Optional[Node]:
+        """The value of the one definition of local ``name`` that reaches ``use`` in
+        straight-line code, or None: the last definition ending before ``use`` whose
+        statement sits in a block enclosing ``use``, with no definition of ``name`` in a loop
+        around ``use`` (the loop would carry a later one back) and no compound assignment or
+        ``++``/``--`` of it anywhere (``int rest = i % (N * d); ... rest = rest % d;`` gives
+        each use of ``rest`` its own value)."""
+        if name in self.updated:
+            return None
+        sites = self.def_sites.get(name, [])
+        before = [(n, v) for n, v in sites if n.end_byte <= use.start_byte]
+        if not before:
+            return None
+        node, value = max(before, key=lambda nv: nv[0].end_byte)
+        if value is None:
+            return None
+        stmt = node
+        while stmt.parent is not None and stmt.parent.type != "compound_statement":
+            stmt = stmt.parent
+        block = stmt.parent
+        if block is None or not (block.start_byte <= use.start_byte < block.end_byte):
+            return None
+        loops = ("for_statement", "while_statement", "do_statement")
+        anc = use.parent
+        while anc is not None and anc != block:
+            if anc.type in loops:
+                if any(anc.start_byte <= n.start_byte < anc.end_byte for n, _ in sites):
+                    return None
+            anc = anc.parent
+        return value
+
+    def _division(self, op: str, a: Poly, b: Poly) -> Poly:
+        if b.is_const() and b.constant == 1:
+            return a if op == "/" else Poly()
+        name = f"({a.render()}){op}({b.render()})"
+        self.facts.divisions.setdefault(name, (op, a, b))
+        return Poly.sym(name)
+
+    def _loaded_from(self, node: Optional[Node]) -> Optional[str]:
+        """The pointer parameter ``node`` (up to casts and parentheses) reads one element of:
+        ``idx[i]``, ``__ldg(&idx[i])``, ``__ldg(idx + i)``; else None."""
+        if node is None:
+            return None
+        node = strip(node)
+        if node.type == "subscript_expression":
+            base = self.pointer_base(node.child_by_field_name("argument"))
+            return base[0] if base is not None else None
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            inner = named_children(args) if args is not None else []
+            if fn is not None and self.text(fn) in READ_ONLY_LOADS and len(inner) == 1:
+                base = self.pointer_base(inner[0])
+                return base[0] if base is not None else None
         return None
 
     # -- pointers through locals -----------------------------------------------------------
@@ -460,12 +557,19 @@ class BodyAnalysis:
         for var, node, plus in self.raw_bounds:
             p = self.poly(node)
             if p is None:
+                loaded = self._loaded_from(node)
+                if loaded is not None:
+                    self.facts.csr.setdefault(var, loaded)
                 continue
             self.facts.bounds.setdefault(var, []).append(p + Poly.const(plus))
         for var in self.bounded:
             axis = self._axis(var)
             if axis is not None:
                 self.facts.axes[var] = axis
+                value = next((v for v in self.defs.get(var, []) if v is not None), None)
+                p = self.poly(value) if value is not None else None
+                if p is not None:
+                    self.facts.values[var] = p
 
     def _axis(self, var: str) -> Optional[tuple[str, str]]:
         value = next((v for v in self.defs.get(var, []) if v is not None), None)

@@ -19,7 +19,12 @@ SPEC_TYPES: dict[str, str] = {
     "char": "int8", "bool": "uint8",
     **{n: n for n in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                       "float16", "float32", "float64")},
+    # narrow floats (gpu_runner.elements): CUDA's __nv_bfloat16, __nv_fp8_e4m3, __nv_fp8_e5m2
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float8_e4m3": "float8_e4m3", "float8_e5m2": "float8_e5m2",
 }
+NARROW_FLOATS = ("bfloat16", "float8_e4m3", "float8_e5m2")  # numpy has none of them
+_ITEMSIZE = {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
 
 # C spelling (qualifiers removed, ``std::`` dropped, single spaces) -> spec type name
 _C_TYPES: dict[str, str] = {
@@ -36,6 +41,14 @@ _C_TYPES: dict[str, str] = {
     "unsigned short": "uint16", "unsigned short int": "uint16", "uint16_t": "uint16",
     "char": "char", "signed char": "int8", "int8_t": "int8",
     "unsigned char": "uint8", "uint8_t": "uint8", "bool": "bool",
+    "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "__bf16": "bfloat16",
+    "__nv_fp8_e4m3": "float8_e4m3", "__nv_fp8_e5m2": "float8_e5m2",
+}
+# vector types whose lane type's name ends in digits (cuda_bf16.h, cuda_fp8.h)
+_VECTOR_SPECIAL: dict[str, tuple[str, int]] = {
+    "__nv_bfloat162": ("bfloat16", 2), "nv_bfloat162": ("bfloat16", 2),
+    "__nv_fp8x2_e4m3": ("float8_e4m3", 2), "__nv_fp8x4_e4m3": ("float8_e4m3", 4),
+    "__nv_fp8x2_e5m2": ("float8_e5m2", 2), "__nv_fp8x4_e5m2": ("float8_e5m2", 4),
 }
 
 # CUDA vector types: prefix -> spec type of one lane (``float4`` is four ``float``)
@@ -66,7 +79,10 @@ def spec_type_for_c(ctype: str) -> Optional[str]:
 
 def vector_type_for_c(ctype: str) -> Optional[tuple[str, int]]:
     """``float4`` -> ``("float", 4)``, ``__half2`` -> ``("half", 2)``; None if not a vector type."""
-    m = _VECTOR_RE.match(normalize_c_type(ctype))
+    name = normalize_c_type(ctype)
+    if name in _VECTOR_SPECIAL:
+        return _VECTOR_SPECIAL[name]
+    m = _VECTOR_RE.match(name)
     if not m or m.group("base") not in _VECTOR_BASES:
         return None
     return _VECTOR_BASES[m.group("base")], int(m.group("lanes"))
@@ -84,7 +100,13 @@ def numpy_dtype(spec_type: str) -> str:
 
 
 def is_float(spec_type: str) -> bool:
-    return SPEC_TYPES[spec_type].startswith("float")
+    """Whether a spec type is a floating-point type (``bf16`` is). KeyError if unknown."""
+    return is_float_dtype(SPEC_TYPES[spec_type])
+
+
+def is_float_dtype(dtype: str) -> bool:
+    """Whether a numpy dtype name of ``SPEC_TYPES`` (or a narrow float's) is floating-point."""
+    return dtype.startswith("float") or dtype in NARROW_FLOATS
 
 
 def default_range(spec_type: str) -> tuple[int | float, int | float]:
@@ -94,7 +116,7 @@ def default_range(spec_type: str) -> tuple[int | float, int | float]:
     if spec_type == "bool":
         return (0, 2)
     dtype = SPEC_TYPES[spec_type]
-    if dtype.startswith("float"):
+    if is_float_dtype(dtype):
         return (-1.0, 1.0)
     return (0, 100) if dtype in _UNSIGNED else (-100, 100)
 
@@ -114,6 +136,8 @@ def itemsize(dtype: str) -> int:
     Raises:
         ValueError: ``dtype`` names no bit count.
     """
+    if dtype in _ITEMSIZE:
+        return _ITEMSIZE[dtype]
     m = re.search(r"(\d+)$", dtype)
     if m is None:
         raise ValueError(f"expected a numpy dtype name with a bit count, found {dtype!r}")

@@ -21,13 +21,36 @@ The draft is a starting point the user reviews; everything guessed carries a not
 - Launch: the block is the first literal block among the kernel's launch sites, else
   ``__launch_bounds__``, else 256, or (32, 8) when the body uses ``threadIdx.y``; the grid covers
   each axis's bound: ``ceil_div(n, block.x)`` for a per-thread index, ``n`` for a per-block one.
-- Scalars: float scalars not used as bounds get 1.5, other integers 1 (with a note).
+- Element types: template parameters take the instance's arguments (``T* x`` of
+  ``reduce<__nv_bfloat16, 256>`` is bfloat16) and aliases are followed (``typedef
+  __nv_bfloat16 floatX;``); see ``templates``. A template kernel's draft is for the instance
+  asked for, else the first the file names (with a note listing the others).
+- Constants: the file's integer ``#define``s and the instance's integer template arguments
+  count as known values in bounds (``if (col < TILE)``) and indices.
+- Decomposed indices: ``i / T`` and ``i % T`` are bounded (``i % T < T``; ``i / T < B`` when
+  ``i < B * T``), so ``out + b * T * C + t * C`` with ``b = i / T``, ``t = i % T`` gets
+  ``B * T * C``.
+- Index arrays read through locals (``int ix = idx[i]; ... table[ix * C + c]``): the table
+  gets a size ``n_TABLE`` of rows (a guessed 1024, with a note) and the index array
+  ``range(0, n_TABLE)``.
+- Dynamic shared memory: the third launch argument of the first launch site, translated
+  (``sizeof``, helper functions with one ``return``, locals with one initializer, the
+  kernel's arguments as its sizes, the block variable as ``block.x``); else, when the body
+  declares ``extern __shared__``, a marked guess of one element per thread.
+- Scalars: a by-value argument of a launch site that is a literal, or a variable the file
+  initializes once with a literal, gives the value; otherwise a value is guessed and marked
+  ``GUESS`` in the notes, to be confirmed: floats named like an optimizer's parameters get
+  their usual values (``lr`` 1e-3, ``beta1`` 0.9, ``beta2`` 0.999, ``eps`` 1e-8,
+  ``weight_decay`` 0.01), other floats 0.5 (below 1, so powers and ``1 - x`` stay positive),
+  integers 1.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import keyword
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +59,13 @@ from typing import Optional
 from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
-from cudalens.spec.block_shape import block_from_file, block_from_texts
+from cudalens.spec import templates
+from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value
+from cudalens.spec.defines import file_constants
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
 from cudalens.spec.errors import SpecError
+from cudalens.spec.expr import ExprError, names_in
 from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl, SizeDecl
 from cudalens.spec.poly import Poly
 
@@ -49,7 +75,17 @@ SIZE_2D = "4096"
 SIZE_OTHER = "1024"
 DEFAULT_BLOCK_1D = (256,)
 DEFAULT_BLOCK_2D = (32, 8)
-FLOAT_SCALAR = "1.5"
+FLOAT_SCALAR = "0.5"
+TABLE_ROWS = "1024"
+# Usual values of optimizer and normalization parameters, by lower-case parameter name
+# (AdamW as in Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019, and
+# PyTorch's defaults for torch.optim.AdamW and torch.nn.LayerNorm).
+NAMED_FLOATS = {
+    "lr": "0.001", "learning_rate": "0.001", "beta1": "0.9", "beta2": "0.999",
+    "b1": "0.9", "b2": "0.999", "eps": "1e-08", "epsilon": "1e-08", "weight_decay": "0.01",
+    "wd": "0.01", "momentum": "0.9", "scale": "0.125", "alpha": "1.0", "beta": "0.0",
+    "grad_scale": "1.0", "beta1_correction": "0.1", "beta2_correction": "0.001",
+}
 _RESERVED = ("block", "sm_count")
 _MAX_DEPTH = 8
 
@@ -65,12 +101,18 @@ class _Length:
 
 
 def infer_spec(kernel: Kernel, source_text: str,
-               launch_sites: Optional[Sequence[LaunchSite]] = None) -> KernelSpec:
+               launch_sites: Optional[Sequence[LaunchSite]] = None, *,
+               instance: Optional[str] = None,
+               defines: Optional[dict[str, int]] = None,
+               headers: Sequence[str] = ()) -> KernelSpec:
     """A draft spec for ``kernel`` of ``source_text`` (the whole file, as parsed into the model).
 
     ``launch_sites`` are the file's launch sites (any kernel's; those of ``kernel`` are picked
-    out), default ``kernel.launch_sites``. The result has ``source == "inferred"``, all lines 0,
-    and its notes say what was guessed.
+    out), default ``kernel.launch_sites``. ``instance`` (``reduce<float, 256>``) picks a
+    template instance; ``defines`` are the build's -D values; ``headers`` the texts of the
+    project headers the file includes (``headers.local_headers``), whose aliases and defines
+    count as the file's. The result has
+    ``source == "inferred"``, all lines 0, and its notes say what was guessed.
 
     Raises:
         SpecError: the kernel's body cannot be found in ``source_text``, or a parameter has a
@@ -92,7 +134,8 @@ def infer_spec(kernel: Kernel, source_text: str,
         raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
     facts = analyze_body(parsed, body, kernel)
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    return _Drafter(kernel, facts, source_text, tuple(sites)).draft()
+    return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
+                    tuple(headers)).draft()
 
 
 def outside_inputs(kernel: Kernel, source_text: str,
@@ -101,7 +144,8 @@ def outside_inputs(kernel: Kernel, source_text: str,
     kernel's own text and its launch sites' argument texts, as a hashable value: which of the
     kernel's by-value parameter types the file declares as records, and the block shape the
     launch sites and ``__launch_bounds__`` give through named constants and ``dim3``
-    variables. A cache of drafts keyed by the kernel's text and launch sites must add this
+    variables, and ``_outside_extra``'s defines, instances, aliases, initializers and helpers.
+    A cache of drafts keyed by the kernel's text and launch sites must add this
     (an edited ``#define BLOCK`` changes the draft; an edit elsewhere does not). Line numbers
     in the draft's notes are not covered. Cheap: the file's scans are cached per text.
     """
@@ -114,7 +158,23 @@ def outside_inputs(kernel: Kernel, source_text: str,
     found = block_from_texts(tuple(s.config[1] if len(s.config) >= 2 else None for s in sites),
                              kernel.launch_bounds[0] if kernel.launch_bounds else None,
                              source_text)
-    return scalars, (found[0] if found is not None else None)
+    extra = _outside_extra(kernel, source_text, tuple(sites))
+    return scalars, (found[0] if found is not None else None), extra
+
+
+def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ...]) -> tuple:
+    """The rest of what a draft reads outside the kernel and its launch sites' texts: the
+    file's integer #defines, the template instances it names, the parameters' types with
+    aliases followed, the initializers of variables passed at the launch sites, and the
+    one-line helper functions (dynamic shared memory)."""
+    consts = tuple(sorted(file_constants(source_text).items()))
+    insts = templates.instances(kernel.name, source_text) if kernel.template_parameters else ()
+    types = tuple(templates.resolve_type(p.type, source_text) for p in kernel.parameters)
+    inits = tuple(_initializer(a.strip(), source_text) for s in sites
+                  for a in s.arguments + s.config[1:])
+    helpers = tuple(sorted(_helpers(source_text).items())) if any(
+        len(s.config) >= 3 for s in sites) else ()
+    return consts, insts, types, inits, helpers
 
 
 @functools.lru_cache(maxsize=4096)
@@ -127,8 +187,14 @@ def clear_text_caches() -> None:
     ``dim3`` declarations): for measuring the plain path, and in tests."""
     from cudalens.spec import block_shape, cuda_tree, validate
 
+    from cudalens.spec import defines
+
     cuda_tree.parse.cache_clear()  # type: ignore[attr-defined]
     validate._record_types.cache_clear()
+    defines._file_constants.cache_clear()
+    templates.instances.cache_clear()
+    templates.aliases.cache_clear()
+    block_shape._plain_ints.cache_clear()
     block_shape.named_ints.cache_clear()
     block_shape.dim3_declarations.cache_clear()
     block_shape.block_from_texts.cache_clear()
@@ -136,12 +202,28 @@ def clear_text_caches() -> None:
 
 class _Drafter:
     def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
-                 sites: tuple[LaunchSite, ...]) -> None:
+                 sites: tuple[LaunchSite, ...], instance: Optional[str] = None,
+                 defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = ()) -> None:
         self.kernel = kernel
         self.facts = facts
         self.source = source
+        # where aliases, defines and constants are looked up: the headers, then the file
+        self.context = "\n".join(headers + (source,)) if headers else source
         self.sites = sites
         self.notes: list[str] = []  # about parameters, in parameter order
+        self.fills: dict[str, tuple[str, tuple[str, ...]]] = {}  # buffer -> (fill, args)
+        self.instance = self.pick_instance(instance)
+        self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
+        self.constants = dict(file_constants(self.context, defines))
+        for name, arg in self.bound.items():
+            v = const_value(arg, self.context)
+            if v is not None:
+                self.constants[name] = v
+        self.csr_sizes: dict[str, str] = {}  # row-pointer array -> size of its non-zeros
+        self.table_sizes: dict[str, str] = {}  # loaded local -> size of its table's rows
+        self.load_bounds: dict[str, str] = {}  # loaded local -> row stride bounding it
+        self.ranges_from_loads: dict[str, str] = {}  # index array -> that stride
+        self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
         self.order = [p.name for p in kernel.parameters]
@@ -165,16 +247,65 @@ class _Drafter:
             total = total + term
         return total
 
+    def pick_instance(self, asked: Optional[str]) -> Optional[str]:
+        k = self.kernel
+        if not k.template_parameters:
+            return None
+        if asked is not None:
+            return asked
+        found = templates.instances(k.name, self.source)
+        if not found:
+            self.notes.append(f"template {k.name}: no instance found in the file; types of "
+                              f"template parameters assumed float")
+            return None
+        if len(found) > 1:
+            self.notes.append(f"drafted for {found[0]}, the first of {len(found)} instances "
+                              f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
+        return found[0]
+
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
-        if name in self.int_params:
+        if name in self.int_params or name in self.table_of or name in self.csr_sizes.values():
             return Poly.sym(name)
+        if name in self.constants:
+            return Poly.const(self.constants[name])
         if depth >= _MAX_DEPTH:
             return None
+        if name in self.facts.divisions:
+            return self.division_upper(name, depth)
+        if name in self.table_sizes:
+            return Poly.sym(self.table_sizes[name]) - Poly.const(1)
+        if name in self.load_bounds:
+            return Poly.sym(self.load_bounds[name]) - Poly.const(1)
+        if name in self.facts.csr and not self.facts.bounds.get(name):
+            return Poly.sym(self.csr_size(self.facts.csr[name])) - Poly.const(1)
         for b in self.facts.bounds.get(name, []):
             u = self.upper(b, depth + 1)
             if u is not None:
                 return u - Poly.const(1)
         return None
+
+    def csr_size(self, row_ptr: str) -> str:
+        """The size of non-zeros of CSR row pointers ``row_ptr`` (``nnz``, or ``nnz_ROWPTR``
+        when a parameter or another row-pointer array has that name)."""
+        if row_ptr not in self.csr_sizes:
+            taken = set(self.order) | set(self.csr_sizes.values())
+            self.csr_sizes[row_ptr] = "nnz" if "nnz" not in taken else f"nnz_{row_ptr}"
+        return self.csr_sizes[row_ptr]
+
+    def division_upper(self, name: str, depth: int) -> Optional[Poly]:
+        """The largest value of ``a / b`` or ``a % b`` (``body.BodyFacts.divisions``), taking
+        ``b >= 1``: ``a % b <= max(b) - 1`` (else ``max(a)``); ``a / b <= (max(a) + 1) / b - 1``
+        when that divides exactly as polynomials, else ``max(a)``."""
+        op, a, b = self.facts.divisions[name]
+        ua = self.upper(a, depth + 1)
+        if op == "%":
+            ub = self.upper(b, depth + 1)
+            return ub - Poly.const(1) if ub is not None else ua
+        if ua is None:
+            return None
+        bb = self.upper(b, depth + 1)
+        q = _divide(ua + Poly.const(1), bb) if bb is not None else None
+        return q - Poly.const(1) if q is not None else ua
 
     def bound_of(self, var: str) -> Optional[Poly]:
         """The exclusive upper bound of ``var`` in integer parameters."""
@@ -197,6 +328,7 @@ class _Drafter:
                 why = why or (f"index is data-dependent ('{a.text}')" if a.data_indices
                               else f"index of '{a.text}' is not an affine expression")
                 continue
+            self.name_tables(a)
             u = self.upper(a.index)
             if u is None:
                 free = sorted(s for s in a.index.symbols
@@ -212,6 +344,37 @@ class _Drafter:
         if not known:
             return _Length(why=why or "not accessed in the body")
         return _Length(polys=tuple(known))
+
+    def name_tables(self, a: Access) -> None:
+        """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
+        ``a``'s pointer (``n_TABLE``), bounding it."""
+        assert a.index is not None
+        for s in sorted(a.index.symbols):
+            if s in self.facts.loads and s not in self.table_sizes and \
+                    s not in self.load_bounds and not self.facts.bounds.get(s):
+                stride = self.row_stride(a.index, s)
+                if stride is not None:
+                    self.load_bounds[s] = stride
+                    self.ranges_from_loads.setdefault(self.facts.loads[s], stride)
+                    continue
+                name = f"n_{a.param}"
+                self.table_sizes[s] = name
+                self.table_of.setdefault(name, self.facts.loads[s])
+
+    def row_stride(self, index: Poly, loaded: str) -> Optional[str]:
+        """For ``rows * S + loaded`` (``probs + b * T * V + t * V`` read at ``[ix]``): the integer
+        parameter ``S`` that every other term of the index is a multiple of, when ``loaded``
+        appears alone with coefficient 1, so that ``loaded < S`` picks one element of the row;
+        else None."""
+        others = [m for m, _ in index.terms if m != (loaded,)]
+        if ((loaded,), 1) not in index.terms or not others or \
+                any(loaded in m for m in others):
+            return None
+        common = set(others[0])
+        for m in others[1:]:
+            common &= set(m)
+        params = sorted(c for c in common if c in self.int_params)
+        return params[0] if len(params) == 1 else None
 
     # -- the draft ---------------------------------------------------------------------------
 
@@ -234,10 +397,24 @@ class _Drafter:
             b = self.bound_of(var)
             used |= b.symbols if b is not None else set()
         size_names = [n for n in self.order if n in used and n in self.int_params]
+        tables = [n for n in dict.fromkeys(self.table_sizes.values()) if n in used]
+        nnzs = [n for n in self.csr_sizes.values() if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
         sizes = self.size_values(size_names, grid_vars, rename)
-        main = self.main_length(lengths, rename, sizes)
+        for name in nnzs:
+            rename[name] = name
+            sizes.append(SizeDecl(name=name, expr=SIZE_1D))
+            array = next(a for a, n in self.csr_sizes.items() if n == name)
+            self.fills[array] = ("csr", (name,))
+            self.notes.append(f"size {name} = {SIZE_1D}: non-zeros of the CSR rows in {array} "
+                              f"(a loop runs from {array}[r] to {array}[r + 1]); GUESS, set it")
+        for name in tables:
+            rename[name] = name
+            sizes.append(SizeDecl(name=name, expr=TABLE_ROWS))
+            self.notes.append(f"size {name} = {TABLE_ROWS}: rows of {name[2:]}, indexed by "
+                              f"values read from {self.table_of[name]}; GUESS, set it")
+        main = self.main_length(lengths, rename, sizes, grid_vars)
         if main[1] and not any(s.name == main[1] for s in sizes):
             sizes.insert(0, SizeDecl(name=main[1], expr=SIZE_1D))
             self.notes.append(f"size {main[1]} = {SIZE_1D}: no integer parameter bounds the "
@@ -261,6 +438,17 @@ class _Drafter:
             elements[p.name], assumed[p.name] = self.length_text(lengths[p.name], grid, rename,
                                                                  main_text)
         ranges = self.index_ranges(pointers, roles, by_param, elements, assumed)
+        for array, stride in self.ranges_from_loads.items():
+            if array not in ranges:
+                ranges[array] = ("0", rename.get(stride, stride))
+                self.later.setdefault(array, []).append(
+                    f"range of {array} set to [0, {stride}): its values pick one element of "
+                    f"rows {stride} long")
+        for size, array in self.table_of.items():
+            if size in rename and array not in ranges:
+                ranges[array] = ("0", size)
+                self.later.setdefault(array, []).append(
+                    f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
         for p in k.parameters:
             if p.is_pointer:
@@ -268,6 +456,8 @@ class _Drafter:
                                           ranges.get(p.name), by_param))
             else:
                 params.append(self.scalar(p, rename))
+        self.rename = rename
+        self.block_shape = block
         self.notes += self.launch_notes
         atomics = sorted({a.atomic for a in self.facts.accesses if a.atomic})
         if atomics:
@@ -276,9 +466,13 @@ class _Drafter:
         if sizes:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in sizes)
             self.notes.append(f"sizes are defaults ({listed}): set them to your problem")
+        shared = self.shared(rename, block)
+        name = k.qualified_name or k.name
+        if self.instance:
+            name = name + self.instance[self.instance.index("<"):]
         return KernelSpec(
-            kernel=k.qualified_name or k.name, sizes=tuple(sizes), params=tuple(params),
-            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared="0"),
+            kernel=name, sizes=tuple(sizes), params=tuple(params),
+            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
 
     def role(self, p: Parameter, accesses: list[Access]) -> str:
@@ -311,6 +505,62 @@ class _Drafter:
             if axis is not None and axis[0] not in found and self.bound_of(s) is not None:
                 found[axis[0]] = (s, axis[1])
         return found
+
+    def block_step(self, var: str, axis: str) -> Optional[str]:
+        """How far ``var`` moves from one block to the next along ``axis``, as a spec
+        expression of ``block`` and numbers: the coefficient of ``blockIdx.AXIS`` in its
+        definition with the file's constants in (``blockIdx.x * TILE + threadIdx.x`` -> "32",
+        ``blockIdx.x * (blockDim.x / 32) + ...`` -> "(block.x)/(32)"); None when unknown or
+        when it involves other names."""
+        value = self.facts.values.get(var)
+        if value is None:
+            return None
+        key = f"blockIdx.{axis}"
+        coef = Poly()
+        for m, c in value.terms:
+            if key in m:
+                rest = list(m)
+                rest.remove(key)
+                term = Poly.const(c)
+                for sym in rest:
+                    term = term * Poly.sym(sym)
+                coef = coef + term
+        if not coef.terms:
+            return None
+        coef = coef.substitute(lambda sym: Poly.const(self.constants[sym])
+                               if sym in self.constants else Poly.sym(sym))
+        if coef is None:
+            return None
+        text = self.spec_text(coef)
+        if text is None:
+            return None
+        try:
+            names = names_in(text)
+        except ExprError:
+            return None
+        return text if names <= {"block"} else None
+
+    def spec_text(self, poly: Poly, depth: int = 0) -> Optional[str]:
+        """``poly`` as a spec expression of ``block.x/.y/.z`` and numbers (constants put in,
+        quotients and remainders written out), or None when it uses anything else."""
+        if depth > _MAX_DEPTH:
+            return None
+        names: dict[str, str] = {}
+        for sym in poly.symbols:
+            if sym in self.constants:
+                names[sym] = str(self.constants[sym])
+            elif sym.startswith("blockDim."):
+                names[sym] = "block." + sym.split(".")[1]
+            elif sym in self.facts.divisions:
+                op, a, b = self.facts.divisions[sym]
+                ta, tb = self.spec_text(a, depth + 1), self.spec_text(b, depth + 1)
+                if ta is None or tb is None:
+                    return None
+                names[sym] = f"({ta}) {op} ({tb})"
+            else:
+                return None
+        out = poly.substitute(lambda sym: Poly.sym(names[sym]))
+        return out.render() if out is not None else None
 
     def size_values(self, names: list[str], grid_vars: dict[str, tuple[str, str]],
                     rename: dict[str, str]) -> list[SizeDecl]:
@@ -354,8 +604,16 @@ class _Drafter:
         return None
 
     def main_length(self, lengths: dict[str, _Length], rename: dict[str, str],
-                    sizes: list[SizeDecl]) -> tuple[str, str]:
-        """(length text assumed where none is known, name of a size to create or "")."""
+                    sizes: list[SizeDecl],
+                    grid_vars: Optional[dict[str, tuple[str, str]]] = None) -> tuple[str, str]:
+        """(length text assumed where none is known, name of a size to create or ""): the
+        extent of the launch's x axis when an index gives it (``row < rows``: a vector
+        gathered by data, such as SpMV's ``x[col[j]]``, is taken to be as long as the rows), else
+        the most common known length."""
+        if grid_vars and "x" in grid_vars:
+            b = self.bound_of(grid_vars["x"][0])
+            if b is not None and b.symbols and b.symbols <= set(rename):
+                return _render(b, rename), ""
         texts = [_render(ln.polys[0], rename) for ln in lengths.values() if len(ln.polys) == 1]
         if texts:
             return Counter(texts).most_common(1)[0][0], ""
@@ -366,9 +624,13 @@ class _Drafter:
         return name, name
 
     def block(self) -> tuple[tuple[int, ...], str]:
-        found = block_from_file(self.kernel, self.sites, self.source)
+        found = block_from_file(self.kernel, self.sites, self.context)
         if found is not None:
             return found
+        for name in self.kernel.template_parameters:  # template <int BLOCK> with no launch
+            value = self.constants.get(name)
+            if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
+                return (value,), f"template argument {name} = {value} of {self.instance}"
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
             return DEFAULT_BLOCK_2D, "default for a body that uses threadIdx.y " \
                                      "(no launch site with a literal block)"
@@ -391,7 +653,15 @@ class _Drafter:
                 if b.constant < 0:
                     b = b - Poly.const(b.constant)
                 text = _render(b, rename)
-                out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+                step = self.block_step(var, axis)
+                if step is not None and step != "1" and step != f"block.{axis}":
+                    out.append(f"ceil_div({text}, {step})")
+                    self.launch_notes.append(f"grid.{axis}: each block covers {step} of {var} "
+                                             f"(blockIdx.{axis} * {step} in its definition)")
+                elif step == "1" and kind == "thread":
+                    out.append(text)
+                else:
+                    out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
             elif axis == "x":
                 out.append(f"ceil_div({main}, {bx})")
                 self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
@@ -425,7 +695,7 @@ class _Drafter:
         ``unsigned char data`` makes ``bins`` 256 long)."""
         out: dict[str, tuple[str, str]] = {}
         for p in pointers:
-            st, _ = _spec_type(p)
+            st, _ = self.spec_type(p)
             if st is None or dtypes.is_float(st) or roles[p.name] == "out":
                 continue
             targets = sorted({a.param for accs in by_param.values() for a in accs
@@ -448,6 +718,15 @@ class _Drafter:
             if narrow and high != str(count):
                 high = f"min({high}, {count})"
             out[p.name] = ("0", high)
+            scatter = any(a.direct_index == p.name and a.kind == "write" and not a.atomic
+                          for a in by_param.get(target, []))
+            if scatter:  # plain writes through it: distinct targets, or the writes race
+                same = elements[target] == elements[p.name]
+                self.fills[p.name] = ("permutation", ()) if same else ("unique", ())
+                self.later.setdefault(p.name, []).append(
+                    f"{p.name}: {'permutation' if same else 'unique'}: {target} is written "
+                    f"through its values without atomics, so they are taken to be distinct")
+                continue
             self.later.setdefault(p.name, []).append(
                 f"range of {p.name} set to [0, {high}): its values index {target}")
         return out
@@ -455,7 +734,7 @@ class _Drafter:
     def buffer(self, p: Parameter, role: str, elements: str, assumed: str,
                value_range: Optional[tuple[str, str]],
                by_param: dict[str, list[Access]]) -> BufferDecl:
-        st, lanes = _spec_type(p)
+        st, lanes = self.spec_type(p)
         self.notes += self.later.get(p.name, [])
         if assumed:
             self.notes.append(f"length of {p.name} assumed {elements}: {assumed}")
@@ -466,22 +745,213 @@ class _Drafter:
             self.notes.append(f"{p.name}: {p.type} counted as {lanes} {st} lanes")
             elements = f"{lanes} * ({elements})" if " " in elements else f"{lanes} * {elements}"
         low, high = value_range if value_range else (None, None)
+        fill, args = self.fills.get(p.name, ("uniform", ()))
+        if fill in ("csr", "permutation"):
+            low = high = None
         return BufferDecl(role=role, name=p.name, type=st,  # type: ignore[arg-type]
-                          length=elements, low=low, high=high)
+                          length=elements, low=low, high=high, fill=fill,  # type: ignore
+                          fill_args=args)
+
+    def spec_type(self, p: Parameter) -> tuple[Optional[str], int]:
+        """(spec type, lanes) of ``p``'s element (or value) type, with template parameters
+        bound to the instance's arguments and aliases followed; (None, 1) if unknown."""
+        resolved = templates.resolve_type(p.type, self.context, self.bound)
+        found = _spec_type_of(resolved)
+        if found[0] is not None and resolved.split() != p.type.split():
+            shown = " ".join(dtypes.normalize_c_type(resolved).split())
+            note = f"{p.name}: element type {p.type.replace('*', '').strip()} is {shown}"
+            if note not in self.later.setdefault(p.name, []):
+                self.later[p.name].append(note)
+        return found
+
+    def site_value(self, p: Parameter) -> Optional[tuple[str, str]]:
+        """(value, where) for a by-value parameter from the first launch site passing a
+        literal, or a variable the file initializes once with a literal; else None."""
+        index = [q.name for q in self.kernel.parameters].index(p.name)
+        for site in self.sites:
+            if index >= len(site.arguments):
+                continue
+            arg = site.arguments[index].strip()
+            value = _literal(arg) or _literal(_initializer(arg, self.source) or "")
+            if value is not None:
+                return value, f"from the launch at line {site.range.start.line + 1} ('{arg}')"
+        return None
 
     def scalar(self, p: Parameter, rename: dict[str, str]) -> ScalarDecl:
-        st, lanes = _spec_type(p)
+        st, lanes = self.spec_type(p)
         if st is None or lanes > 1:
             self.notes.append(f"scalar {p.name}: type '{p.type}' cannot be expressed; assumed "
-                              f"float {FLOAT_SCALAR}")
+                              f"float {FLOAT_SCALAR}; GUESS, confirm")
             return ScalarDecl(name=p.name, type="float", expr=FLOAT_SCALAR)
         if p.name in rename:
             return ScalarDecl(name=p.name, type=st, expr=rename[p.name])
+        found = self.site_value(p)
+        if found is not None and (dtypes.is_float(st) or "." not in found[0]):
+            self.notes.append(f"scalar {p.name} = {found[0]}: {found[1]}")
+            return ScalarDecl(name=p.name, type=st, expr=found[0])
         if dtypes.is_float(st):
-            self.notes.append(f"scalar {p.name} = {FLOAT_SCALAR}: value guessed")
-            return ScalarDecl(name=p.name, type=st, expr=FLOAT_SCALAR)
-        self.notes.append(f"scalar {p.name} = 1: value guessed (not a bound of any index)")
+            value = NAMED_FLOATS.get(p.name.lower(), FLOAT_SCALAR)
+            why = "the usual value for that name" if p.name.lower() in NAMED_FLOATS \
+                else "no launch site passes a value"
+            self.notes.append(f"scalar {p.name} = {value}: GUESS ({why}), confirm it")
+            return ScalarDecl(name=p.name, type=st, expr=value)
+        self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, no launch "
+                          f"site passes a value), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
+
+    def shared(self, rename: dict[str, str], block: tuple[int, ...]) -> str:
+        """Dynamic shared memory bytes as a spec expression (module doc), "0" when none."""
+        for site in self.sites:
+            if len(site.config) < 3:
+                continue
+            text = site.config[2].strip()
+            expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound)
+            where = f"the launch at line {site.range.start.line + 1}"
+            if expr is not None:
+                try:
+                    names = names_in(expr)
+                except ExprError:
+                    names = {"?"}
+                if names <= set(rename.values()) | {"block"}:
+                    if expr != "0":
+                        self.notes.append(f"shared = {expr}: from {where} ('{text}')")
+                    return expr
+            self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
+                              f"{block[0]} elements of 4 bytes, set it")
+            return f"block.x * 4"
+        m = _EXTERN_SHARED.search(self.source[self.kernel.start_byte:self.kernel.end_byte])
+        if m is None:
+            return "0"
+        ctype = templates.resolve_type(m.group("type"), self.context, self.bound)
+        size = _sizeof(ctype) or 4
+        self.notes.append(f"shared = block.x * {size}: GUESS, the body declares extern "
+                          f"__shared__ {m.group('type')} but no launch passes its size")
+        return f"block.x * {size}"
+
+
+# Names template parameters give the block size by (``template <int BLOCK_SIZE>``)
+_BLOCK_NAME = re.compile(r"^(?:BLOCK|BLOCK_?SIZE|BLOCK_?DIM|(?:NUM_?|N_?)?THREADS|TPB|BS)$",
+                         re.IGNORECASE)
+_EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?"
+                            r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\w+\s*\[\s*\]")
+_SIZEOF = re.compile(r"sizeof\s*\(\s*(?P<type>[^()]+?)\s*\)")
+_CALL = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*\((?P<args>[^()]*)\)")
+_FLOAT_LIT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fF]?$")
+
+
+def _literal(text: str) -> Optional[str]:
+    """``0.9f`` -> ``0.9``, ``1e-8`` -> ``1e-8``, ``3`` -> ``3``; anything else None."""
+    t = text.strip()
+    if not _FLOAT_LIT.match(t):
+        return None
+    return t[:-1] if t[-1] in "fF" else t
+
+
+def _initializer(name: str, source: str) -> Optional[str]:
+    """The initializer text of ``name`` when the file declares it exactly once with one
+    (``float lr = 1e-3f;``, ``const int n = 4;``, ``float b1 = 0.9f, b2 = 0.999f;``) and never
+    assigns it again; else None."""
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return None
+    decls = re.findall(rf"(?:\b(?:const\s+)?(?:float|double|int|unsigned|long|size_t|auto)\s+"
+                       rf"|,\s*){name}\s*=\s*((?:[^;,()]|\([^()]*\))+)[;,]", source)
+    assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
+    return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
+
+
+def _sizeof(ctype: str) -> Optional[int]:
+    st, lanes = _spec_type_of(ctype)
+    if st is None:
+        return None
+    return dtypes.itemsize(dtypes.numpy_dtype(st)) * lanes
+
+
+def _helpers(source: str) -> dict[str, tuple[list[str], str]]:
+    """Functions whose body is one ``return EXPR;``: name -> (parameter names, EXPR)."""
+    out: dict[str, tuple[list[str], str]] = {}
+    rx = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)\s*(?:const\s*)?"
+                    r"\{\s*return\s+(?P<expr>[^;{}]+);\s*\}")
+    for m in rx.finditer(source):
+        names = [p.split()[-1].strip("*&") for p in m.group("params").split(",") if p.split()]
+        out.setdefault(m.group("name"), (names, m.group("expr").strip()))
+    return out
+
+
+def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
+                 rename: dict[str, str], bound: dict[str, str]) -> Optional[str]:
+    """The launch's shared-memory text as a spec expression of the kernel's sizes, or None.
+
+    Helper calls and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, the
+    kernel's by-value arguments become the sizes they are passed to, the block argument
+    ``block.x``, and the file's integer constants their values."""
+    args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
+            if not p.is_pointer}
+    block_text = site.config[1].strip() if len(site.config) > 1 else ""
+    helpers = _helpers(source)
+    expr = text
+    for _ in range(4):
+        before = expr
+
+        def call(m: re.Match) -> str:
+            h = helpers.get(m.group("name"))
+            if h is None or m.group("name") == "sizeof":
+                return m.group(0)
+            actual = [a.strip() for a in m.group("args").split(",")] if m.group("args").strip() \
+                else []
+            body = h[1]
+            for formal, value in zip(h[0], actual):
+                body = re.sub(rf"\b{re.escape(formal)}\b", f"({value})", body)
+            return f"({body})"
+        expr = _CALL.sub(call, expr)
+        expr = _SIZEOF.sub(lambda m: str(_sizeof(templates.resolve_type(m.group("type"), source,
+                                                                          bound)) or "?"), expr)
+
+        def name(m: re.Match) -> str:
+            word = m.group(0)
+            if word in args:
+                return rename.get(args[word], args[word])
+            if word == block_text:
+                return "block.x"
+            init = _initializer(word, source)
+            return f"({init})" if init is not None else word
+        expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", name, expr)
+        if expr == before:
+            break
+    consts = file_constants(source)
+    expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*\b",
+                  lambda m: str(consts[m.group(0)]) if m.group(0) in consts else m.group(0), expr)
+    expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
+    expr = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", expr)
+    expr = re.sub(r"block\.x\.x", "block.x", expr)
+    try:
+        names_in(expr)
+    except ExprError:
+        return None
+    return ast.unparse(ast.parse(expr.strip(), mode="eval"))  # minimal parentheses
+
+
+def _divide(p: Poly, d: Poly) -> Optional[Poly]:
+    """``p / d`` when ``d`` is one monomial (with a positive coefficient) dividing every term
+    of ``p`` exactly, else None: ``(B * T * 4) / (T * 2) = B * 2``."""
+    if len(d.terms) != 1:
+        return None
+    (dm, dc), = d.terms
+    if dc <= 0:
+        return None
+    out = Poly()
+    for m, c in p.terms:
+        rest = list(m)
+        for s in dm:
+            if s not in rest:
+                return None
+            rest.remove(s)
+        if c % dc:
+            return None
+        term = Poly.const(c // dc)
+        for s in rest:
+            term = term * Poly.sym(s)
+        out = out + term
+    return out
 
 
 def _single_symbol(poly: Optional[Poly]) -> Optional[str]:
@@ -493,10 +963,14 @@ def _single_symbol(poly: Optional[Poly]) -> Optional[str]:
 
 
 def _spec_type(p: Parameter) -> tuple[Optional[str], int]:
-    st = dtypes.spec_type_for_c(p.type)
+    return _spec_type_of(p.type)
+
+
+def _spec_type_of(ctype: str) -> tuple[Optional[str], int]:
+    st = dtypes.spec_type_for_c(ctype)
     if st is not None:
         return st, 1
-    vec = dtypes.vector_type_for_c(p.type)
+    vec = dtypes.vector_type_for_c(ctype)
     if vec is not None:
         return vec
     return None, 1

@@ -32,8 +32,26 @@ class CheckDecl:
 
 
 @dataclass(frozen=True)
+class MultipleDecl:
+    """``multiple NAME = EXPR``: the ragged value of size NAME stays a multiple of EXPR."""
+
+    name: str
+    expr: str
+    line: int = 0
+
+
+# How an input buffer is filled (see ``gpu_runner.problem.FILLS``); ``uniform`` is the default
+# (``range(LOW, HIGH)``, or the type's default range).
+Fill = Literal["uniform", "normal", "csr", "sorted", "permutation", "unique"]
+
+
+@dataclass(frozen=True)
 class BufferDecl:
-    """``ROLE NAME: TYPE[LENGTH] [range(LOW, HIGH)]``: a pointer parameter."""
+    """``ROLE NAME: TYPE[LENGTH] [FILL] [range(LOW, HIGH)]``: a pointer parameter.
+
+    ``fill`` is ``uniform`` (default), ``normal`` (``fill_args`` = mean, std), ``csr``
+    (``fill_args`` = the non-zero count), ``sorted``, ``permutation`` or ``unique``; the
+    arguments are expressions of the sizes."""
 
     role: Role
     name: str
@@ -42,6 +60,8 @@ class BufferDecl:
     low: Optional[str] = None  # expression; inputs are drawn from [low, high)
     high: Optional[str] = None
     line: int = 0
+    fill: Fill = "uniform"
+    fill_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +103,14 @@ class KernelSpec:
     source: str = ""  # where the spec came from: a file path, or "inferred"
     line: int = 0  # line of the ``kernel`` header
     notes: tuple[str, ...] = field(default=())  # inference notes, printed as comments
+    # ``reads = EXPR`` / ``writes = EXPR``: bytes the kernel really reads / writes per launch
+    # (a gather reads far less than its whole table); None: each input once / each output once
+    reads: Optional[str] = None
+    writes: Optional[str] = None
+    multiples: tuple[MultipleDecl, ...] = ()
+    # Integer constants expressions may name: the file's ``#define``s and the build's -D
+    # values, (name, value) in the order found; sizes of the same name take precedence.
+    constants: tuple[tuple[str, int], ...] = ()
 
     def param(self, name: str) -> BufferDecl | ScalarDecl:
         for p in self.params:

@@ -11,6 +11,12 @@ per line, ``#`` comments, sections started by ``kernel NAME``::
     block = 256
     grid = ceil_div(n, block.x)
 
+Beyond those: ``multiple NAME = EXPR`` keeps the ragged value of a size a multiple of a tile,
+``reads = EXPR`` / ``writes = EXPR`` give the bytes a launch really moves, and a buffer may say
+how its inputs are drawn after its length: ``normal(MEAN, STD)``, ``csr(NNZ)``, ``sorted``,
+``permutation``, ``unique`` (with or without ``range(LOW, HIGH)`` as each allows). Expressions
+may name the integer constants the caller passes (the file's ``#define``s, ``-D`` values).
+
 Comment-only lines between a ``kernel`` header and the section's first declaration are kept
 as the spec's ``notes`` (the writer puts inference notes there).
 
@@ -33,8 +39,8 @@ from cudalens.source.model import Kernel
 from cudalens.spec import dtypes
 from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, evaluate, names_in
-from cudalens.spec.model import (BufferDecl, CheckDecl, KernelSpec, LaunchDecl, ScalarDecl,
-                                 SizeDecl)
+from cudalens.spec.model import (BufferDecl, CheckDecl, KernelSpec, LaunchDecl, MultipleDecl,
+                                 ScalarDecl, SizeDecl)
 from cudalens.spec.resolve import check_values
 from cudalens.spec.validate import validate
 from cudalens.textfile import TextFileError, read_text_file
@@ -48,12 +54,18 @@ _SIZE_RE = re.compile(r"^(?:size|check)\s+(?P<name>\S+?)\s*=\s*(?P<expr>.*)$")
 _SCALAR_RE = re.compile(r"^scalar\s+(?P<name>\S+?)\s*:\s*(?P<type>\S+?)\s*=\s*(?P<expr>.*)$")
 _BUFFER_RE = re.compile(
     r"^(?P<role>inout|in|out)\s+(?P<name>\S+?)\s*:\s*(?P<type>[^\s\[\]]+)\s*"
-    r"\[(?P<length>[^\[\]]*)\]\s*(?:range\s*\((?P<range>.*)\))?$")
+    r"\[(?P<length>[^\[\]]*)\]\s*(?P<rest>.*)$")
+_MODIFIER_RE = re.compile(r"^(?P<word>[A-Za-z_]\w*)\s*")
+FILLS_WITH_ARGS = {"normal": 2, "csr": 1}
+FILLS_PLAIN = ("sorted", "permutation", "unique")
+_FILL_FORMS = {"normal": "normal(MEAN, STD)", "csr": "csr(NNZ)", "sorted": "sorted",
+               "permutation": "permutation", "unique": "unique"}
+_MULTIPLE_RE = re.compile(r"^multiple\s+(?P<name>\S+?)\s*=\s*(?P<expr>.*)$")
 _ASSIGN_RE = re.compile(r"^(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<expr>.*)$")
 _IDENT_RE = re.compile(rf"^{IDENT}$")
 
-KEYWORDS = ("kernel", "size", "check", "scalar", "in", "out", "inout", "block", "grid", "shared",
-            "flops", "tolerance", "atomics")
+KEYWORDS = ("kernel", "size", "check", "multiple", "scalar", "in", "out", "inout", "block",
+            "grid", "shared", "flops", "reads", "writes", "tolerance", "atomics")
 RESERVED = ("block", "sm_count")  # names expressions give their own meaning
 # A spec's tolerance t holds each element to |cand - ref| <= t * (|ref| + max |ref|)
 # (resolve.build_problem): from t = 0.5 an all-zero output passes everywhere, and already at
@@ -64,6 +76,9 @@ _FORMS = {
     "kernel": "kernel NAME",
     "size": "size NAME = EXPR",
     "check": "check NAME = EXPR",
+    "multiple": "multiple NAME = EXPR",
+    "reads": "reads = EXPR",
+    "writes": "writes = EXPR",
     "scalar": "scalar NAME: TYPE = EXPR",
     "buffer": "ROLE NAME: TYPE[LENGTH]",
     "block": "block = EXPR[, EXPR[, EXPR]]",
@@ -82,17 +97,27 @@ def spec_path_for(source_path: Union[str, Path]) -> Path:
 
 
 def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
-                  source_text: Optional[str] = None) -> Optional[KernelSpec]:
+                  source_text: Optional[str] = None, *,
+                  defines: Optional[dict[str, int]] = None,
+                  instance: Optional[str] = None,
+                  context: Optional[str] = None) -> Optional[KernelSpec]:
     """The spec of ``kernel`` from the sidecar file of ``source_path``, or None.
 
     ``kernel`` is a name (plain or qualified) or a :class:`Kernel`; with a ``Kernel`` the spec
     is also validated against its signature, and with ``source_text`` too (the text the
     ``Kernel`` was parsed from) its roles against its body (``validate.check_roles``).
+    ``instance`` (``reduce<float, 256>``) picks the section of one template instance; without
+    it a template kernel's only ``kernel NAME<ARGS>`` section is taken. Expressions may name
+    ``source_text``'s integer ``#define``s (``context``'s, when given: the file with the
+    headers it includes) and ``defines`` (the build's -D values, which win).
     Returns None when the sidecar file does not exist or has no section for the kernel.
 
     Raises:
-        SpecError: the file is malformed, unreadable, or (with a ``Kernel``) does not fit it.
+        SpecError: the file is malformed, unreadable, or (with a ``Kernel``) does not fit it;
+            also when several template-instance sections fit and none was asked for.
     """
+    from cudalens.spec.defines import file_constants
+
     path = spec_path_for(source_path)
     if not path.exists():
         return None
@@ -100,15 +125,52 @@ def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
         text = read_text_file(path)
     except TextFileError as exc:
         raise SpecError(str(path), exc.line, f"cannot read the spec file: {exc}") from None
-    specs = parse_spec(text, str(path))
+    constants = file_constants(context if context is not None else source_text or "", defines)
+    specs = parse_spec(text, str(path), constants)
     if isinstance(kernel, Kernel):
         names = [kernel.qualified_name, kernel.name]
     else:
         names = [kernel, kernel.split("::")[-1]]
-    spec = next((specs[n] for n in names if n in specs), None)
+    spec = pick_section(specs, names, instance, str(path))
     if spec is not None and isinstance(kernel, Kernel):
         validate(spec, kernel, source_text)
     return spec
+
+
+def same_instance(a: str, b: str) -> bool:
+    """Whether two spellings name the same kernel or template instance, ignoring spaces and
+    integer suffixes in template arguments (``f<float, 256u>`` is ``f<float,256>``)."""
+    return instance_key(a) == instance_key(b)
+
+
+def instance_key(name: str) -> str:
+    """``"reduce< float , 256u >"`` -> ``"reduce<float,256>"``."""
+    text = re.sub(r"\s+", "", name)
+    return re.sub(r"(?<![\w.])(\d+)[uUlL]+\b", r"\1", text)
+
+
+def pick_section(specs: dict[str, KernelSpec], names: list[str], instance: Optional[str],
+                 path: str) -> Optional[KernelSpec]:
+    """The section for a kernel known by ``names`` (qualified first): the one of ``instance``
+    when given, else a plain-named section, else the only ``NAME<ARGS>`` section of it.
+
+    Raises:
+        SpecError: several template-instance sections fit and no ``instance`` was named.
+    """
+    if instance is not None:
+        return next((s for n, s in specs.items() if same_instance(n, instance)), None)
+    plain = next((specs[n] for n in names if n in specs), None)
+    if plain is not None:
+        return plain
+    bare = {n.split("<")[0].strip() for n in names} | \
+        {n.split("<")[0].strip().split("::")[-1] for n in names}
+    inst = [s for n, s in specs.items() if "<" in n and (
+        n.split("<")[0].strip() in bare or n.split("<")[0].strip().split("::")[-1] in bare)]
+    if len(inst) > 1:
+        listed = ", ".join(f"'kernel {s.kernel}' (line {s.line})" for s in inst)
+        raise SpecError(path, inst[1].line, f"several template instances of {names[0]} have a "
+                        f"section ({listed}): expected --kernel 'NAME<ARGS>' naming one")
+    return inst[0] if inst else None
 
 
 @dataclass
@@ -121,6 +183,7 @@ class _Section:
     declared: bool = False  # a declaration was seen (notes end there)
     sizes: list[SizeDecl] = field(default_factory=list)
     checks: list[CheckDecl] = field(default_factory=list)
+    multiples: list[MultipleDecl] = field(default_factory=list)
     params: list[Union[BufferDecl, ScalarDecl]] = field(default_factory=list)
     settings: dict[str, tuple[int, Any]] = field(default_factory=dict)  # key -> (line, value)
 
@@ -129,8 +192,9 @@ class _Section:
 
 
 class _Reader:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, constants: Optional[dict[str, int]] = None) -> None:
         self.path = path
+        self.constants = dict(constants or {})
         self.specs: dict[str, KernelSpec] = {}
         self.section: Optional[_Section] = None
         self.lineno = 0
@@ -166,6 +230,8 @@ class _Reader:
         self.section.declared = True
         if key in ("size", "check"):
             self.size(code, key)
+        elif key == "multiple":
+            self.multiple(code)
         elif key == "scalar":
             self.scalar(code)
         elif key in ("in", "out", "inout"):
@@ -228,6 +294,25 @@ class _Reader:
                    scope=f"sizes declared before size {name}, on line {sec.sizes[index].line}")
         sec.checks.append(CheckDecl(name=name, expr=expr, line=self.lineno))
 
+    def multiple(self, code: str) -> None:
+        sec = self._section()
+        m = _MULTIPLE_RE.match(code)
+        if not m or not m.group("expr").strip():
+            raise self.expected("multiple", code)
+        name = m.group("name")
+        index = next((i for i, s in enumerate(sec.sizes) if s.name == name), None)
+        if index is None:
+            declared = ", ".join(s.name for s in sec.sizes) or "none"
+            raise self.error(f"expected 'multiple' of a size declared above, found multiple "
+                             f"{name} (sizes so far: {declared})")
+        dup = next((c.line for c in sec.multiples if c.name == name), None)
+        if dup is not None:
+            raise self.error(f"multiple {name} is already declared on line {dup}")
+        expr = m.group("expr").strip()
+        self.names(expr, f"multiple {name}", [s.name for s in sec.sizes[:index]],
+                   scope=f"sizes declared before size {name}, on line {sec.sizes[index].line}")
+        sec.multiples.append(MultipleDecl(name=name, expr=expr, line=self.lineno))
+
     def scalar(self, code: str) -> None:
         sec = self._section()
         m = _SCALAR_RE.match(code)
@@ -254,21 +339,78 @@ class _Reader:
         sizes = [s.name for s in sec.sizes]
         length = m.group("length").strip()
         self.names(length, f"length of {name}", sizes, block=True)
+        mods = self.modifiers(m.group("rest").strip(), name)
+        if list(mods) == ["range"] and role == "out":
+            raise self.error(f"range(...) sets how inputs are drawn, but {name} is 'out' "
+                             f"(outputs are poisoned before each launch): expected role "
+                             f"'in' or 'inout', or no range")
+        if mods and role == "out":
+            raise self.error(f"{' and '.join(mods)} set(s) how inputs are drawn, but {name} is "
+                             f"'out' (outputs are poisoned before each launch): expected role "
+                             f"'in' or 'inout', or none of them")
+        fill = next((k for k in mods if k != "range"), "uniform")
+        if fill in ("normal", "csr", "permutation") and "range" in mods:
+            raise self.error(f"{_FILL_FORMS[fill]} sets the values of {name} itself: expected "
+                             f"no range(LOW, HIGH) with it")
+        if fill == "unique" and "range" not in mods:
+            raise self.error(f"'unique' draws distinct integers from a range: expected "
+                             f"'unique range(LOW, HIGH)' for {name}")
+        if fill in ("csr", "permutation", "unique") and dtypes.is_float(type_):
+            raise self.error(f"{_FILL_FORMS[fill]} makes integer values: expected an integer "
+                             f"element type for {name}, found {type_}")
         low = high = None
-        if m.group("range") is not None:
-            if role == "out":
-                raise self.error(f"range(...) sets how inputs are drawn, but {name} is 'out' "
-                                 f"(outputs are poisoned before each launch): expected role "
-                                 f"'in' or 'inout', or no range")
-            parts = split_top_level(m.group("range"))
-            if len(parts) != 2 or not all(p.strip() for p in parts):
-                raise self.error(f"expected 'range(LOW, HIGH)', found "
-                                 f"'range({m.group('range')})'")
-            low, high = (p.strip() for p in parts)
-            self.names(low, f"range low of {name}", sizes)
-            self.names(high, f"range high of {name}", sizes)
+        if "range" in mods:
+            low, high = mods["range"]
+        for what, expr in zip(("range low", "range high"), (low, high)):
+            if expr is not None:
+                self.names(expr, f"{what} of {name}", sizes)
+        args = mods.get(fill, ())
+        for expr in args:
+            self.names(expr, f"{fill} of {name}", sizes)
         sec.params.append(BufferDecl(role=role, name=name, type=type_, length=length, low=low,
-                                     high=high, line=self.lineno))
+                                     high=high, line=self.lineno, fill=fill,  # type: ignore
+                                     fill_args=tuple(args)))
+
+    def modifiers(self, rest: str, name: str) -> dict[str, tuple[str, ...]]:
+        """``csr(nnz) range(0, 9)`` -> ``{"csr": ("nnz",), "range": ("0", "9")}``."""
+        found: dict[str, tuple[str, ...]] = {}
+        forms = "range(LOW, HIGH), " + ", ".join(_FILL_FORMS.values())
+        while rest:
+            m = _MODIFIER_RE.match(rest)
+            word = m.group("word") if m else ""
+            if word not in ("range", *FILLS_WITH_ARGS, *FILLS_PLAIN):
+                raise self.error(f"expected 'ROLE NAME: TYPE[LENGTH]' followed by any of "
+                                 f"{forms}; found '{rest}' after the length of {name}")
+            assert m is not None
+            rest = rest[m.end():]
+            args: tuple[str, ...] = ()
+            if word in ("range", *FILLS_WITH_ARGS):
+                want = 2 if word == "range" else FILLS_WITH_ARGS[word]
+                form = "range(LOW, HIGH)" if word == "range" else _FILL_FORMS[word]
+                inner, rest = self.call_args(rest, form)
+                parts = split_top_level(inner)
+                if len(parts) != want or not all(p.strip() for p in parts):
+                    raise self.error(f"expected '{form}', found '{word}({inner})'")
+                args = tuple(p.strip() for p in parts)
+            if word in found or (word != "range" and any(k != "range" for k in found)):
+                other = next(k for k in found if k == word or k != "range")
+                raise self.error(f"{name} has two ways of drawing its values ('{other}' and "
+                                 f"'{word}'): expected at most one of "
+                                 f"{', '.join(_FILL_FORMS.values())}, and one range")
+            found[word] = args
+            rest = rest.strip()
+        return found
+
+    def call_args(self, rest: str, form: str) -> tuple[str, str]:
+        """``"(a, f(b)) more"`` -> ``("a, f(b)", " more")``."""
+        if not rest.startswith("("):
+            raise self.error(f"expected '{form}', found '{rest}'")
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0:
+                return rest[1:i], rest[i + 1:]
+        raise self.error(f"expected '{form}' with its closing parenthesis, found '{rest}'")
 
     def assignment(self, code: str, key: str) -> None:
         sec = self._section()
@@ -290,8 +432,8 @@ class _Reader:
         elif key == "shared":
             self.names(expr, "shared", sizes, block=True)
             self.setting(key, expr)
-        elif key == "flops":
-            self.names(expr, "flops", sizes)
+        elif key in ("flops", "reads", "writes"):
+            self.names(expr, key, sizes)
             self.setting(key, expr)
         else:  # tolerance
             self.setting(key, self.tolerance(expr))
@@ -349,10 +491,13 @@ class _Reader:
                                  f"shared and buffer lengths), found '{expr}'")
             if name == "sm_count" and not sm_count:
                 raise self.error(f"in {what}: sm_count can be used in grid only, found '{expr}'")
-            if name not in sizes and name not in ("block", "sm_count"):
+            if name not in sizes and name not in ("block", "sm_count") \
+                    and name not in self.constants:
                 known = ", ".join(sizes) or "none"
+                consts = f" or an integer #define of the kernel's file " \
+                    f"({', '.join(self.constants)})" if self.constants else ""
                 raise self.error(f"in {what}: undefined name '{name}' in '{expr}': expected one "
-                                 f"of the {scope} ({known})")
+                                 f"of the {scope} ({known}){consts}")
 
     # -- end of a section ----------------------------------------------------------------------
 
@@ -375,6 +520,10 @@ class _Reader:
             launch=LaunchDecl(block=setting["block"], grid=setting["grid"],
                               shared=setting.get("shared", "0"), line=block_line),
             checks=tuple(sorted(sec.checks, key=lambda c: order[c.name])),
+            multiples=tuple(sorted(sec.multiples, key=lambda c: order[c.name])),
+            reads=setting.get("reads"),
+            writes=setting.get("writes"),
+            constants=tuple(self.constants.items()),
             flops=setting.get("flops"),
             tolerance=setting.get("tolerance"),
             atomics="atomics" in setting,
@@ -387,14 +536,17 @@ class _Reader:
         self.specs[sec.name] = spec
 
 
-def parse_spec(text: str, path: str = "<spec>") -> dict[str, KernelSpec]:
+def parse_spec(text: str, path: str = "<spec>",
+               constants: Optional[dict[str, int]] = None) -> dict[str, KernelSpec]:
     """All kernel sections of a spec file, by kernel name (as written after ``kernel``).
+    ``constants`` are integer names expressions may use besides the sizes (the kernel file's
+    ``#define``s: ``cudalens.spec.defines.file_constants``); sizes of the same name win.
 
     Raises:
         SpecError: at the first malformed line, undefined name, duplicate declaration, missing
             ``block``/``grid``, or value that cannot be used (see the module docstring).
     """
-    return _Reader(path).read(text)
+    return _Reader(path, constants).read(text)
 
 
 def split_top_level(text: str) -> list[str]:

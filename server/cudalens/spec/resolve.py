@@ -45,7 +45,10 @@ MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
 FLOAT16_MAX = 65504.0  # largest finite IEEE 754 binary16 value
 FLOAT32_MAX = 3.4028234663852886e38  # largest finite IEEE 754 binary32 value
 FLOAT64_MAX = 1.7976931348623157e308  # largest finite IEEE 754 binary64 value
-_FLOAT_MAX = {"float16": FLOAT16_MAX, "float32": FLOAT32_MAX, "float64": FLOAT64_MAX}
+# bfloat16: (2 - 2**-7) * 2**127; float8: OCP OFP8 specification rev 1.0, table 1
+_FLOAT_MAX = {"float16": FLOAT16_MAX, "float32": FLOAT32_MAX, "float64": FLOAT64_MAX,
+              "bfloat16": 3.3895313892515355e38, "float8_e4m3": 448.0, "float8_e5m2": 57344.0}
+_NARROW_MAX = {k: _FLOAT_MAX[k] for k in ("bfloat16", "float8_e4m3", "float8_e5m2")}
 # Dynamic shared memory a block can opt into on compute capability 9.0 (H100, H200): 227 KB
 # (CUDA C++ Programming Guide, "Compute Capabilities", table "Technical Specifications per
 # Compute Capability", "Maximum amount of shared memory per thread block" for 9.0). The runner
@@ -64,15 +67,18 @@ def ragged_value(v: int) -> int:
 
 
 class _Context:
-    """Where values are evaluated: the spec's file, the size set's label and its values."""
+    """Where values are evaluated: the spec's file, the size set's label and its values
+    (``hidden``: names among them that are the file's constants, left out of messages)."""
 
-    def __init__(self, path: str, label: str, sizes: Mapping[str, int]) -> None:
+    def __init__(self, path: str, label: str, sizes: Mapping[str, int],
+                 hidden: frozenset = frozenset()) -> None:
         self.path = path
         self.label = label
         self.sizes = dict(sizes)
+        self.hidden = hidden
 
     def run(self) -> str:
-        shown = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        shown = ", ".join(f"{k}={v}" for k, v in self.sizes.items() if k not in self.hidden)
         return f" in the {self.label} run" + (f" ({shown})" if shown else "")
 
     def error(self, line: int, message: str) -> SpecError:
@@ -99,39 +105,76 @@ def _path(spec: KernelSpec) -> str:
     return spec.source or "<spec>"
 
 
+def _hidden(spec: KernelSpec) -> frozenset:
+    sizes = {s.name for s in spec.sizes}
+    return frozenset(n for n, _ in spec.constants if n not in sizes)
+
+
 def sizes_for(spec: KernelSpec, label: str) -> dict[str, int]:
-    """The values of ``spec``'s sizes for ``label`` (``"nominal"`` or ``"ragged"``), in order.
+    """The values of ``spec``'s sizes for ``label`` (``"nominal"`` or ``"ragged"``), in order,
+    followed by the spec's constants (its file's ``#define``s) that no size shadows, so that
+    every expression of the spec can be evaluated with the result.
+
+    Ragged values: ``check NAME`` when given; a size with ``multiple NAME = M`` gets
+    ``M * ragged_value(v / M)`` (an odd number of tiles), and its nominal value and check must
+    be multiples of ``M``; a size whose expression names no other size (constants aside) gets
+    ``ragged_value(v)``; any other is re-evaluated with the ragged sizes.
 
     Raises:
-        SpecError: a size or check is not an integer >= 1, or a check exceeds its size's
-            nominal value (at its line).
+        SpecError: a size or check is not an integer >= 1, a check exceeds its size's
+            nominal value, or a value is not a multiple its ``multiple`` asks for (at its line).
         ValueError: ``label`` is neither ``"nominal"`` nor ``"ragged"``.
     """
     if label not in LABELS:
         raise ValueError(f"expected a size set label in {LABELS}, found {label!r}")
+    consts = dict(spec.constants)
+    hidden = _hidden(spec)
+    extra = {k: v for k, v in consts.items() if k in hidden}
     nominal: dict[str, int] = {}
     for s in spec.sizes:
-        ctx = _Context(_path(spec), "nominal", nominal)
-        nominal[s.name] = ctx.integer(s.expr, nominal, s.line, f"size {s.name}")
+        ctx = _Context(_path(spec), "nominal", {**nominal, **extra}, hidden)
+        nominal[s.name] = ctx.integer(s.expr, ctx.sizes, s.line, f"size {s.name}")
+    multiples = {m.name: m for m in spec.multiples}
+    for name, m in multiples.items():
+        ctx = _Context(_path(spec), "nominal", {**nominal, **extra}, hidden)
+        step = ctx.integer(m.expr, ctx.sizes, m.line, f"multiple {name}")
+        if nominal[name] % step:
+            raise ctx.error(m.line, f"expected size {name} = {nominal[name]} to be a multiple of "
+                                    f"{step} ('multiple {name} = {m.expr}'){ctx.run()}")
     if label == "nominal":
-        return nominal
+        return {**nominal, **extra}
     checks = {c.name: c for c in spec.checks}
     ragged: dict[str, int] = {}
     for s in spec.sizes:
-        ctx = _Context(_path(spec), "ragged", ragged)
+        ctx = _Context(_path(spec), "ragged", {**ragged, **extra}, hidden)
         check = checks.get(s.name)
+        step = None
+        if s.name in multiples:
+            step = ctx.integer(multiples[s.name].expr, ctx.sizes, multiples[s.name].line,
+                               f"multiple {s.name}")
         if check is not None:
-            ragged[s.name] = ctx.integer(check.expr, ragged, check.line, f"check {s.name}")
+            ragged[s.name] = ctx.integer(check.expr, ctx.sizes, check.line, f"check {s.name}")
             if ragged[s.name] > nominal[s.name]:
                 raise ctx.error(check.line, f"expected check {s.name} <= size {s.name} = "
                                             f"{nominal[s.name]} (the ragged verification size "
                                             f"may not exceed the timed size), found "
                                             f"'{check.expr}' = {ragged[s.name]}{ctx.run()}")
-        elif not names_in(s.expr):
+            if step is not None and ragged[s.name] % step:
+                raise ctx.error(check.line, f"expected check {s.name} to be a multiple of {step} "
+                                            f"(multiple {s.name}), found '{check.expr}' = "
+                                            f"{ragged[s.name]}{ctx.run()}")
+        elif step is not None and not names_in(s.expr) - hidden:
+            ragged[s.name] = step * ragged_value(nominal[s.name] // step)
+        elif not names_in(s.expr) - hidden:
             ragged[s.name] = ragged_value(nominal[s.name])
         else:
-            ragged[s.name] = ctx.integer(s.expr, ragged, s.line, f"size {s.name}")
-    return ragged
+            ragged[s.name] = ctx.integer(s.expr, ctx.sizes, s.line, f"size {s.name}")
+            if step is not None and ragged[s.name] % step:
+                raise ctx.error(multiples[s.name].line,
+                                f"expected the ragged size {s.name} = '{s.expr}' = "
+                                f"{ragged[s.name]} to be a multiple of {step}: give it a "
+                                f"'check {s.name} = EXPR' that is{ctx.run()}")
+    return {**ragged, **extra}
 
 
 def _block(ctx: _Context, exprs: Sequence[str], line: int) -> Dim3:
@@ -199,7 +242,7 @@ def _range(ctx: _Context, decl: BufferDecl, dtype: str) -> tuple[Number, Number]
     if not low < high:
         raise ctx.error(decl.line, f"expected low < high in the range of {decl.name}, found "
                                    f"{shown}{ctx.run()}")
-    if dtype.startswith("float"):
+    if dtypes.is_float_dtype(dtype):
         limit = _FLOAT_MAX.get(dtype, FLOAT64_MAX)
         if not max(abs(low), abs(high)) <= limit:  # also inf
             raise ctx.error(decl.line, f"expected the range of {decl.name} within {decl.type}'s "
@@ -227,8 +270,42 @@ def _buffer(ctx: _Context, decl: BufferDecl, block: Dim3) -> Buffer:
                                    f"{INT64_MAX}), found {length} elements x "
                                    f"{dtypes.itemsize(dtype)} bytes = {nbytes / _GIB:.4g} GiB"
                                    f"{ctx.run()}")
+    params = _fill_params(ctx, decl, dtype, length, low, high)
     return Buffer(name=decl.name, dtype=dtype, length=length, role=decl.role, low=float(low),
-                  high=float(high))
+                  high=float(high), fill=decl.fill, params=params)
+
+
+def _fill_params(ctx: _Context, decl: BufferDecl, dtype: str, length: int, low: Number,
+                 high: Number) -> tuple[float, ...]:
+    """The numbers of a buffer's fill, checked: ``normal`` (mean, std > 0), ``csr`` (nnz,
+    an integer >= 0 fitting the type, length >= 2 unless nnz is 0), ``permutation`` (the
+    length fits the type), ``unique`` (the range holds ``length`` integers)."""
+    fill = decl.fill
+    if fill == "normal":
+        mean = ctx.value(decl.fill_args[0], ctx.sizes, decl.line, f"normal mean of {decl.name}")
+        std = ctx.value(decl.fill_args[1], ctx.sizes, decl.line, f"normal std of {decl.name}")
+        if not std > 0:
+            raise ctx.error(decl.line, f"expected normal(MEAN, STD) with STD > 0 for "
+                                       f"{decl.name}, found std {std!r}{ctx.run()}")
+        return (float(mean), float(std))
+    if fill == "csr":
+        nnz = ctx.integer(decl.fill_args[0], ctx.sizes, decl.line, f"csr nnz of {decl.name}",
+                          minimum=0)
+        if nnz > dtypes.int_limits(dtype)[1]:
+            raise ctx.error(decl.line, f"expected csr({decl.fill_args[0]}) = {nnz} to fit "
+                                       f"{decl.name}'s {dtype}{ctx.run()}")
+        if length < 2 and nnz:
+            raise ctx.error(decl.line, f"csr row pointers need length rows + 1 >= 2, found "
+                                       f"{decl.name} of length {length}{ctx.run()}")
+        return (float(nnz),)
+    if fill == "permutation" and length - 1 > dtypes.int_limits(dtype)[1]:
+        raise ctx.error(decl.line, f"a permutation of {length} elements does not fit "
+                                   f"{decl.name}'s {dtype}{ctx.run()}")
+    if fill == "unique" and int(high) - int(low) < length:
+        raise ctx.error(decl.line, f"'unique' needs {length} distinct integers for {decl.name}, "
+                                   f"but range({low}, {high}) holds {int(high) - int(low)}"
+                                   f"{ctx.run()}")
+    return ()
 
 
 def _on_device(value: Number, dtype: str) -> float:
@@ -239,6 +316,8 @@ def _on_device(value: Number, dtype: str) -> float:
         wide = float(value)
     except OverflowError:  # an integer past the largest double
         return math.inf if value > 0 else -math.inf
+    if dtype in _NARROW_MAX:  # bfloat16, float8: no numpy type; refuse what is past the format
+        return wide if abs(wide) <= _NARROW_MAX[dtype] else math.copysign(math.inf, wide)
     with np.errstate(over="ignore", invalid="ignore"):
         return float(np.array(wide, dtype=np.float64).astype(dtype))
 
@@ -246,7 +325,7 @@ def _on_device(value: Number, dtype: str) -> float:
 def _scalar(ctx: _Context, decl: ScalarDecl) -> Scalar:
     dtype = dtypes.numpy_dtype(decl.type)
     value = ctx.value(decl.expr, ctx.sizes, decl.line, f"scalar {decl.name}")
-    if dtype.startswith("float"):
+    if dtypes.is_float_dtype(dtype):
         held = _on_device(value, dtype)
         if not math.isfinite(held):
             limit = _FLOAT_MAX[dtype]
@@ -290,28 +369,42 @@ def _check_total_bytes(ctx: _Context, spec: KernelSpec,
                                    f"also refuses a case that does not fit its GPU's memory")
 
 
-def bytes_moved(args: Sequence[Union[Buffer, Scalar]]) -> int:
-    """Bytes the computation must move: each ``in`` and ``out`` buffer once, ``inout`` twice
-    (read and written)."""
-    return sum(a.nbytes * (2 if a.role == "inout" else 1) for a in args if isinstance(a, Buffer))
+def bytes_moved(args: Sequence[Union[Buffer, Scalar]], reads: Optional[int] = None,
+                writes: Optional[int] = None) -> int:
+    """Bytes the computation must move: ``reads`` (default: each ``in`` and ``inout`` buffer
+    once) plus ``writes`` (default: each ``out`` and ``inout`` buffer once)."""
+    buffers = [a for a in args if isinstance(a, Buffer)]
+    if reads is None:
+        reads = sum(b.nbytes for b in buffers if b.role in ("in", "inout"))
+    if writes is None:
+        writes = sum(b.nbytes for b in buffers if b.role in ("out", "inout"))
+    return reads + writes
+
+
+def _moved(ctx: _Context, spec: KernelSpec, key: str) -> Optional[int]:
+    expr = getattr(spec, key)
+    if expr is None:
+        return None
+    return ctx.integer(expr, ctx.sizes, spec.line, key, minimum=0)
 
 
 def resolve_case(spec: KernelSpec, kernel: Kernel, sizes: Mapping[str, int],
                  label: str) -> Case:
     """One problem instance: arguments in the kernel's parameter order, lengths in elements,
-    spec types as numpy dtype names, input ranges (spec's or the type's default),
-    ``bytes_moved`` (see :func:`bytes_moved`) and ``flops`` (the spec's, else 0).
+    spec types as numpy dtype names, input ranges (spec's or the type's default) and fills,
+    ``bytes_moved`` (the spec's ``reads`` + ``writes`` bytes, each defaulting as in
+    :func:`bytes_moved`) and ``flops`` (the spec's, else 0).
 
     Raises:
         SpecError: the spec does not fit the kernel, or a value is unusable (at its line).
     """
     validate(spec, kernel)
-    ctx = _Context(_path(spec), label, sizes)
+    ctx = _Context(_path(spec), label, sizes, _hidden(spec))
     block = _block(ctx, spec.launch.block, spec.launch.line)
     args = tuple(_argument(ctx, spec.param(p.name), block) for p in kernel.parameters)
     _check_total_bytes(ctx, spec, args)
-    return Case(label=label, args=args, bytes_moved=bytes_moved(args),
-                flops=_flops(ctx, spec, spec.line))
+    moved = bytes_moved(args, _moved(ctx, spec, "reads"), _moved(ctx, spec, "writes"))
+    return Case(label=label, args=args, bytes_moved=moved, flops=_flops(ctx, spec, spec.line))
 
 
 def build_problem(spec: KernelSpec, kernel: Kernel,
@@ -347,14 +440,25 @@ def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
             sized with the spec's own block; a variant cannot resize them).
     """
     path = _path(spec)
+    kernel_name = instance_name(kernel_name, spec)
     launches = []
     for case_label in LABELS:
-        ctx = _Context(path, case_label, sizes_for(spec, case_label))
+        ctx = _Context(path, case_label, sizes_for(spec, case_label), _hidden(spec))
         resolved = _launch(ctx, launch, sm_count, (launch.line,) * 3)
         _check_lengths_unchanged(ctx, spec, Dim3(*resolved.block))
         launches.append(resolved)
     return Variant(label=label, source=source, name=kernel_name, launches=tuple(launches),
                    options=tuple(options), files=dict(files or {}))
+
+
+def instance_name(kernel_name: str, spec: KernelSpec) -> str:
+    """The name the runner looks the kernel up by: ``kernel_name`` (``ops::reduce``), with the
+    template arguments of the spec's ``kernel NAME<ARGS>`` header when it has them and
+    ``kernel_name`` has none (``ops::reduce<float, 256>``), so that one instance of several in
+    the compiled file is picked."""
+    if "<" in kernel_name or "<" not in spec.kernel:
+        return kernel_name
+    return kernel_name + spec.kernel[spec.kernel.index("<"):]
 
 
 def _check_lengths_unchanged(ctx: _Context, spec: KernelSpec, block: Dim3) -> None:
@@ -386,7 +490,7 @@ def check_values(spec: KernelSpec, lines: Optional[Mapping[str, int]] = None) ->
     launch_lines = tuple(known.get(k, spec.launch.line) for k in ("block", "grid", "shared"))
     uses_sm_count = any("sm_count" in names_in(e) for e in spec.launch.grid)
     for label in LABELS:
-        ctx = _Context(_path(spec), label, sizes_for(spec, label))
+        ctx = _Context(_path(spec), label, sizes_for(spec, label), _hidden(spec))
         if uses_sm_count:
             block = _block(ctx, spec.launch.block, launch_lines[0])
             _shared(ctx, spec.launch.shared, {**ctx.sizes, "block": block}, launch_lines[2])
@@ -396,3 +500,7 @@ def check_values(spec: KernelSpec, lines: Optional[Mapping[str, int]] = None) ->
         args = tuple(_argument(ctx, decl, block) for decl in spec.params)
         _check_total_bytes(ctx, spec, args)
         _flops(ctx, spec, known.get("flops", spec.line))
+        for key in ("reads", "writes"):
+            expr = getattr(spec, key)
+            if expr is not None:
+                ctx.integer(expr, ctx.sizes, known.get(key, spec.line), key, minimum=0)

@@ -1,0 +1,5 @@
+// 256-bin byte histogram with global atomics, grid-stride.
+__global__ void histogram256(const unsigned char* data, unsigned int* bins, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        atomicAdd(&bins[data[i]], 1u);
+}
