@@ -24,7 +24,8 @@ from cudalens.build import (
 )
 from cudalens.cli import main
 from cudalens.runner_client import RunnerClient
-from cudalens.spec.resolve import build_variant
+from cudalens.errors import CudalensError
+from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import load_target
 from gpu_runner.compile_folder import compile_in_folder, nvcc_command
 from gpu_runner.compiler import check_options, check_request, cubin_with_files
@@ -140,6 +141,30 @@ def test_the_builds_integer_defines_for_spec_expressions(project):
                            "-DGONE=3 -UGONE -c src/kernel.cu")
     assert build_defines(project / "src" / "kernel.cu") == {"TILE": 32, "MASK": 31, "ROWS": 4,
                                                             "FLAG": 1}
+
+
+def test_a_spec_names_the_builds_define(project):
+    spec = project / "src" / "kernel.cu.spec"
+    spec.write_text(spec.read_text().replace("block = 32", "block = TILE")
+                    .replace("grid = ceil_div(n, block.x)", "grid = ceil_div(n, TILE)"))
+    with pytest.raises(CudalensError) as exc:
+        load_target(project / "src" / "kernel.cu")
+    assert "kernel.cu.spec:6: in block.x: undefined name 'TILE'" in str(exc.value)
+    _standard(project)
+    target = load_target(project / "src" / "kernel.cu")
+    problem = build_problem(target.spec, target.kernel)
+    v = build_variant("b", target.text, "scale_tiles", target.spec, target.spec.launch, 132)
+    assert v.launches[0].block == (32, 1, 1)
+    assert v.launches[0].grid == ((1 << 20) // 32, 1, 1)
+    assert problem.cases[0].args[1].length == 1 << 20
+
+
+def test_the_draft_sees_the_builds_define_through_the_header(project):
+    (project / "src" / "kernel.cu.spec").unlink()
+    assert load_target(project / "src" / "kernel.cu").spec.launch.grid == ("ceil_div(n, block.x)",)
+    _standard(project)
+    draft = load_target(project / "src" / "kernel.cu").spec
+    assert draft.launch.grid == ("ceil_div(n, 32)",)  # blockIdx.x * TILE with TILE = 32
 
 
 # -- cudalens.toml [build] ---------------------------------------------------------------------
