@@ -138,9 +138,9 @@ def test_a_broken_database_names_itself_and_the_entry(project):
 def test_the_builds_integer_defines_for_spec_expressions(project):
     assert build_defines(project / "src" / "kernel.cu") == {}
     _write_compdb(project, "nvcc -Iinclude -DTILE=32 -DMASK=0x1f -DNAME=abc -DROWS=4u -DFLAG "
-                           "-DGONE=3 -UGONE -c src/kernel.cu")
+                           "-DGONE=3 -UGONE -DOCT=010 -DBAD=08 -DNEG=-2 -c src/kernel.cu")
     assert build_defines(project / "src" / "kernel.cu") == {"TILE": 32, "MASK": 31, "ROWS": 4,
-                                                            "FLAG": 1}
+                                                            "FLAG": 1, "OCT": 8, "NEG": -2}
 
 
 def test_a_spec_names_the_builds_define(project):

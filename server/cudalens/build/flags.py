@@ -99,8 +99,12 @@ def integer_defines(flags: BuildFlags) -> dict[str, int]:
     for name, value in flags.define_values().items():
         m = re.fullmatch(r"\(?\s*([+-]?(?:0[xX][0-9a-fA-F]+|\d+))[uUlL]*\s*\)?", value.strip())
         if m:
-            out[name] = int(m.group(1), 0) if not re.fullmatch(r"[+-]?0\d+", m.group(1)) \
-                else int(m.group(1), 8)
+            digits = m.group(1)
+            octal = re.fullmatch(r"[+-]?0\d+", digits) is not None  # C's 010 is 8
+            try:
+                out[name] = int(digits, 8 if octal else 0)
+            except ValueError:  # 08: not a C integer either
+                continue
     return out
 
 
