@@ -109,6 +109,13 @@ def _failed(variant: Variant, log: str, started: float) -> CompiledVariant:
                                                   seconds=time.perf_counter() - started))
 
 
+def _text(output) -> str:
+    """nvcc's captured output as text: pycuda's ``CompileError`` may hold bytes or str."""
+    if isinstance(output, bytes):
+        output = output.decode("utf-8", errors="replace")
+    return (output or "").strip()
+
+
 def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVariant:
     """Compile ``variant`` for the session's device and load its kernel into the session's
     current context. ``cache_dir`` is passed to pycuda (None: pycuda's per-user cache,
@@ -132,7 +139,7 @@ def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVar
             cubin = nvcc_compile(variant.source, no_extern_c=True, arch=f"sm_{major}{minor}",
                                  options=list(variant.options), cache_dir=cache_dir)
         except drv.CompileError as e:
-            log = "\n".join(s for s in ((e.stderr or "").strip(), (e.stdout or "").strip()) if s)
+            log = "\n".join(s for s in (_text(e.stderr), _text(e.stdout)) if s)
             return _failed(variant, f"nvcc failed for variant '{variant.label}':\n"
                                     f"{log or str(e)}", started)
     log = "\n".join(str(w.message) for w in caught)

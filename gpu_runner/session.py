@@ -24,11 +24,24 @@ destroys a context only from its creating thread.
 from __future__ import annotations
 
 import hashlib
+import shlex
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
-GPU_EXTRA = "pip install 'cudalens[gpu]'"
+def gpu_install_hint() -> str:
+    """The command that installs pycuda for this copy of cudalens: ``pip install -e
+    '/path/to/checkout[gpu]'`` when it runs from a checkout (a ``pyproject.toml`` beside the
+    package; works from any directory), else ``pip install pycuda`` (cudalens is not on
+    PyPI, so ``cudalens[gpu]`` names nothing there)."""
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file():
+        return f"pip install -e {shlex.quote(f'{root}[gpu]')}"
+    return "pip install pycuda"
+
+
+GPU_EXTRA = gpu_install_hint()
 
 
 class NoGpuError(RuntimeError):

@@ -36,7 +36,7 @@ import time
 from gpu_runner.compiler import check_request
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation,
                                Mismatch, Speedup, Timing, Verdict)
-from gpu_runner.session import NoGpuError
+from gpu_runner.session import GPU_EXTRA, NoGpuError
 
 WEDGED_FAULT = ("a kernel fault left CUDA unusable in this process (an illegal memory access "
                 "was encountered); the GPU cannot be used again in this process (restart the "
@@ -233,8 +233,8 @@ class NoGpuBackend:
 
     def __init__(self, config):
         raise NoGpuError("the CUDA driver found no usable GPU: fake. cudalens runs kernels on an "
-                         "NVIDIA GPU: it needs the GPU, its driver (libcuda), and pycuda (pip "
-                         "install 'cudalens[gpu]').")
+                         "NVIDIA GPU: it needs the GPU, its driver (libcuda), and pycuda "
+                         f"({GPU_EXTRA}).")
 
 
 class BrokenBackend:

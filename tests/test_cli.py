@@ -26,7 +26,7 @@ def test_optimize_without_gpu_says_what_it_needs_and_exits_3():
     assert proc.returncode == 3
     assert "Traceback" not in proc.stderr + proc.stdout
     assert "cannot optimize without a GPU" in proc.stderr
-    assert "cudalens[gpu]" in proc.stderr
+    assert f"pip install -e '{ROOT}[gpu]'" in proc.stderr
     assert proc.stdout == ""
 
 

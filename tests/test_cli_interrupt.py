@@ -1,7 +1,9 @@
 """Ctrl-C during ``cudalens optimize`` (no GPU needed): the CLI runs as a subprocess against a
 live runner process (``live_fake_runner``) whose workers take 20 s to verify a candidate whose
 source says ``@slow``; SIGINT while the runner measures ends the command with exit status 130
-and a sentence saying what happened, no traceback and no "Aborted!", and the file unchanged."""
+and a sentence saying what happened, no traceback and no "Aborted!", and the file unchanged.
+The CLI is started with SIGINT at its default disposition (``child_signals``), so that the
+tests hold when the test run itself was started with SIGINT ignored (a background job)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from child_signals import sigint_as_on_a_terminal
 from live_fake_runner import fake_runner_process
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +36,7 @@ def test_ctrl_c_while_measuring_exits_130_and_leaves_the_file(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "cudalens", "optimize", str(source),
                                  "--proposer", "builtin", "--apply"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, cwd=tmp_path)
+                                env=env, cwd=tmp_path, preexec_fn=sigint_as_on_a_terminal)
         time.sleep(6)  # past start-up and the probe, into the first batch's slow verification
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGINT)
@@ -63,7 +66,7 @@ def test_ctrl_c_while_probing_the_llm_exits_130(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "cudalens", "optimize", str(source),
                                  "--proposer", "auto", "--model", "m", "--base-url", url],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, cwd=tmp_path)
+                                env=env, cwd=tmp_path, preexec_fn=sigint_as_on_a_terminal)
         silent.settimeout(60)
         conn, _ = silent.accept()  # the probe is waiting for an answer (5 s limit)
         assert proc.poll() is None, proc.communicate()

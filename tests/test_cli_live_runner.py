@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from canned_http import Canned
+from child_signals import sigint_as_on_a_terminal
 from fake_openai import MODEL, FakeOpenAI, Step, reply
 from live_fake_runner import fake_runner_process
 
@@ -88,7 +89,8 @@ def _llm_optimize(path: Path, fake: FakeOpenAI, url: str, rounds: int) -> subpro
         [sys.executable, "-m", "cudalens", "optimize", str(path), "--proposer", "llm",
          "--model", MODEL, "--base-url", fake.url, "--api-key-env", KEY_ENV,
          "--rounds", str(rounds), "--candidates-per-round", "1", "--apply"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(url), cwd=path.parent)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(url), cwd=path.parent,
+        preexec_fn=sigint_as_on_a_terminal)  # the Ctrl-C test interrupts it
 
 
 def test_apply_keeps_a_byte_order_mark(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,3 +56,49 @@ def test_neovim_optimizes_and_applies_saxpy(tmp_path):
     spec = (tmp_path / "saxpy.cu.spec").read_text()
     assert spec_launch_lines(saxpy.best) in spec
     assert os.path.exists(tmp_path / ".cudalens" / "results.db")
+
+
+README = HERE.parents[2] / "README.md"
+
+
+def readme_snippet(language: str, after: str) -> str:
+    """The first ```LANGUAGE block of README.md after the heading ``after``, as written."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index(after)
+    found = re.search(rf"^```{language}\n(.*?)^```$", text[start:], re.S | re.M)
+    assert found is not None, f"README.md has no ```{language} block after {after!r}"
+    return found.group(1)
+
+
+def cudalens_on_path(tmp_path: Path) -> str:
+    """A ``cudalens`` executable (this interpreter, this checkout) first on PATH, as the
+    README's snippets expect after ``pip install -e``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "cudalens"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} -m cudalens \"$@\"\n", encoding="utf-8")
+    exe.chmod(0o755)
+    return os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
+
+
+@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed: run "
+                    "`bash tests/data/lsp/install_neovim.sh` (apt-get install neovim) first")
+def test_the_readme_neovim_snippet_starts_cudalens_on_cuda_buffers(tmp_path):
+    snippet = readme_snippet("lua", "### Neovim")
+    init = tmp_path / "init.lua"
+    init.write_text(snippet, encoding="utf-8")
+    path = copy_example(tmp_path, "saxpy.cu")
+    second = copy_example(tmp_path, "gemv.cu")
+    log = tmp_path / "nvim.log"
+    env = server_env({"CUDALENS_FILE": str(path), "CUDALENS_SECOND": str(second),
+                      "CUDALENS_NVIM_LOG": str(log), "PATH": cudalens_on_path(tmp_path),
+                      "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+                      "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+                      "XDG_STATE_HOME": str(tmp_path / "xdg-state")})
+    proc = subprocess.run([NVIM, "--headless", "-n", "-u", str(init),
+                           "-c", f"luafile {HERE / 'nvim_readme_check.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    steps = log.read_text() if log.exists() else ""
+    assert proc.returncode == 0, f"nvim exited {proc.returncode}\n{steps}\n{proc.stderr[-2000:]}"
+    assert steps.splitlines() == ["filetype: cuda", "lens: line 3: Optimize",
+                                  "second buffer: same client"], steps

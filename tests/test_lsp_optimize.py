@@ -22,8 +22,8 @@ from lsprotocol import types
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 
-from expected import (expected, launch_words, spec_launch_lines, speedup_ci,  # noqa: E402
-                      speedup_x, us_words)
+from expected import (expected, launch_words, offer_lens, spec_launch_lines,  # noqa: E402
+                      speedup_ci, speedup_x, us_words)
 from harness import RUNNER_FACTORY, SERVER_COMMAND, TEST_SETTINGS, copy_example, editor  # noqa: E402,E501
 from model_runner import MODEL_DEVICE, STEP_ENV  # noqa: E402
 from cudalens.lsp.wording import short_device  # noqa: E402
@@ -105,7 +105,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
 
         assert titles(await client.code_lenses(uri)) == [
             (MEASURED, ""), ("Optimize again", "cudalens.optimize"),
-            (f"{_x(BEST)} faster candidate: show diff", "cudalens.showDiff"),
+            (offer_lens(BEST), "cudalens.showDiff"),
             ("apply", "cudalens.apply"), ("reject", "cudalens.reject")]
         info = await client.wait_for(lambda: [d for d in client.diagnostics_for(uri)
                                               if d.source == "cudalens"], what="results")
@@ -148,7 +148,8 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
         assert shown["diff"].splitlines()[2:] == SAXPY.diff.splitlines()[2:]
         diff_file = Path(shown["path"])
         assert diff_file.parent == tmp_path / ".cudalens" / "diffs"
-        assert diff_file.read_text().endswith(shown["diff"])
+        # the shown file: the header, the kernel's diff, then its launch sites' (``host``)
+        assert diff_file.read_text().endswith(shown["diff"] + shown["host"])
         assert [d.uri for d in client.shown_documents] == [diff_file.as_uri()]
 
 
@@ -180,7 +181,7 @@ async def test_apply_sends_a_versioned_edit_and_the_spec_follows(tmp_path):
 
         # the applied kernel shows the time it was measured at, not "stale"
         t = BEST["timing"]
-        want = (f"{us_words(t['median_us'])}, {t['percent_of_copy']:.0f}% of peak bandwidth, "
+        want = (f"{us_words(t['median_us'])}, {t['percent_of_copy']:.0f}% of copy bandwidth, "
                 f"{SHORT}")
         lenses = await client.wait_for(
             lambda: _lens_titles_containing(client, uri, "(applied candidate)"),
@@ -256,7 +257,7 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
         # the next-best verified candidate of the run is offered now
         assert SECOND["label"] != BEST["label"]
         assert titles(await client.code_lenses(uri))[2] == \
-            (f"{_x(SECOND)} faster candidate: show diff", "cudalens.showDiff")
+            (offer_lens(SECOND), "cudalens.showDiff")
         assert await _offered(client, uri) == [
             "Optimize kernel saxpy again (built-in passes)",
             f"Apply candidate ({_x(SECOND)}, verified)",
@@ -274,7 +275,7 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
         uri = client.open(path)
         assert titles(await client.code_lenses(uri)) == [
             (MEASURED, ""), ("Optimize again", "cudalens.optimize"),
-            (f"{_x(SECOND)} faster candidate: show diff", "cudalens.showDiff"),
+            (offer_lens(SECOND), "cudalens.showDiff"),
             ("apply", "cudalens.apply"), ("reject", "cudalens.reject")]
         assert (await _offered(client, uri))[2] == f"Show diff of candidate ({SECOND['label']})"
         assert client.progress_reports == {}

@@ -54,9 +54,15 @@ def test_candidates_whose_launch_cannot_run_the_problem_are_skipped_with_the_rea
     assert "grid.y" in skipped["block=32x4"] and "65535" in skipped["block=32x4"]
     assert all(launch.grid[1] <= 65535 for v in client.sent for launch in v.launches)
     assert len(client.sent) > 8
-    # the rows are those of the last call (the confirmation of the best four of the batches)
-    assert [r.result.verdict.variant for r in result.rows] == [v.label for v in client.calls[-1]]
-    assert len(client.calls[-1]) == 4
+    # the rows are those of the last call (the confirmation of the best four of the batches
+    # and the best of two other families that change the launch), then those of them with
+    # another launch under the spec's launch (LABEL@user)
+    own = [v.label for v in client.calls[-1] if not v.label.endswith("@user")]
+    assert [r.result.verdict.variant for r in result.rows] == own
+    assert len(own) == 6
+    moved = [r for r in result.rows if r.launch_change is not None]
+    assert [v.label for v in client.calls[-1][6:]] == \
+        [f"{r.result.verdict.variant}@user" for r in moved]
     assert len(result.batches) == len(client.calls)
 
 
@@ -64,33 +70,50 @@ def test_candidates_whose_launch_cannot_run_the_problem_are_skipped_with_the_rea
 def test_the_best_of_different_batches_are_confirmed_together_and_the_winner_comes_from_that():
     from cudalens.present import search_lines
 
-    # budget 16 in batches of 8: the four fastest (c13..c16) all ran in the second batch, so
-    # that batch's evaluation is the one reported, with no confirmation run
+    # budget 16 in batches of 8: the four fastest (c13..c16) all ran in the second batch, but
+    # three of them change the launch, so they are confirmed (as c17..c20) with the fastest of
+    # two other families that change the launch (c21, c22), and those five under the spec's
+    # launch (LABEL@user; c19 keeps the launch)
     client = PassEverything()
     result = optimize(load_target(EXAMPLES / "saxpy.cu"), client, budget=16, seed=0,
                       prune=False)
-    assert [len(c) for c in client.calls] == [8, 8]
-    assert not result.confirmed
-    assert result.evaluation is result.batches[1].evaluation
-    assert result.winner.result.verdict.variant == "c16"
-    assert not any(line.startswith("The table's times") for line in search_lines(result))
+    assert [len(c) for c in client.calls] == [8, 8, 11]
+    assert [v.label for v in client.calls[-1]] == [
+        "c17", "c18", "c19", "c20", "c21", "c22", "c17@user", "c18@user", "c20@user",
+        "c21@user", "c22@user"]
+    assert [r.candidate.family for r in result.rows] == [
+        "", "restrict vec4+gridstride", "restrict", "", "gridstride", "vec4+gridstride"]
+    spec_launch = client.calls[-1][2].launches  # c19's own launch is the spec's
+    assert all(v.launches == spec_launch for v in client.calls[-1][6:])
+    assert [v.source for v in client.calls[-1][6:]] == \
+        [client.calls[-1][i].source for i in (0, 1, 3, 4, 5)]
+    assert result.confirmed
+    assert result.evaluation is result.batches[-1].evaluation
+    assert result.winner.result.verdict.variant == "c22"
+    assert [r.launch_change is not None for r in result.rows] == [True, True, False, True,
+                                                                  True, True]
+    assert [(r.drop_in.result.verdict.variant, r.drop_in.own) for r in result.rows] == [
+        ("c17@user", False), ("c18@user", False), ("c19", True), ("c20@user", False),
+        ("c21@user", False), ("c22@user", False)]
 
     # budget 14 in batches of 6: the four fastest are c14, c13 (third batch) and c12, c11
-    # (second): they are timed again together, as c15..c18, and the winner comes from that run
+    # (second): they are timed again together, as c15..c18, with the fastest of two other
+    # families that change the launch (c19, c20), and the winner comes from that run
     client = PassEverything()
     result = optimize(load_target(EXAMPLES / "saxpy.cu"), client, budget=14, seed=0, batch=6,
                       prune=False)
-    assert [len(c) for c in client.calls] == [6, 6, 2, 4]
+    assert [len(c) for c in client.calls] == [6, 6, 2, 11]
     assert result.confirmed and result.evaluation is result.batches[-1].evaluation
-    again = [v.source for v in client.calls[-1]]
+    again = [v.source for v in client.calls[-1][:4]]
     fastest = [client.sent[i].source for i in (13, 12, 11, 10)]
     assert again == fastest
-    assert [r.result.verdict.variant for r in result.rows] == ["c15", "c16", "c17", "c18"]
+    assert [r.result.verdict.variant for r in result.rows] == ["c15", "c16", "c17", "c18",
+                                                               "c19", "c20"]
     # in the confirmation run the last one "measured" fastest
-    assert result.winner.result.verdict.variant == "c18"
-    assert result.winner.candidate.source == client.sent[10].source
+    assert result.winner.result.verdict.variant == "c20"
+    assert result.winner.candidate.source == client.calls[-1][5].source
     lines = search_lines(result)
-    assert lines[0] == ("Search: 4 runner evaluation(s), 18 candidate timing(s), 0 pruned before "
+    assert lines[0] == ("Search: 4 runner evaluation(s), 25 candidate timing(s), 0 pruned before "
                         "timing by the compile report; stopped: the budget of 14 timed "
                         "candidates is used.")
     assert lines[-1].startswith("The table's times come from the last evaluation")

@@ -89,9 +89,14 @@ def test_exact_families_before_approximate_ones_and_options_carried():
         if c.family not in seen:
             seen.add(c.family)
             reps.append(c)
+    # (each warp-per-row family has its grid-stride twin, correct under any launch)
     assert [c.family for c in reps] == [
-        "restrict warp-per-row", "warp-per-row", "restrict warp-per-row intrinsics",
-        "restrict warp-per-row fastmath", "warp-per-row intrinsics", "warp-per-row fastmath",
+        "restrict warp-per-row", "restrict warp-per-row+gridstride", "warp-per-row",
+        "warp-per-row+gridstride", "restrict warp-per-row intrinsics",
+        "restrict warp-per-row fastmath", "restrict warp-per-row+gridstride intrinsics",
+        "restrict warp-per-row+gridstride fastmath", "warp-per-row intrinsics",
+        "warp-per-row fastmath", "warp-per-row+gridstride intrinsics",
+        "warp-per-row+gridstride fastmath",
         "restrict", "", "restrict intrinsics", "restrict fastmath", "intrinsics", "fastmath"]
     fast = [c for c in cands if "fastmath" in c.family]
     assert fast and all(c.options == ("-use_fast_math",) for c in fast)

@@ -43,7 +43,9 @@ def test_softmax_rewrite_in_place():
     ctx, kernel = _example("softmax")
     assert warp_per_row.check(ctx) is None
     assert warp_per_row.parameter_space(ctx) == (
-        {"warps_per_block": 4}, {"warps_per_block": 8}, {"warps_per_block": 2})
+        {"warps_per_block": 4}, {"warps_per_block": 8}, {"warps_per_block": 2},
+        {"warps_per_block": 4, "gridstride": True}, {"warps_per_block": 8, "gridstride": True},
+        {"warps_per_block": 2, "gridstride": True})
     result = warp_per_row.apply(ctx, warps_per_block=4)
     src = result.source
     assert _signature(src, kernel) == _signature(ctx.text, kernel)
@@ -114,6 +116,53 @@ def test_same_outputs_as_the_original_on_cpu(name, sizes, out, warps):
     n = len(before.buffers[out]) - block_sim.GUARD
     assert 77 not in before.buffers[out][:n]
     assert after.buffers[out][n:] == [77] * block_sim.GUARD
+
+
+def test_gridstride_form_loops_the_warps_over_the_rows():
+    ctx, _ = _example("gemv")
+    result = warp_per_row.apply(ctx, warps_per_block=4, gridstride=True)
+    src = result.source
+    assert ("    const unsigned int lane = threadIdx.x % 32u;\n"
+            "    for (int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32u; row < rows; "
+            "row += (gridDim.x * blockDim.x) / 32u) {\n"
+            "        float acc = 0.0f;\n") in src
+    assert "        if (lane == 0) y[row] = acc;\n    }\n}" in src
+    assert "if (row >= rows) return;" not in src
+    assert result.tags == ("warp-per-row+gridstride", "block=128")
+    assert result.launch.grid == ("ceil_div(rows, 4)",)
+    assert "also correct under any launch whose block is a multiple of 32" in result.explanation
+
+
+@needs_nvcc
+def test_every_gridstride_rewrite_compiles():
+    sources = [warp_per_row.apply(_example(n)[0], warps_per_block=w, gridstride=True).source
+               for n in ("softmax", "gemv", "layernorm") for w in (4, 8)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(compile_source, sources))
+    for compiled in results:
+        assert compiled.ok, compiled.stderr
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("name,sizes,out", [
+    ("softmax", {"rows": 37, "cols": 45}, "y"),
+    ("layernorm", {"rows": 300, "cols": 40}, "y"),
+])
+def test_gridstride_form_is_right_under_the_original_launch_and_the_plain_one_is_not(
+        name, sizes, out):
+    # The spec's own launch (one thread per row: ceil(rows / block) blocks) runs 1/32 of the
+    # warps the plain form needs; the grid-stride form loops them over every row.
+    ctx, kernel = _example(name)
+    before = block_sim.run(ctx.text, kernel, ctx.spec, sizes)
+    n = len(before.buffers[out]) - block_sim.GUARD
+    for gridstride, launch in ((True, ctx.spec.launch), (True, None), (False, ctx.spec.launch)):
+        result = warp_per_row.apply(ctx, warps_per_block=4, gridstride=gridstride)
+        after = block_sim.run(result.source, kernel, ctx.spec, sizes, launch or result.launch)
+        same = _close(before.buffers[out], after.buffers[out], 1e-5)
+        assert same == gridstride, (gridstride, launch)
+        if not gridstride:
+            assert 77 in after.buffers[out][:n]  # rows no warp reached keep the poison
+        assert after.buffers[out][n:] == [77] * block_sim.GUARD
 
 
 SPEC = """

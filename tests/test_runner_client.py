@@ -18,6 +18,7 @@ from cudalens.errors import CudalensError
 from cudalens.runner_client import RunnerClient, RunnerError, RunnerUnavailable
 from gpu_probe import gpu_present
 from gpu_runner.service.local import LocalRunner
+from gpu_runner.session import GPU_EXTRA
 from service_fakes import FakeBackend, problem, variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,7 @@ def test_live_runner_without_gpu_is_unavailable_with_its_message(live_runner):
     with pytest.raises(RunnerUnavailable) as e:
         RunnerClient(url, token=TOKEN)
     msg = str(e.value)
-    assert "cudalens runs kernels on an NVIDIA GPU" in msg and "cudalens[gpu]" in msg
+    assert "cudalens runs kernels on an NVIDIA GPU" in msg and f"pycuda ({GPU_EXTRA})" in msg
 
 
 @no_gpu_here
@@ -148,7 +149,7 @@ def test_without_a_url_a_local_runner_is_started_and_stopped(monkeypatch):
     monkeypatch.setattr(rc, "LocalRunner", Recording)
     with pytest.raises(RunnerUnavailable) as e:
         RunnerClient()
-    assert "pycuda" in str(e.value) and "cudalens[gpu]" in str(e.value)
+    assert f"pycuda ({GPU_EXTRA})" in str(e.value)
     (local,) = started
     assert local.url.startswith("http://127.0.0.1:") and len(local.token) >= 32
     assert local.proc is None  # closed: stopped and waited for

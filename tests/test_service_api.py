@@ -15,6 +15,7 @@ from gpu_runner.problem import to_dict
 from gpu_runner.report import Evaluation
 from gpu_runner.service.app import create_app
 from gpu_runner.service.schema import decode
+from gpu_runner.session import GPU_EXTRA
 from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.pool import GpuPool, PoolConfig
 from service_fakes import FakeBackend, NoGpuBackend, problem, two_devices, variant
@@ -285,7 +286,7 @@ def test_no_gpu_is_503_with_the_workers_message():
             assert r.status_code == 503
             assert r.json()["error"] == "no_gpu"
             assert r.json()["message"].startswith("the CUDA driver found no usable GPU: fake.")
-            assert "cudalens[gpu]" in r.json()["message"]
+            assert r.json()["message"].endswith(f"({GPU_EXTRA}).")
         health = c.get("/v1/health").json()
         assert health["status"] == "unavailable" and health["devices"] == []
         # still validated first: a bad request is 422 even here

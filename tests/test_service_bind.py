@@ -78,5 +78,10 @@ def test_cli_registration_adds_the_runner_command():
     for option in ("--host", "--port", "--token", "--devices", "--max-body-bytes"):
         assert option in out.output
     assert "--port-file" not in out.output  # internal
+    # the token rule check_bind enforces is in the help, with how to make a token
+    words = " ".join(out.output.split())
+    assert ("--token TEXT Require 'Authorization: Bearer TOKEN' on every request; at least 16 "
+            "characters (python -c 'import secrets; print(secrets.token_urlsafe(32))' makes "
+            "one).") in words, words
     out = CliRunner().invoke(main, ["runner", "--devices", "0,x"])
     assert out.exit_code == 2 and "expected comma-separated device indices" in out.output

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from gpu_runner.service.auth import MIN_TOKEN_CHARS
 from gpu_runner.service.body_limit import DEFAULT_MAX_BODY_BYTES
 from gpu_runner.service.serve import DEFAULT_PORT
 
@@ -33,8 +34,10 @@ def _devices(text):
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port).")
 @click.option("--token", envvar="CUDALENS_RUNNER_TOKEN", show_envvar=True,
-              help="Require 'Authorization: Bearer TOKEN' on every request. Prefer the "
-                   "environment variable: command lines are visible to other users.")
+              help=f"Require 'Authorization: Bearer TOKEN' on every request; at least "
+                   f"{MIN_TOKEN_CHARS} characters (python -c 'import secrets; "
+                   f"print(secrets.token_urlsafe(32))' makes one). Prefer the environment "
+                   f"variable: command lines are visible to other users.")
 @click.option("--devices", callback=lambda _c, _p, v: _devices(v),
               help="Comma-separated CUDA device indices to serve (default: every visible GPU).")
 @click.option("--max-body-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True,

@@ -26,6 +26,7 @@ EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
 EXIT_ORIGINAL_UNSAFE = 4
+EXIT_NO_NVCC = 3  # check: nvcc cannot be run or ran past its timeout (as optimize without a GPU)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
@@ -80,6 +81,9 @@ def main() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--kernel", "kernel_name", help="Kernel to optimize (needed when FILE holds several); a template instance as 'NAME<ARGS>'.")
 @click.option("--apply", "apply_", is_flag=True, help="Write the winning rewrite into FILE.")
+@click.option("--accept-launch-change", is_flag=True,
+              help="With --apply: apply a winner that needs a new launch even where its launch "
+                   "sites cannot be rewritten (you change them).")
 @click.option("--budget", default=24, show_default=True, type=click.IntRange(1, 1000),
               help="Most candidates the built-in search evaluates.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the candidate search.")
@@ -112,7 +116,8 @@ def optimize(file: Path, apply_: bool, **options) -> None:
         _fail(Console(stderr=True), f"interrupted (Ctrl-C); {state}", EXIT_INTERRUPTED)
 
 
-def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int, seed: int,
+def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launch_change: bool,
+              budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
               proposer: str, agent_config: Optional[Path], written: list[Path],
               capture_path: Optional[Path] = None, capture_only: bool = False,
@@ -214,20 +219,32 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
     interrupted = stopped == "cancelled"
     failed = stopped.startswith(("the runner failed", "the model server failed"))
     applied = False
+    refused = ""
+    host_lines: tuple[str, ...] = ()
     if apply_ and not (interrupted or failed) and result.winner is not None and \
             result.winner.candidate.source != target.text:
+        from cudalens.accept import plan_accept
+
         try:
             now = read_text_file(file)  # line endings kept, as target.text has them
         except TextFileError:
             now = None
         if now != target.text:
             _fail(err, f"{file} changed while cudalens was measuring; not applied, run again")
-        bom = b"\xef\xbb\xbf" if has_bom(file) else b""
-        file.write_bytes(bom + same_line_endings(result.winner.candidate.source,
-                                                 target.text).encode("utf-8"))
-        written.append(file)
-        applied = True
+        acceptance = plan_accept(result, accept_launch_change)
+        refused = acceptance.refused
+        for path, text in acceptance.writes.items():
+            if path == file.resolve():
+                bom = b"\xef\xbb\xbf" if has_bom(file) else b""
+                file.write_bytes(bom + same_line_endings(text, target.text).encode("utf-8"))
+                written.append(file)
+                applied = True
+            else:
+                path.write_bytes(text.encode("utf-8"))
+        host_lines = acceptance.lines
     print_result(console, result, applied, suggest_apply=not apply_)
+    for line in host_lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if agent_result is not None:
         for line in summary_lines(agent_result):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -248,6 +265,8 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, budget: int,
                    f"was measured before; {unchanged}", EXIT_INTERRUPTED)
     if failed:
         _fail(err, f"the LLM proposer stopped early: {stopped}; {unchanged}")
+    if refused:
+        _fail(err, f"{refused}; {file} is unchanged")
 
 
 @main.command()
@@ -305,6 +324,12 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for.")
+@click.option("--nvcc", default="nvcc", show_default=True,
+              help="The nvcc to run: a path, or a name looked up on PATH (then also "
+                   "$CUDA_HOME/bin and /usr/local/cuda/bin).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=120,
+              show_default=True, metavar="SECONDS",
+              help="Stop nvcc (and every process it started) after this long.")
 @click.option("--gpu", is_flag=True,
               help="Instead: run the kernel once on the GPU under compute-sanitizer (memcheck, "
                    "racecheck, initcheck, synccheck) with its spec's inputs and print each "
@@ -316,11 +341,15 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
               default=None, help="compile_commands.json giving FILE's -I, -D and -std (default: "
                                  "found walking up from FILE, also in build/; else the [build] "
                                  "table of cudalens.toml).")
-def check(file: Path, arch: str, gpu: bool, kernel_name: Optional[str],
-          compdb: Optional[Path]) -> None:
+def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
+          kernel_name: Optional[str], compdb: Optional[Path]) -> None:
     """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
     spills and compile errors with their lines; with --gpu, check one kernel for races and
-    memory errors with compute-sanitizer."""
+    memory errors with compute-sanitizer.
+
+    Exit status: 0 when FILE compiles (warnings allowed), 1 when it does not (the errors are
+    shown at their lines), 2 for bad input (no such file), 3 when nvcc cannot be run or did not
+    finish within --timeout, 130 after Ctrl-C (nvcc is stopped either way)."""
     from cudalens.build import local_nvcc_options
     from cudalens.check import CheckError, compile_check, format_check
 
@@ -341,9 +370,13 @@ def check(file: Path, arch: str, gpu: bool, kernel_name: Optional[str],
     except CudalensError as exc:
         _fail(err, str(exc))
     try:
-        result = compile_check(str(file), arch=arch, options=options)
+        result = compile_check(str(file), arch=arch, options=options, nvcc=nvcc,
+                               timeout=timeout_s)
     except CheckError as exc:
-        _fail(err, str(exc))
+        _fail(err, str(exc), EXIT_NO_NVCC)
+    except KeyboardInterrupt:
+        _fail(err, f"interrupted (Ctrl-C): nvcc was stopped; {file} was not checked",
+              EXIT_INTERRUPTED)
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)

@@ -66,7 +66,11 @@ def lsp(stdio: bool, log_file: Optional[str], log_level: str,
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     logging.getLogger(__name__).info("garbage-collector thresholds %s", chosen)
-    build_server(factory).start_io()
+    server = build_server(factory)
+    server.start_io()
+    # LSP: exit status 0 when ``shutdown`` came before ``exit`` (or before the input ended),
+    # else 1; pygls's start_io swallows the SystemExit that carries it
+    sys.exit(0 if server.protocol._shutdown else 1)
 
 
 def register(main_group: click.Group) -> None:

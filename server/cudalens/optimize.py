@@ -6,6 +6,12 @@ variants, verified and timed against the baseline -> the best verified candidate
 together with the baseline in one final evaluation (the *confirmation*), so the winner's
 speedup and its confidence interval come from launches interleaved with the baseline's in one
 run, never from comparing numbers of different runner calls -> pick the winner.
+
+The confirmation also runs each confirmed candidate whose launch differs from the user's
+(the spec's launch) with the same source under the user's launch, so every offered candidate
+says whether it is a drop-in (``cudalens.dropin``): ``Row.launch_change`` and ``Row.drop_in``.
+A confirmation happens when the best candidates come from different batches or when one of
+them changes the launch.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
+from cudalens.dropin import DropIn, LaunchChange, launch_change_of
 from cudalens.errors import CudalensError
 from cudalens.optimizer.prune import BaselineDoesNotCompile
 from cudalens.optimizer.candidate import Candidate
@@ -37,10 +44,17 @@ SIGNIFICANT_SPEEDUP = 1.0
 
 @dataclass(frozen=True)
 class Row:
-    """One evaluated candidate: what it is and what the runner found."""
+    """One evaluated candidate: what it is and what the runner found.
+
+    ``launch_change``: the candidate's launch where it differs from the user's (None: the
+    same). ``drop_in``: the candidate under the user's launch (module ``cudalens.dropin``);
+    None when not checked.
+    """
 
     candidate: Candidate
     result: CandidateResult
+    launch_change: Optional[LaunchChange] = None
+    drop_in: Optional[DropIn] = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,14 @@ class OptimizeResult:
         """The fastest candidate that passed verification, significant or not."""
         timed = [r for r in self.rows if r.result.verdict.ok and r.result.speedup is not None]
         return max(timed, key=lambda r: r.result.speedup.value, default=None)
+
+    @property
+    def best_drop_in(self) -> Optional[Row]:
+        """The fastest row that is correct under the user's launch and significantly faster
+        there (its drop-in speedup's 95% CI above 1.0); None when there is none."""
+        good = [r for r in self.rows if r.drop_in is not None and r.drop_in.ok
+                and r.drop_in.speedup.ci_low > SIGNIFICANT_SPEEDUP]
+        return max(good, key=lambda r: r.drop_in.speedup.value, default=None)
 
     def diff(self, row: Optional[Row] = None) -> str:
         """The unified diff from the original file to ``row``'s (default: the winner's) source."""
@@ -175,14 +197,24 @@ class _Batches:
         self.skipped: list[tuple[str, str]] = []
         self.count = 0
 
-    def _send(self, candidates: list[Candidate], labels: list[str]) -> Evaluation:
+    def _send(self, candidates: list[Candidate], labels: list[str],
+              user_launch: tuple[Candidate, ...] = ()) -> Evaluation:
+        """One runner evaluation of ``candidates`` under their own launches, then of
+        ``user_launch`` under the spec's (the user's) launch, labelled ``LABEL@user``."""
         spec, name = self.target.spec, self.target.kernel.qualified_name
         variants = [build_variant(label, c.source, name, spec, c.launch, self.device.sm_count,
                                   options=(*self.build.options, *c.options),
                                   files=self.build.files)
                     for c, label in zip(candidates, labels)]
-        if self.replay is not None:
-            variants = [self.replay.variant(v, c.launch) for v, c in zip(variants, candidates)]
+        by_key = {c.key: label for c, label in zip(candidates, labels)}
+        variants += [build_variant(f"{by_key[c.key]}@user", c.source, name, spec, spec.launch,
+                                   self.device.sm_count,
+                                   options=(*self.build.options, *c.options),
+                                   files=self.build.files)
+                     for c in user_launch]
+        if self.replay is not None:  # the captured launch first; the user's is the captured
+            launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]
+            variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
         evaluation = self.client.evaluate(self.problem, self.baseline, variants,
                                           repetitions=self.repetitions, progress=self.say)
         if evaluation.baseline is None:
@@ -237,6 +269,24 @@ class _Batches:
             self.say(f"best so far: {best.result.speedup.value:.2f}x ({best.candidate.label}, "
                      f"verified), {self.count} candidates")
 
+    def _other_families(self, best: list[Row], top: list[Row], count: int) -> list[Row]:
+        """Up to ``count`` more rows for the confirmation, so that a drop-in has a chance to be
+        found: the fastest of each family not in ``top`` whose launch differs from the user's
+        (``best`` is sorted fastest first; a family that keeps the launch is a drop-in with
+        the speedup it measured, and a launch-only change is the original kernel under the
+        user's launch)."""
+        seen = {_family(row) for row in top}
+        out: list[Row] = []
+        for row in best:
+            if len(out) >= count:
+                break
+            if _family(row) in seen or row.candidate.source == self.target.text or \
+                    launch_change_of(row.candidate.launch, self.target.spec.launch) is None:
+                continue
+            seen.add(_family(row))
+            out.append(row)
+        return out
+
     def final(self, run: SearchRun, confirm: int
               ) -> tuple[Evaluation, tuple[Row, ...], Optional[Row]]:
         """The evaluation the result reports, its rows (then every batch's failed rows), and
@@ -255,17 +305,44 @@ class _Batches:
             if all(row.candidate.key != t.candidate.key for t in top):
                 top.append(row)
         top = top[:max(confirm, 1)]
+        top += self._other_families(best, top, max(confirm, 1) // 2)
         batch_of = {id(row): i for i, rows in enumerate(self.batches) for row in rows}
-        if len(top) > 1 and len({batch_of[id(row)] for row in top}) > 1:
+        user = self.target.spec.launch
+        moved = tuple(row.candidate for row in top
+                      if launch_change_of(row.candidate.launch, user) is not None)
+        if moved or (len(top) > 1 and len({batch_of[id(row)] for row in top}) > 1):
             labels = [f"c{self.count + i + 1}" for i in range(len(top))]
+            also = (f", and {len(moved)} of them under your launch too" if moved else "")
             self.say(f"confirming the {len(top)} fastest candidates: timing them again together "
-                     f"with the baseline")
-            evaluation = self._send([row.candidate for row in top], labels)
+                     f"with the baseline{also}")
+            evaluation = self._send([row.candidate for row in top], labels, user_launch=moved)
             self.confirmed = True
-            rows = tuple(Row(row.candidate, r) for row, r in zip(top, evaluation.candidates))
+            own = evaluation.candidates[:len(top)]
+            at_user = dict(zip((c.key for c in moved), evaluation.candidates[len(top):]))
+            rows = tuple(with_drop_in(Row(row.candidate, r), user, at_user.get(row.candidate.key))
+                         for row, r in zip(top, own))
             return evaluation, rows + tuple(failed), pick_winner(rows)
         keep = batch_of[id(best[0])]
-        rows = tuple(self.batches[keep])
+        rows = tuple(with_drop_in(row, user, None) for row in self.batches[keep])
         others = tuple(row for i, rs in enumerate(self.batches) if i != keep
                        for row in rs if not timed(row))
         return self.evaluations[keep], rows + others, pick_winner(rows)
+
+
+def _family(row: Row) -> str:
+    return row.candidate.family
+
+
+def with_drop_in(row: Row, user, at_user: Optional[CandidateResult]) -> Row:
+    """``row`` with its launch change (against ``user``, the spec's launch) and drop-in
+    result: its own result when it keeps the user's launch and passed, ``at_user`` (the same
+    source under the user's launch) when given, else None (not checked)."""
+    import dataclasses
+
+    change = launch_change_of(row.candidate.launch, user)
+    drop_in = None
+    if change is None and row.result.verdict.ok:
+        drop_in = DropIn(row.result, own=True)
+    elif change is not None and at_user is not None:
+        drop_in = DropIn(at_user)
+    return dataclasses.replace(row, launch_change=change, drop_in=drop_in)

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpu_runner.report import Timing
+from cudalens.dropin import describe
 from cudalens.optimize import Batch, OptimizeResult, Row
 
 
@@ -30,13 +31,28 @@ def fmt_bw(t: Optional[Timing]) -> str:
     return "-" if t is None else f"{t.achieved_gbps:,.0f} GB/s ({t.percent_of_copy:.0f}%)"
 
 
+def fmt_user_launch(row: Row) -> str:
+    """The table's "your launch" cell: ``same`` (the candidate keeps the user's launch),
+    ``1.80x`` (correct under the user's launch too, that fast), ``wrong: STATUS`` (needs the
+    new launch) or ``-`` (not checked)."""
+    if row.launch_change is None:
+        return "same" if row.result.verdict.ok else "-"
+    d = row.drop_in
+    if d is None:
+        return "-"
+    if d.ok:
+        return f"{d.speedup.value:.2f}x [{d.speedup.ci_low:.2f}, {d.speedup.ci_high:.2f}]"
+    return f"[red]needs new launch[/red] ({escape(d.result.verdict.status)})"
+
+
 def candidates_table(result: OptimizeResult) -> Table:
     ev = result.evaluation
     table = Table(title=f"{result.target.kernel.name} on {result.device.name}", expand=False)
-    for col in ("#", "candidate", "time", "speedup [95% CI]", "achieved", "verdict"):
+    for col in ("#", "candidate", "time", "speedup [95% CI]", "achieved", "verdict",
+                "under your launch"):
         table.add_column(col, overflow="fold")
     table.add_row("-", "baseline (original kernel)", fmt_us(ev.baseline), "1.00x", fmt_bw(ev.baseline),
-                  "reference")
+                  "reference", "same")
     for i, row in enumerate(result.rows, 1):
         v = row.result.verdict
         mark = "*" if row is result.winner else ""
@@ -45,7 +61,8 @@ def candidates_table(result: OptimizeResult) -> Table:
         if v.ok and t is not None and t.above_roofline:
             verdict += f"; [yellow]not offered[/yellow]: {escape(t.roofline_note)}"
         table.add_row(f"{i}{mark}", escape(row.candidate.label),
-                      fmt_us(row.result.timing), fmt_speedup(row), fmt_bw(row.result.timing), verdict)
+                      fmt_us(row.result.timing), fmt_speedup(row), fmt_bw(row.result.timing), verdict,
+                      fmt_user_launch(row))
     return table
 
 
@@ -76,13 +93,19 @@ def summary_lines(result: OptimizeResult) -> list[str]:
                  "inputs unchanged, every output written and equal within tolerance, "
                  "and again after timing.")
     launch = w.candidate.launch
-    if launch != result.target.spec.launch:
+    if w.launch_change is not None:
+        lines.append(f"Under your launch: {describe(s, w.drop_in, w.launch_change)}.")
         lines.append(f"Launch it with block = {', '.join(launch.block)}; grid = "
                      f"{', '.join(launch.grid)}" + (f"; shared = {launch.shared}" if launch.shared
                                                      not in ("0", "") else "")
                      + (f" with sm_count = {result.device.sm_count} on this GPU"
                         if "sm_count" in " ".join(launch.grid) else "")
                      + " (the timing used this launch configuration).")
+        drop = result.best_drop_in
+        if drop is not None and drop is not w and (w.drop_in is None or not w.drop_in.ok):
+            ds = drop.drop_in.speedup
+            lines.append(f"Best drop-in (no launch change): {drop.candidate.label}: "
+                         f"{ds.value:.2f}x (95% CI {ds.ci_low:.2f}-{ds.ci_high:.2f}).")
     return lines
 
 
@@ -157,6 +180,7 @@ def result_record(result: OptimizeResult) -> dict:
             "launch": _plain(w.candidate.launch),
             "timing": _plain(w.result.timing),
             "speedup": _plain(w.result.speedup),
+            **_user_launch_record(w),
         },
         "skipped": [{"label": label, "reason": reason} for label, reason in result.skipped],
         "candidates": [
@@ -164,7 +188,7 @@ def result_record(result: OptimizeResult) -> dict:
              "passes": list(r.candidate.passes), "launch": _plain(r.candidate.launch),
              "compile": {k: v for k, v in _plain(r.result.compile).items() if k != "log"},
              "verdict": _plain(r.result.verdict), "timing": _plain(r.result.timing),
-             "speedup": _plain(r.result.speedup)}
+             "speedup": _plain(r.result.speedup), **_user_launch_record(r)}
             for r in result.rows
         ],
         "diff": result.diff(),
@@ -173,6 +197,21 @@ def result_record(result: OptimizeResult) -> dict:
         # Every runner evaluation with each variant's source, so a run can be replayed exactly
         # (tests/data/lsp/replay_runner.py) and its numbers tied to the code they measured.
         "evaluations": [_batch_record(b) for b in result.batches],
+    }
+
+
+def _user_launch_record(row: Row) -> dict:
+    """``launch_change`` (None, or the user's and the new launch) and ``drop_in`` (None when not
+    checked, else ``ok``, ``own`` and the runner's verdict, timing and speedup under the user's
+    launch) of a row."""
+    d = row.drop_in
+    return {
+        "launch_change": None if row.launch_change is None else {
+            "original": _plain(row.launch_change.original),
+            "launch": _plain(row.launch_change.launch)},
+        "drop_in": None if d is None else {
+            "ok": d.ok, "own": d.own, "verdict": _plain(d.result.verdict),
+            "timing": _plain(d.result.timing), "speedup": _plain(d.result.speedup)},
     }
 
 

@@ -55,7 +55,7 @@ from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_param
                                    settings, substitute_launch)
 from cudalens.build import build_for, request_files
 from cudalens.errors import CudalensError
-from cudalens.optimize import OptimizeResult, Row, pick_winner
+from cudalens.optimize import OptimizeResult, Row, pick_winner, with_drop_in
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_problem, build_variant
@@ -523,6 +523,8 @@ class AgentLoop:
     def _finish(self, stop_reason: str) -> AgentResult:
         rows, evaluation, confirmed = self._final_rows()
         t = self.target
+        # which rows change the user's launch (not checked under it: drop_in None)
+        rows = [with_drop_in(r, t.spec.launch, None) for r in rows]
         optimize = OptimizeResult(target=t, device=self.device, problem=self.problem,
                                   evaluation=evaluation, rows=tuple(rows),
                                   winner=pick_winner(tuple(rows)))

@@ -2,13 +2,15 @@
 
 On the kernel's first line, left to right:
 
-* the measurement once known: ``412 us, 71% of peak bandwidth, H200``, or ``stale: ...``
+* the measurement once known: ``412 us, 71% of copy bandwidth, H200``, or ``stale: ...``
   when the stored results are for another version of the kernel;
 * while a job runs or waits: ``optimizing: candidate 5/12 ...`` / ``queued`` (click:
   cancel);
 * ``Optimize`` (``Optimize again`` after a run);
 * after a run with a candidate on offer: ``2.31x faster candidate: show diff``, ``apply``,
-  ``reject``.
+  ``reject``; a candidate timed with another launch than the user's says how it runs under
+  the user's: ``14.80x faster candidate: show diff (1.80x as a drop-in; 14.80x with block =
+  64, grid = ceil_div(rows, 2))`` or ``(needs a new launch: ...)``.
 
 A kernel without a usable spec: ``harness spec has errors: see FILE.cu.spec`` when the spec
 file exists (click: open it, ``cudalens.openSpec``, where the client can show documents),
@@ -30,6 +32,7 @@ from cudalens.lsp import commands as cmd
 from cudalens.lsp.documents import DocumentSnapshot, path_to_uri
 from cudalens.lsp.editing import EDITING, Held
 from cudalens.lsp.jobs import Job
+from cudalens.lsp.launch_edits import drop_in_phrase
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import measurement, no_offer, short_device, speedup
 from cudalens.spec.parser import spec_path_for
@@ -107,7 +110,9 @@ def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[J
         if st.offer is not None:
             ca = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, candidate=st.offer.id,
                                 version=snapshot.version)
-            lens(f"{speedup(st.offer)} faster candidate: show diff", cmd.SHOW_DIFF, ca)
+            phrase = drop_in_phrase(st.offer)
+            lens(f"{speedup(st.offer)} faster candidate: show diff"
+                 + (f" ({phrase})" if phrase else ""), cmd.SHOW_DIFF, ca)
             lens("apply", cmd.APPLY, ca)
             lens("reject", cmd.REJECT, ca)
         elif run.candidates:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from lsprotocol import types
 
 from cudalens.check import CheckError, CheckResult, compile_check
+from cudalens.check.nvcc import NvccStopped, stop_tagged, tagged
 from cudalens.check.render import format_kernel
 from cudalens.check.report import Diagnostic as CheckDiagnostic
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri
@@ -192,10 +193,14 @@ class Diagnostics:
         self.providers: list[Callable[[DocumentSnapshot], list[types.Diagnostic]]] = []
 
     def schedule(self, uri: str, delay_ms: Optional[int] = None) -> None:
-        """(Re)starts the quiet period before ``uri`` is compiled; publishes results now."""
+        """(Re)starts the quiet period before ``uri`` is compiled; publishes results now. A
+        check of ``uri`` still compiling is stopped (nvcc with its children): its result
+        would be dropped for the older version."""
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
+            if stop_tagged(uri):
+                log.info("stopped the compile check of an older version of %s", uri)
         settings = self.session.settings
         if settings.check_enabled:
             delay = settings.debounce_ms if delay_ms is None else delay_ms
@@ -208,6 +213,7 @@ class Diagnostics:
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
+            stop_tagged(uri)
         self._compiled.pop(uri, None)
         self._checks.pop(uri, None)
         self._sent.pop(uri, None)
@@ -225,6 +231,8 @@ class Diagnostics:
             result = await loop.run_in_executor(
                 self.session.check_executor, _run_check, snapshot, settings.arch,
                 settings.nvcc_options, settings.nvcc)
+        except NvccStopped:
+            return  # superseded by an edit, or ended by shutdown: nothing to say
         except (CheckError, ValueError) as exc:
             if not self._nvcc_problem_shown:
                 self._nvcc_problem_shown = True
@@ -289,5 +297,6 @@ def _run_check(snapshot: DocumentSnapshot, arch: str, options, nvcc: str) -> Che
         build = local_nvcc_options(snapshot.path)
     except CudalensError as exc:  # shown like an nvcc problem: the check cannot be like the build
         raise CheckError(str(exc)) from None
-    return compile_check(str(snapshot.path), snapshot.text, arch=arch,
-                         options=(*build, *options), nvcc=nvcc)
+    with tagged(snapshot.uri):  # so that an edit can stop it (stop_tagged)
+        return compile_check(str(snapshot.path), snapshot.text, arch=arch,
+                             options=(*build, *options), nvcc=nvcc)

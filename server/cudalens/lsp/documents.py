@@ -38,9 +38,23 @@ from cudalens.target import Target, load_spec
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 
+# Documents larger than this (UTF-8 bytes) are not analyzed: analysis runs on the server's
+# event loop and takes about a second per megabyte of ordinary CUDA (more when the file is
+# dense with kernels), which would hold up every other document's requests meanwhile.
+MAX_ANALYZED_BYTES = 1_000_000
+
 # Compile flags that are part of a measurement's identity: the runner compiles the baseline
 # with no extra options today (``gpu_runner.compiler``); bump this with them.
 RUNNER_FLAGS: tuple[str, ...] = ()
+
+
+def oversized(text: str) -> Optional[int]:
+    """The UTF-8 size of ``text`` in bytes when it is above ``MAX_ANALYZED_BYTES``, else None
+    (a text of at most a quarter of the limit in characters is not encoded to tell)."""
+    if len(text) * 4 <= MAX_ANALYZED_BYTES:
+        return None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return size if size > MAX_ANALYZED_BYTES else None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,11 @@ computed against, so a client whose document moved on rejects it too, with minim
 edits (``difflib``). When the candidate was timed with another launch configuration and the
 kernel's spec is a file, the spec's ``block``/``grid``/``shared`` lines are changed in the
 same workspace edit so the spec keeps describing what was measured; with an inferred spec the
-user is told which launch the speedup needs.
+user is told which launch the speedup needs. Every launch of the kernel in the workspace is
+rewritten to that launch in the same edit too (``launch_edits.host_changes``: one
+``TextDocumentEdit`` per file, with the version of open documents); where one cannot be, or
+none is found, and the candidate is not also correct under the user's launch, the plan
+carries the question to ask first (``ApplyPlan.confirm``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import difflib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from lsprotocol import types
 
@@ -40,6 +44,10 @@ from cudalens.store.keys import kernel_context, sha256_text, source_materials
 from cudalens.textfile import same_line_endings
 from cudalens.store.records import CandidateRecord, LaunchRecord, RunRecord
 from cudalens.lsp.documents import RUNNER_FLAGS
+
+
+if TYPE_CHECKING:
+    from cudalens.lsp.launch_edits import HostChanges
 
 
 class Refused(Exception):
@@ -73,6 +81,8 @@ class ApplyPlan:
     launch_note: str
     threads_per_block: int = 0  # of the candidate's launch, resolved (0: unknown)
     shared_bytes: int = 0
+    host: Optional["HostChanges"] = None  # the launch sites rewritten (launch changed)
+    confirm: str = ""  # the question to ask before applying, or ""
 
 
 def text_edits(old: str, new: str, index: LineIndex) -> list[types.TextEdit]:
@@ -133,11 +143,15 @@ def candidate_text(snapshot: DocumentSnapshot, view: KernelView, run: RunRecord,
 
 
 def plan_apply(snapshot: DocumentSnapshot, status: KernelStatus, candidate_id: str,
-               version: Optional[int], spec_file: Optional[SpecFile]) -> ApplyPlan:
+               version: Optional[int], spec_file: Optional[SpecFile],
+               root: Optional[Path] = None,
+               open_docs: Optional[dict] = None) -> ApplyPlan:
     """The workspace edit that applies ``candidate_id`` to ``status``'s kernel.
 
     ``version``: the document version the request was made for (None: not checked).
-    ``spec_file``: the kernel's spec file when it has one.
+    ``spec_file``: the kernel's spec file when it has one. ``root``: the folder whose
+    launch sites of the kernel are rewritten when the candidate changes the launch (None: not
+    searched); ``open_docs``: path -> ``launch_edits.OpenDocument`` for the open documents.
 
     Raises:
         Refused: see the module doc; the message says why and what to do.
@@ -164,12 +178,23 @@ def plan_apply(snapshot: DocumentSnapshot, status: KernelStatus, candidate_id: s
         raise Refused(f"candidate {cand.label!r} of {name} did not pass verification "
                       f"({cand.result.verdict.status}): it is never applied")
     new_text = same_line_endings(candidate_text(snapshot, status.view, run, cand), snapshot.text)
+    spec = status.view.spec
+    assert spec is not None  # a current run implies a spec
+    host = None
+    confirm = ""
+    if root is not None and _launch_changed(spec, cand.launch):
+        from cudalens.lsp.launch_edits import confirmation, host_changes
+
+        host = host_changes(root, snapshot.path, new_text, status.view.kernel, spec, cand,
+                            open_docs or {})
+        new_text = host.kernel_text
+        confirm = confirmation(host, cand, name)
     changes: list = [types.TextDocumentEdit(
         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=snapshot.uri,
                                                                     version=snapshot.version),
         edits=text_edits(snapshot.text, new_text, snapshot.index))]
-    spec = status.view.spec
-    assert spec is not None  # a current run implies a spec
+    if host is not None:
+        changes.extend(host.edits)
     new_spec = spec
     note = ""
     material: Optional[str] = None
@@ -180,11 +205,11 @@ def plan_apply(snapshot: DocumentSnapshot, status: KernelStatus, candidate_id: s
                                                        grid=cand.launch.grid,
                                                        shared=cand.launch.shared))
             note = (f"The speedup was measured with {launch_words(cand.launch)}: the spec now says "
-                    f"so; launch {name} that way in your host code too.")
+                    f"so; " + _host_note(host, name))
         else:
             new_spec = None
             note = (f"The speedup was measured with {launch_words(cand.launch)}, and {name} has no "
-                    f"spec file to record it: launch {name} that way in your host code.")
+                    f"spec file to record it; " + _host_note(host, name))
     if new_spec is not None:
         merged = parse_source(new_text, str(snapshot.path))
         try:
@@ -198,7 +223,27 @@ def plan_apply(snapshot: DocumentSnapshot, status: KernelStatus, candidate_id: s
     edit = types.WorkspaceEdit(document_changes=changes)
     threads, shared = _resolved(spec, cand.launch, run.device.sm_count)
     return ApplyPlan(run=run, candidate=cand, edit=edit, new_text=new_text, material=material,
-                     launch_note=note, threads_per_block=threads, shared_bytes=shared)
+                     launch_note=note, threads_per_block=threads, shared_bytes=shared,
+                     host=host, confirm=confirm)
+
+
+def _host_note(host, name: str) -> str:
+    """What happened to the host code's launches of ``name`` (``host``: the launch-site
+    changes, None when the workspace was not searched)."""
+    if host is None:
+        return f"launch {name} that way in your host code too."
+    plan = host.plan
+    parts = []
+    if plan.edits:
+        parts.append("rewrote the launch at " + ", ".join(e.where(plan.root) for e in plan.edits))
+    if plan.unmapped:
+        parts.append("change the launch at " + ", ".join(u.where(plan.root)
+                                                          for u in plan.unmapped)
+                     + " yourself")
+    if not plan.found:
+        parts.append(f"no launch of {name} was found in the workspace: launch it that way "
+                     f"where your program does")
+    return "; ".join(parts) + "." if parts else f"the launches of {name} already use it."
 
 
 def _resolved(spec: KernelSpec, launch: LaunchRecord, sm_count: int) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Inlay hints after each kernel's signature: its time and share of peak bandwidth.
+"""Inlay hints after each kernel's signature: its time and share of the copy bandwidth.
 
 ``saxpy(int n, ..., float* y)`` ``  118 us, 56% of peak`` when current results exist, and
 ``  stale`` when only results for an earlier version of the kernel do.

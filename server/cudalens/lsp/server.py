@@ -13,6 +13,7 @@ import logging
 from typing import Any, Optional
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
@@ -199,9 +200,15 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         spec_uri = commands.parse_open_spec(args)
         if not session().supports("window", "show_document", "support"):
             return {"shown": False, "reason": "the client cannot show documents"}
-        result = await ls.window_show_document_async(
-            types.ShowDocumentParams(uri=spec_uri, take_focus=True))
-        return {"shown": bool(result and result.success)}
+        try:
+            result = await ls.window_show_document_async(
+                types.ShowDocumentParams(uri=spec_uri, take_focus=True))
+        except JsonRpcException as exc:
+            return {"shown": False, "reason": f"the client refused window/showDocument: "
+                                              f"{exc.message}"}
+        if result is None:
+            return {"shown": False, "reason": "the client answered window/showDocument with null"}
+        return {"shown": bool(result.success)}
 
     @server.command(sanitize_action.CHECK)
     async def cmd_sanitize(ls: CudalensServer, *args: Any) -> dict:

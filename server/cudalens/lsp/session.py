@@ -19,11 +19,13 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from gpu_runner.report import DeviceInfo
+from cudalens.check.nvcc import stop_all as stop_nvcc_checks
 from cudalens.lsp import config, editing
 from cudalens.lsp.config import Settings
 from cudalens.lsp.diagnostics import Diagnostics
-from cudalens.lsp.documents import (DocumentSnapshot, KernelView, SpecCache, analyze,
-                                    is_cuda_path, path_to_uri, uri_to_path)
+from cudalens.lsp.documents import (MAX_ANALYZED_BYTES, DocumentSnapshot, KernelView,
+                                    SpecCache, analyze, is_cuda_path, oversized, path_to_uri,
+                                    uri_to_path)
 from cudalens.lsp.edits import SpecFile
 from cudalens.lsp.jobs import Job, Jobs, RunnerFactory
 from cudalens.lsp.results import KernelStatus, kernel_statuses
@@ -57,6 +59,7 @@ class Session:
         # per open document: the newest snapshot that was not a mid-edit regression
         self._last_good: dict[str, DocumentSnapshot] = {}
         self._generation = 0  # bumped when files on disk (specs, headers) change
+        self._too_large: set[str] = set()  # open documents above MAX_ANALYZED_BYTES
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -80,6 +83,9 @@ class Session:
         self.watcher.stop()
         self.jobs.shutdown()
         self.check_executor.shutdown(wait=False, cancel_futures=True)
+        stopped = stop_nvcc_checks()  # a running check's nvcc, with cicc and ptxas
+        if stopped:
+            log.info("shutdown: stopped %d running nvcc check(s)", stopped)
         self.store.close()
 
     # -- configuration ---------------------------------------------------------------------
@@ -143,6 +149,11 @@ class Session:
         if memo is not None and memo[0] == self._generation and memo[1].version == doc.version \
                 and memo[1].text == doc.source:
             return memo[1]
+        size = oversized(doc.source)
+        if size is not None:
+            self._skip_too_large(uri, path, size)
+            return None
+        self._too_large.discard(uri)
         encoding = self.server.workspace.position_encoding or "utf-16"
         parser = self._parsers.get(uri)
         if parser is None:
@@ -153,6 +164,21 @@ class Session:
         if not editing.is_regression(self._last_good.get(uri), snap):
             self._last_good[uri] = snap
         return snap
+
+    def _skip_too_large(self, uri: str, path: Path, size: int) -> None:
+        """A document above the size limit is not analyzed (analysis runs on the event loop,
+        about a second per megabyte: it would hold up every other document); said once each
+        time it crosses the limit, and what was shown for it is cleared."""
+        if uri in self._too_large:
+            return
+        self._too_large.add(uri)
+        self._snapshots.pop(uri, None)
+        self._parsers.pop(uri, None)
+        self._last_good.pop(uri, None)
+        self.diagnostics.forget(uri)
+        self.show_message(f"cudalens: {path.name} is {size / 1e6:.1f} MB; documents above "
+                          f"{MAX_ANALYZED_BYTES / 1e6:.0f} MB are not analyzed (no code lenses, "
+                          "hints, hover or compile check)", types.MessageType.Warning)
 
     def held(self, snapshot: DocumentSnapshot) -> Optional[editing.Held]:
         """The kernels of the last good analysis that ``snapshot`` (a mid-edit parse with
@@ -172,6 +198,7 @@ class Session:
             self.diagnostics.schedule(uri)
 
     def closed(self, uri: str) -> None:
+        self._too_large.discard(uri)
         self._snapshots.pop(uri, None)
         self._parsers.pop(uri, None)
         self._last_good.pop(uri, None)

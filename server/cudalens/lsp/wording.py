@@ -27,8 +27,8 @@ def fmt_us(us: float) -> str:
 
 
 def measurement(timing: Timing, device: DeviceInfo) -> str:
-    """``412 us, 71% of peak bandwidth, H200`` (peak: the copy bandwidth measured on it)."""
-    return (f"{fmt_us(timing.median_us)}, {timing.percent_of_copy:.0f}% of peak bandwidth, "
+    """``412 us, 71% of copy bandwidth, H200`` (the device-to-device copy bandwidth measured on it)."""
+    return (f"{fmt_us(timing.median_us)}, {timing.percent_of_copy:.0f}% of copy bandwidth, "
             f"{short_device(device)}")
 
 

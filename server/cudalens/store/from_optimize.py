@@ -35,7 +35,10 @@ def run_record(result: OptimizeResult, *, key: str, provenance: str, created: st
         candidates.append(CandidateRecord(
             id=candidate_id(row.candidate.source, launch), label=row.candidate.label,
             explanation=row.candidate.explanation, passes=tuple(row.candidate.passes),
-            launch=launch, source=row.candidate.source, result=row.result))
+            launch=launch, source=row.candidate.source, result=row.result,
+            launch_changed=row.launch_change is not None,
+            drop_in=(row.drop_in.result if row.launch_change is not None and row.drop_in
+                     else None)))
     baseline_launch = _baseline_launch(result)
     return RunRecord(
         key=key, path=str(Path(target.path).resolve()), kernel=target.kernel.qualified_name,

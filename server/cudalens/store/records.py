@@ -41,7 +41,9 @@ class CandidateRecord:
 
     ``id``: ``candidate_id(source, launch)``, stable across runs and restarts. ``source``: the
     whole rewritten file the runner compiled. ``result``: the runner's compile report,
-    verdict, timing and speedup for it.
+    verdict, timing and speedup for it. ``launch_changed``: ``launch`` is not the user's (the
+    spec's) launch; ``drop_in``: then the runner's result for the same source under the
+    user's launch, None when not checked (``cudalens.dropin``).
     """
 
     id: str
@@ -51,6 +53,17 @@ class CandidateRecord:
     launch: LaunchRecord
     source: str
     result: CandidateResult
+    launch_changed: bool = False
+    drop_in: Optional[CandidateResult] = None
+
+    @property
+    def drop_in_ok(self) -> bool:
+        """Correct under the user's launch: its own launch is the user's and it passed, or
+        it passed there too."""
+        if not self.launch_changed:
+            return self.verified
+        return self.drop_in is not None and self.drop_in.verdict.ok and \
+            self.drop_in.speedup is not None
 
     @property
     def verified(self) -> bool:

@@ -57,6 +57,27 @@ def speedup_ci(row: dict) -> str:
     return f"{s['value']:.2f}x [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
 
 
+def offer_lens(row: dict) -> str:
+    """The code lens offering a row: ``1.28x faster candidate: show diff``, followed for a row
+    timed with another launch than the spec's by how it runs under the spec's launch
+    (`` (1.09x as a drop-in; 1.28x with block = 256, grid = ...)``, `` (needs a new launch:
+    1.28x with ...)``, `` (1.28x with ... (not checked under your launch))``)."""
+    title = f"{speedup_x(row)} faster candidate: show diff"
+    change = row.get("launch_change")
+    if change is None:
+        return title
+    launch = change["launch"]
+    words = f"block = {', '.join(launch['block'])}, grid = {', '.join(launch['grid'])}"
+    words += f", shared = {launch['shared']}" if launch["shared"].strip() not in ("", "0") else ""
+    new = f"{speedup_x(row)} with {words}"
+    drop = row.get("drop_in")
+    if drop is None:
+        return f"{title} ({new} (not checked under your launch))"
+    if drop["ok"]:
+        return f"{title} ({drop['speedup']['value']:.2f}x as a drop-in; {new})"
+    return f"{title} (needs a new launch: {new})"
+
+
 def launch_words(row: dict) -> str:
     """``block = 128; grid = ceil_div(n, block.x * 4)``: a row's launch as the apply message
     says it (a ``shared`` part only when not 0)."""
@@ -126,7 +147,9 @@ class Expected:
         if len(evaluations) < 2:
             return False
         earlier = {_identity(v) for ev in evaluations[:-1] for v in ev["variants"]}
-        return all(_identity(v) in earlier for v in evaluations[-1]["variants"])
+        # (a confirmation also runs candidates under the spec's launch: LABEL@user, new)
+        return all(_identity(v) in earlier for v in evaluations[-1]["variants"]
+                   if not v["label"].endswith("@user"))
 
     @property
     def search_batches(self) -> list[int]:
@@ -136,7 +159,10 @@ class Expected:
 
     @property
     def confirmation_size(self) -> int:
-        return len(self.run["evaluations"][-1]["variants"]) if self.confirmed else 0
+        if not self.confirmed:
+            return 0
+        return len([v for v in self.run["evaluations"][-1]["variants"]
+                    if not v["label"].endswith("@user")])
 
     def proposed_messages(self) -> list[str]:
         """The progress messages that open each search batch: the count is cumulative."""
@@ -200,15 +226,17 @@ class Expected:
                           f"{self.run['kernel']}")
 
     def measured_lens(self) -> str:
-        """The lens over an optimized kernel: its baseline's median and share of peak."""
+        """The lens over an optimized kernel: its baseline's median and share of the copy
+        bandwidth measured on the device."""
         base = self.baseline
-        return (f"{us_words(base['median_us'])}, {base['percent_of_copy']:.0f}% of peak "
+        return (f"{us_words(base['median_us'])}, {base['percent_of_copy']:.0f}% of copy "
                 f"bandwidth, {self.short_device}")
 
     def for_driver(self) -> dict:
         """What ``client-vscode/e2e/driver.mjs`` checks (``E2E_EXPECT``, JSON)."""
         def offer(row: dict) -> dict:
-            return {"label": row["label"], "x": speedup_x(row), "source": self.source_of(row)}
+            return {"label": row["label"], "x": speedup_x(row), "lens": offer_lens(row),
+                    "source": self.source_of(row)}
         return {"device": self.device, "measuredLens": self.measured_lens(),
                 "best": offer(self.best), "second": offer(self.second),
                 "provenance": self.provenance}

@@ -32,7 +32,10 @@ is combined across the warp (5 ``__shfl_xor_sync`` steps). Sums are added in a d
 order (within the tolerance the runner checks, not bit for bit); maxima and minima are exact.
 
 Parameters: ``warps_per_block`` (4, 8, 2): block ``32 * warps_per_block``, grid
-``ceil_div(rows, warps_per_block)``.
+``ceil_div(rows, warps_per_block)``; ``gridstride``: the warps loop over the rows (``row +=
+warps in the grid``), so the rewrite is also correct under the user's original launch (any
+block of a multiple of 32 threads, any grid): a drop-in (``cudalens.dropin``). Offered for
+every warp count unless the body returns after the guard.
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ class _Match:
     bound_spec: str
     loops: tuple[_Loop, ...]
     row_stores: tuple[tree_sitter.Node, ...] = ()
+    guard: Optional[tree_sitter.Node] = None
+    bound: Optional[tree_sitter.Node] = None  # the guard's bound, in the source
+    exit_guard: bool = True  # ``if (row >= rows) return;`` (else ``if (row < rows) {...}``)
+    work: tuple[tree_sitter.Node, ...] = ()
 
 
 def _fail(msg: str) -> NoMatch:
@@ -413,7 +420,8 @@ def _match(ctx: PassContext) -> _Match:
     analysis = _Analysis(ctx, parsed, work, index)
     loops = analysis.run()
     return _Match(parsed, index, decls[0].child_by_field_name("value"), stmts[0],
-                  spec_text(bound, parsed, ctx, scope.macros), loops, tuple(analysis.row_stores))
+                  spec_text(bound, parsed, ctx, scope.macros), loops, tuple(analysis.row_stores),
+                  guard, bound, exit_, tuple(work))
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
@@ -437,16 +445,35 @@ def check(ctx: PassContext) -> Optional[str]:
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
-    """One application per block size in warps, 4 warps (128 threads) first."""
-    return tuple({"warps_per_block": w} for w in WARPS_PER_BLOCK)
+    """One application per block size in warps, 4 warps (128 threads) first; then the same
+    in the grid-stride form (rows looped over, correct under any launch) where the kernel
+    allows it (no ``return`` after the guard)."""
+    plain = tuple({"warps_per_block": w} for w in WARPS_PER_BLOCK)
+    reason, m = _plan(ctx)
+    if reason is not None or _gridstride_blocker(m) is not None:
+        return plain
+    return plain + tuple({"warps_per_block": w, "gridstride": True} for w in WARPS_PER_BLOCK)
+
+
+def _gridstride_blocker(m: _Match) -> Optional[str]:
+    """Why the rows cannot be looped over (a ``return`` in the work would leave the loop of
+    rows, not the row), or None."""
+    for stmt in m.work:
+        for n in walk(stmt):
+            if n.type == "return_statement":
+                return (f"the body returns at line {m.parsed.line_of(n)}, which would end the "
+                        f"loop over the {m.index}s")
+    return None
 
 
 def _combine(acc: str, kind: str, other: str) -> str:
     return f"{acc} += {other};" if kind == "+" else f"{acc} = {kind}({acc}, {other});"
 
 
-def apply(ctx: PassContext, warps_per_block: int = 4) -> PassResult:
-    """The warp-per-row kernel.
+def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) -> PassResult:
+    """The warp-per-row kernel. ``gridstride``: the warps loop over the rows
+    (``for (row = warp; row < rows; row += warps in the grid)``), so that any launch whose
+    block is a multiple of 32 threads covers every row, the user's original one included.
 
     Raises:
         PassNotApplicable: the precondition fails (the message says why).
@@ -462,15 +489,21 @@ def apply(ctx: PassContext, warps_per_block: int = 4) -> PassResult:
     taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
     lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
     indent = line_indent(p.data, m.index_decl.start_byte)
-    edits = [
-        Edit(m.index_decl.start_byte, m.index_decl.start_byte,
-             f"// cudalens warp_per_row: one warp per {m.index}; lane L of the warp takes "
-             f"columns L, L + {WARP}, ...\n{indent}"),
-        Edit(m.index_value.start_byte, m.index_value.end_byte,
-             f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u"),
-        Edit(m.index_decl.end_byte, m.index_decl.end_byte,
-             f"\n{indent}const unsigned int {lane} = threadIdx.x % {WARP}u;"),
-    ]
+    if gridstride:
+        blocker = _gridstride_blocker(m)
+        if blocker is not None:
+            raise PassNotApplicable(f"{name} (grid-stride) on {ctx.kernel.name}: {blocker}")
+        edits = _gridstride_edits(m, lane, indent)
+    else:
+        edits = [
+            Edit(m.index_decl.start_byte, m.index_decl.start_byte,
+                 f"// cudalens warp_per_row: one warp per {m.index}; lane L of the warp takes "
+                 f"columns L, L + {WARP}, ...\n{indent}"),
+            Edit(m.index_value.start_byte, m.index_value.end_byte,
+                 f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u"),
+            Edit(m.index_decl.end_byte, m.index_decl.end_byte,
+                 f"\n{indent}const unsigned int {lane} = threadIdx.x % {WARP}u;"),
+        ]
     accumulated = []
     for loop in m.loops:
         start = p.text_of(loop.start).strip()
@@ -489,7 +522,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4) -> PassResult:
                               f"\n{li}// every lane gets the warp's combined value{text}"))
     for stmt in m.row_stores:
         edits.append(Edit(stmt.start_byte, stmt.start_byte, f"if ({lane} == 0) "))
-    source = apply_edits(p.data, edits)
+    source = _reindent(apply_edits(p.data, edits))
     launch = dataclasses.replace(ctx.launch, block=(str(WARP * warps_per_block),),
                                  grid=(f"ceil_div({m.bound_spec}, {warps_per_block})",))
     sums = any(k == "+" for l in m.loops for _, k in l.accumulators)
@@ -503,6 +536,48 @@ def apply(ctx: PassContext, warps_per_block: int = 4) -> PassResult:
                    f"consecutive elements of the {m.index} (coalesced 128-byte requests "
                    f"instead of 32 sectors a {m.index} apart), and the grid runs 32x the "
                    f"threads{combined}{stores}; block {WARP * warps_per_block}{order}")
+    if gridstride:
+        explanation += (f"; the warps loop over the {m.index}s (grid-stride), so the kernel is "
+                        f"also correct under any launch whose block is a multiple of 32 "
+                        f"threads, the original one included")
     return PassResult(source=source, launch=launch,
-                      tags=("warp-per-row", f"block={WARP * warps_per_block}"),
+                      tags=("warp-per-row" + ("+gridstride" if gridstride else ""),
+                            f"block={WARP * warps_per_block}"),
                       explanation=explanation)
+
+
+_BEGIN, _END = "/*@cudalens-indent-begin@*/", "/*@cudalens-indent-end@*/"
+
+
+def _gridstride_edits(m: _Match, lane: str, indent: str) -> list[Edit]:
+    """The index declaration and the guard become a loop over the rows, one warp per row per
+    trip; with an exit guard the statements after it become the loop's body (indented by
+    ``_reindent``)."""
+    p = m.parsed
+    type_node = m.index_decl.child_by_field_name("type")
+    ctype = p.text_of(type_node) if type_node is not None else "int"
+    bound = p.text_of(m.bound)
+    header = (f"// cudalens warp_per_row (grid-stride): one warp per {m.index}, the grid's "
+              f"warps loop over the {m.index}s so any launch covers them all; lane L of the "
+              f"warp takes columns L, L + {WARP}, ...\n{indent}"
+              f"const unsigned int {lane} = threadIdx.x % {WARP}u;\n{indent}"
+              f"for ({ctype} {m.index} = (blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u; "
+              f"{m.index} < {bound}; {m.index} += (gridDim.x * blockDim.x) / {WARP}u)")
+    if not m.exit_guard:
+        consequence = m.guard.child_by_field_name("consequence")
+        return [Edit(m.index_decl.start_byte, consequence.start_byte, header + " ")]
+    last = m.work[-1].end_byte if m.work else m.guard.end_byte
+    return [Edit(m.index_decl.start_byte, m.guard.end_byte, header + " {" + _BEGIN),
+            Edit(last, last, _END + f"\n{indent}}}")]
+
+
+def _reindent(source: str) -> str:
+    """Indents the lines between the ``_BEGIN`` and ``_END`` markers by 4 spaces and drops the
+    markers (a source without them is returned as it is)."""
+    if _BEGIN not in source:
+        return source
+    head, rest = source.split(_BEGIN, 1)
+    body, tail = rest.split(_END, 1)
+    lines = body.split("\n")
+    body = "\n".join([lines[0]] + [("    " + l) if l.strip() else l for l in lines[1:]])
+    return head + body + tail
