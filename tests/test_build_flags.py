@@ -254,7 +254,7 @@ def test_the_editors_check_uses_the_build(project):
 
     path = project / "src" / "kernel.cu"
     edited = path.read_text().replace("twice(x[i])", "twice(x[i]) + TILE")
-    snapshot = types.SimpleNamespace(path=path, text=edited)
+    snapshot = types.SimpleNamespace(uri=path.as_uri(), path=path, text=edited)
     without = _run_check(snapshot, "sm_90", (), "nvcc")
     assert not without.ok
     assert "common.h: No such file or directory" in without.diagnostics[0].message
