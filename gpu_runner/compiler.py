@@ -15,18 +15,25 @@ compiler flags) is reported as a compile error. Includes are checked too
 (``gpu_runner.includes``: no absolute paths, no ``..``, no computed includes), since nvcc's log
 would echo an included host file; a refused include is a compile error naming it and its line,
 and nvcc never runs.
+
+A variant may carry project headers (``Variant.files``): their names and sizes are checked
+(``includes.check_file_names``), their includes too, and relative ``-IDIR`` options (no ``..``,
+no absolute path) may name their folders. Such a variant is compiled with plain nvcc in a fresh
+folder holding the source and the files only (``gpu_runner.compile_folder``).
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 import warnings
 from dataclasses import dataclass
 from typing import Optional
 
 from gpu_runner.cubin import CubinError, KernelNotFoundError, find_kernel_symbol
-from gpu_runner.includes import check_includes
+from gpu_runner.compile_folder import MAIN, OUTPUT, compile_in_folder
+from gpu_runner.includes import check_file_names, check_includes, name_problem
 from gpu_runner.problem import Variant
 from gpu_runner.report import CompileReport
 
@@ -34,8 +41,21 @@ ALLOWED_OPTIONS = (  # full-match regular expressions
     r"--?use_fast_math", r"--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)",
     r"--?maxrregcount=\d+", r"-O[0-3]", r"-Xptxas=-O[0-3]", r"-lineinfo",
     r"--generate-line-info", r"--?std=c\+\+\d\d", r"-D[A-Za-z_]\w*(=[\w.+-]*)?",
-    r"--?extra-device-vectorization", r"--?restrict",
+    r"--?extra-device-vectorization", r"--?restrict", r"-U[A-Za-z_]\w*",
+    r"--?expt-relaxed-constexpr", r"--?(expt-)?extended-lambda",
 )
+_INCLUDE_DIR = re.compile(r"-I([A-Za-z0-9_.][A-Za-z0-9_.+/-]*)")
+
+
+def include_option_problem(opt: str) -> Optional[str]:
+    """For a ``-I`` option: None when it names a relative folder inside the compile's folder
+    (``-Iinclude``, ``-I.``), else why not; for any other option: None."""
+    if not opt.startswith("-I"):
+        return None
+    why = name_problem(opt[2:])
+    if why is None and not _INCLUDE_DIR.fullmatch(opt):
+        why = "expected -IDIR with DIR relative, of letters, digits and '_.+-/'"
+    return f"nvcc option '{opt}' is not accepted by the runner: {why}" if why else None
 
 
 @dataclass
@@ -53,21 +73,34 @@ class CompiledVariant:
 def check_options(options: tuple[str, ...]) -> Optional[str]:
     """None when every option is allowed, else a message naming the first one that is not."""
     for opt in options:
+        if opt.startswith("-I"):
+            bad = include_option_problem(opt)
+            if bad:
+                return bad
+            continue
         if not any(re.fullmatch(p, opt) for p in ALLOWED_OPTIONS):
             return (f"nvcc option '{opt}' is not accepted by the runner; accepted: -use_fast_math, "
                     f"-ftz=, -prec-div=, -prec-sqrt=, -fmad= (true/false), -maxrregcount=N, "
                     f"-O0..-O3, -Xptxas=-O0..3, -lineinfo, -std=c++NN, -DNAME[=VALUE], "
-                    f"-extra-device-vectorization, -restrict")
+                    f"-extra-device-vectorization, -restrict, -UNAME, --expt-relaxed-constexpr, "
+                    f"--extended-lambda, -IDIR (relative, for the files sent)")
     return None
 
 
 def check_request(variant: Variant) -> Optional[str]:
     """None when ``variant`` may be handed to nvcc, else why not: a refused option
-    (``check_options``) or include (``includes.check_includes``, naming line and directive)."""
+    (``check_options``), file (``includes.check_file_names``) or include, of the source or of a
+    sent file (``includes.check_includes``, naming file, line and directive)."""
     bad = check_options(tuple(variant.options))
     if bad:
         return bad
-    bad = check_includes(variant.source)
+    files = dict(variant.files or {})
+    names = check_file_names(files)
+    names += [f"files['{n}']: the name is the runner's own ({MAIN}, {OUTPUT})"
+              for n in files if n in (MAIN, OUTPUT)]
+    if names:
+        return f"variant '{variant.label}': " + "; ".join(names)
+    bad = check_includes(variant.source, files)
     return f"variant '{variant.label}': {bad}" if bad else None
 
 
@@ -92,9 +125,14 @@ def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVar
     bad = check_request(variant)
     if bad:
         return _failed(variant, bad, started)
+    major, minor = session.device.compute_capability()
+    if variant.files:
+        cubin, log = cubin_with_files(variant, f"sm_{major}{minor}")
+        if cubin is None:
+            return _failed(variant, log, started)
+        return _load(session, variant, cubin, log, started)
     from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415 (optional dependency)
 
-    major, minor = session.device.compute_capability()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -105,6 +143,29 @@ def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVar
             return _failed(variant, f"nvcc failed for variant '{variant.label}':\n"
                                     f"{log or str(e)}", started)
     log = "\n".join(str(w.message) for w in caught)
+    return _load(session, variant, cubin, log, started)
+
+
+def cubin_with_files(variant: Variant, arch: str, nvcc: str = "nvcc"
+                     ) -> tuple[Optional[bytes], str]:
+    """(cubin, log) of a variant that carries ``files``, compiled for ``arch`` (``sm_XY``) with
+    plain nvcc in a fresh folder holding the source and the files (no pycuda, no GPU);
+    (None, message) when the request is refused (``check_request``), nvcc fails or cannot run."""
+    bad = check_request(variant)
+    if bad:
+        return None, bad
+    try:
+        done = compile_in_folder(variant.source, variant.files, variant.options, arch=arch,
+                                 nvcc=nvcc)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"nvcc could not run for variant '{variant.label}': {e}"
+    if done.cubin is None:
+        return None, f"nvcc failed for variant '{variant.label}':\n{done.log}"
+    return done.cubin, done.log
+
+
+def _load(session, variant: Variant, cubin: bytes, log: str, started: float) -> CompiledVariant:
+    drv = session.drv
     try:
         symbol = find_kernel_symbol(cubin, variant.name)
     except (KernelNotFoundError, CubinError) as e:

@@ -120,6 +120,10 @@ class Variant:
     ``name`` is the kernel's C++ name (``saxpy``, ``ops::saxpy``, ``scale<float>``); the
     runner finds its mangled symbol in the compiled cubin. ``launches[i]`` goes with
     ``Problem.cases[i]``.
+
+    ``files``: the project headers the source needs (relative path -> text), written next to
+    the source in the compile's private folder; ``options`` name their folders as relative
+    ``-I`` options (``-Iinclude``). Bounded by ``gpu_runner.includes.check_file_names``.
     """
 
     label: str
@@ -127,6 +131,7 @@ class Variant:
     name: str
     launches: tuple[Launch, ...]
     options: tuple[str, ...] = ()  # extra nvcc options, e.g. ("-use_fast_math",)
+    files: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -189,7 +194,7 @@ def case_from_dict(d: dict) -> Case:
 def variant_from_dict(d: dict) -> Variant:
     return Variant(label=d["label"], source=d["source"], name=d["name"],
                    launches=tuple(launch_from_dict(x) for x in d["launches"]),
-                   options=tuple(d.get("options", ())))
+                   options=tuple(d.get("options", ())), files=dict(d.get("files") or {}))
 
 
 def problem_from_dict(d: dict) -> Problem:

@@ -108,3 +108,15 @@ def test_precompiler_without_pycuda_turns_itself_off(tmp_path):
     assert pre.disabled == "pycuda does not import: No module named 'pycuda'"
     assert os.listdir(tmp_path) == []
     pre.close()
+
+
+def test_precompiler_leaves_variants_with_files_to_the_worker(tmp_path):
+    rec = Recorder(0)
+    pre = Precompiler(1, compile_fn=rec)
+    v = variant("c1")
+    with_files = type(v)("c2", '#include "h.h"\n' + v.source, v.name, v.launches,
+                         options=("-I.",), files={"h.h": "#define H 1\n"})
+    assert [f.result(5) for f in pre.submit([with_files, v], "sm_90", str(tmp_path))] == \
+        [False, True]
+    assert rec.calls == [("c1", "sm_90")]
+    pre.close()

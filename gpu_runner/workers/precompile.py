@@ -14,6 +14,8 @@ shared directory with ``os.replace`` (atomic), so a worker never reads a half-wr
 Options and includes are checked with ``gpu_runner.compiler.check_request`` first, exactly as
 the runner does (a refused one is never compiled); nothing here passes request text to a shell (nvcc gets an argument list from pycuda).
 A precompile that fails changes nothing: the worker compiles and reports the error itself.
+A variant that carries files (project headers) is not precompiled: pycuda's cache has no place
+for them, and the worker compiles it with plain nvcc in a folder of its own.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ class Precompiler:
         return [self._pool.submit(self._one, v, arch, cache_dir) for v in variants]
 
     def _one(self, variant: Variant, arch: str, cache_dir: str) -> bool:
-        if self.disabled or check_request(variant) is not None:
-            return False
+        if self.disabled or variant.files or check_request(variant) is not None:
+            return False  # a variant with files is compiled by the worker, in its own folder
         scratch = tempfile.mkdtemp(prefix=".scratch-", dir=cache_dir)  # same file system
         try:
             try:

@@ -360,8 +360,12 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
                    "3 no GPU runner or no report.")
 @click.option("--kernel", "kernel_name", help="With --gpu: the kernel to check (needed when FILE "
                                               "holds several).")
+@click.option("--compile-commands", "compdb", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="compile_commands.json giving FILE's -I, -D and -std (default: "
+                                 "found walking up from FILE, also in build/; else the [build] "
+                                 "table of cudalens.toml).")
 def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
-          kernel_name: Optional[str]) -> None:
+          kernel_name: Optional[str], compdb: Optional[Path]) -> None:
     """Compile every kernel of FILE with nvcc (no GPU needed) and report registers, shared memory,
     spills and compile errors with their lines; with --gpu, check one kernel for races and
     memory errors with compute-sanitizer.
@@ -369,6 +373,7 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     Exit status: 0 when FILE compiles (warnings allowed), 1 when it does not (the errors are
     shown at their lines), 2 for bad input (no such file), 3 when nvcc cannot be run or did not
     finish within --timeout, 130 after Ctrl-C (nvcc is stopped either way)."""
+    from cudalens.build import local_nvcc_options
     from cudalens.check import CheckError, compile_check, format_check
 
     err = Console(stderr=True)
@@ -376,13 +381,20 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
         _fail(err, f"{file}: no such file")
     if not file.is_file():
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
+    if compdb is not None and not compdb.is_file():
+        _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
     if gpu:
         _check_gpu(file, kernel_name, err)
         return
     if kernel_name is not None:
         _fail(err, "--kernel is used with --gpu only (the compile check covers every kernel)")
     try:
-        result = compile_check(str(file), arch=arch, nvcc=nvcc, timeout=timeout_s)
+        options = local_nvcc_options(file, compdb=compdb)
+    except CudalensError as exc:
+        _fail(err, str(exc))
+    try:
+        result = compile_check(str(file), arch=arch, options=options, nvcc=nvcc,
+                               timeout=timeout_s)
     except CheckError as exc:
         _fail(err, str(exc), EXIT_NO_NVCC)
     except KeyboardInterrupt:

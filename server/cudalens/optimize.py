@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
+from cudalens.build import RequestFiles, build_for, request_files
 from cudalens.dropin import DropIn, LaunchChange, launch_change_of
 from cudalens.errors import CudalensError
 from cudalens.optimizer.prune import BaselineDoesNotCompile
@@ -139,16 +140,19 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     and in every variant's launches.
 
     Raises:
-        CudalensError: the spec cannot be resolved, or the baseline itself fails to compile
+        CudalensError: the spec cannot be resolved, the build cannot be read or its project
+            headers cannot be sent (``cudalens.build``), or the baseline itself fails to compile
             (here, with nvcc, or on the runner) or run.
         ValueError: a negative budget, a batch below 1, or ``seconds`` not positive.
     """
     say = progress or (lambda _msg: None)
     device = client.device_info()
+    build = request_files(target.path, target.text, build_for(target.path))
     try:
         problem = build_problem(target.spec, target.kernel)
         baseline = build_variant("baseline", target.text, target.kernel.qualified_name,
-                                 target.spec, target.spec.launch, device.sm_count)
+                                 target.spec, target.spec.launch, device.sm_count,
+                                 options=build.options, files=build.files)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     if replay is not None:
@@ -157,7 +161,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
 
     say(f"proposing candidates for {target.kernel.name}")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
-    flow = _Batches(target, client, problem, baseline, device, repetitions, say, replay)
+    flow = _Batches(target, client, problem, baseline, device, repetitions, say, replay, build)
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
     try:
         run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
@@ -180,8 +184,10 @@ class _Batches:
 
     def __init__(self, target: Target, client: RunnerClient, problem: Problem,
                  baseline: Variant, device: DeviceInfo, repetitions: int,
-                 say: Callable[[str], None], replay: Optional["Replay"] = None):
+                 say: Callable[[str], None], replay: Optional["Replay"] = None,
+                 build: Optional[RequestFiles] = None):
         self.target, self.client, self.problem, self.baseline = target, client, problem, baseline
+        self.build = build or RequestFiles({}, ())
         self.replay = replay
         self.device, self.repetitions, self.say = device, repetitions, say
         self.evaluations: list[Evaluation] = []
@@ -197,10 +203,14 @@ class _Batches:
         ``user_launch`` under the spec's (the user's) launch, labelled ``LABEL@user``."""
         spec, name = self.target.spec, self.target.kernel.qualified_name
         variants = [build_variant(label, c.source, name, spec, c.launch, self.device.sm_count,
-                                  options=c.options) for c, label in zip(candidates, labels)]
+                                  options=(*self.build.options, *c.options),
+                                  files=self.build.files)
+                    for c, label in zip(candidates, labels)]
         by_key = {c.key: label for c, label in zip(candidates, labels)}
         variants += [build_variant(f"{by_key[c.key]}@user", c.source, name, spec, spec.launch,
-                                   self.device.sm_count, options=c.options)
+                                   self.device.sm_count,
+                                   options=(*self.build.options, *c.options),
+                                   files=self.build.files)
                      for c in user_launch]
         if self.replay is not None:  # the captured launch first; the user's is the captured
             launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]

@@ -122,7 +122,8 @@ def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str
     ``small_spec(target.spec)``, and its findings located in the file.
 
     Raises:
-        CudalensError: the spec cannot be resolved (its message names the spec's line).
+        CudalensError: the spec cannot be resolved (its message names the spec's line), the
+            build cannot be read or its project headers cannot be sent (``cudalens.build``).
         CheckUnavailable: no report (the runner's reason; ``unsupported`` when ``client``
             has no ``sanitize``).
         RunnerUnavailable, RunnerError: as ``RunnerClient.sanitize``.
@@ -133,11 +134,15 @@ def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str
     if not callable(sanitize):
         raise CheckUnavailable("this runner connection cannot run compute-sanitizer",
                                "unsupported")
+    from cudalens.build import build_for, request_files  # noqa: PLC0415
+
+    build = request_files(target.path, target.text, build_for(target.path))
     try:
         spec = small_spec(target.spec)
         problem = build_problem(spec, target.kernel)
         variant = build_variant("original", target.text, target.kernel.qualified_name,
-                                spec, spec.launch, client.device_info().sm_count)
+                                spec, spec.launch, client.device_info().sm_count,
+                                options=build.options, files=build.files)
         sizes = sizes_for(spec, "ragged")
     except SpecError as exc:
         raise CudalensError(str(exc)) from None

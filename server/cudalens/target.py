@@ -133,25 +133,30 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
               instance: Optional[str] = None) -> tuple[KernelSpec, str]:
     """The written spec for ``kernel`` if its sidecar file names it, else an inferred draft.
     ``instance`` (``reduce<float, 256>``) asks for one template instance's section or draft.
+    The build's integer ``-D`` values and the project headers found through its ``-I`` folders
+    (``cudalens.build``) count as the file's, as its own headers and ``#define``s do.
 
     Raises:
         CudalensError: the spec file exists but is malformed or does not fit the kernel; the
             message names the spec file's line.
     """
+    from cudalens.build import build_defines, project_header_texts
     from cudalens.spec.headers import local_headers
 
-    headers = local_headers(path, source.text)
+    own = local_headers(path, source.text)
+    headers = own + tuple(t for t in project_header_texts(path, source.text) if t not in own)
+    defines = build_defines(path)
     context = "\n".join(headers + (source.text,))
     try:
         spec = spec_parser.load_spec_for(path, kernel, source_text=source.text,
-                                         instance=instance, context=context)
+                                         instance=instance, context=context, defines=defines)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     if spec is not None:
         return spec, str(spec_parser.spec_path_for(path))
     try:
         spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
-                          headers=headers)
+                          headers=headers, defines=defines)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     return spec, "inferred"

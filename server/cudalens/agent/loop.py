@@ -53,6 +53,7 @@ from cudalens.agent.setting_prune import SettingPruner
 from cudalens.agent.splice import Spliced, splice
 from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_params, integer_defines,
                                    settings, substitute_launch)
+from cudalens.build import build_for, request_files
 from cudalens.errors import CudalensError
 from cudalens.optimize import OptimizeResult, Row, pick_winner, with_drop_in
 from cudalens.optimizer.candidate import Candidate
@@ -133,10 +134,13 @@ class AgentLoop:
     def _measure_baseline(self) -> None:
         t = self.target
         self.device: DeviceInfo = self.runner.device_info()
+        # the project's headers and build macros, sent with every variant (cudalens.build)
+        self.build = request_files(t.path, t.text, build_for(t.path))
         try:
             self.problem: Problem = build_problem(t.spec, t.kernel)
             self.baseline = build_variant("baseline", t.text, t.kernel.qualified_name, t.spec,
-                                          t.spec.launch, self.device.sm_count)
+                                          t.spec.launch, self.device.sm_count,
+                                          options=self.build.options, files=self.build.files)
         except SpecError as exc:
             raise CudalensError(str(exc)) from None
         self.say(f"measuring the original {t.kernel.name} on {self.device.name}")
@@ -247,7 +251,8 @@ class AgentLoop:
             name = label if len(found) == 1 else f"{label}-{i}"
             try:
                 variant = build_variant(name, spliced.text, self.kernel.qualified_name, t.spec,
-                                        setting_launch, self.device.sm_count)
+                                        setting_launch, self.device.sm_count,
+                                        options=self.build.options, files=self.build.files)
             except SpecError as exc:
                 where = f" with {setting.label}" if setting.values else ""
                 return [f"the launch configuration{where} cannot be used: {exc.message}"]
@@ -581,7 +586,8 @@ class AgentLoop:
         for i, row in enumerate(top, 1):
             c = row.candidate
             variants.append(build_variant(f"final{i}", c.source, c.kernel, self.target.spec,
-                                          c.launch, self.device.sm_count))
+                                          c.launch, self.device.sm_count,
+                                          options=self.build.options, files=self.build.files))
         self.say(f"timing the best {len(variants)} candidates side by side")
         try:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,

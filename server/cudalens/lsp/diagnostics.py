@@ -289,6 +289,14 @@ def publish_version(compiled: Optional[tuple[Optional[int], list]],
 
 
 def _run_check(snapshot: DocumentSnapshot, arch: str, options, nvcc: str) -> CheckResult:
+    """The check with the project's build flags (``cudalens.build``) before the settings'."""
+    from cudalens.build import local_nvcc_options  # noqa: PLC0415
+    from cudalens.errors import CudalensError  # noqa: PLC0415
+
+    try:
+        build = local_nvcc_options(snapshot.path)
+    except CudalensError as exc:  # shown like an nvcc problem: the check cannot be like the build
+        raise CheckError(str(exc)) from None
     with tagged(snapshot.uri):  # so that an edit can stop it (stop_tagged)
         return compile_check(str(snapshot.path), snapshot.text, arch=arch,
-                             options=tuple(options), nvcc=nvcc)
+                             options=(*build, *options), nvcc=nvcc)

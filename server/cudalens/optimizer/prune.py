@@ -76,14 +76,21 @@ def _pick_kernel(kernels: Sequence[KernelResources], name: str) -> Optional[Kern
 
 
 def nvcc_compiler(ctx: PassContext, arch: str = "sm_90") -> CompileFn:
-    """A ``CompileFn`` compiling with ``compile_check`` as if the text were ``ctx.path``.
+    """A ``CompileFn`` compiling with ``compile_check`` as if the text were ``ctx.path``, with
+    the project's build flags (``cudalens.build.local_nvcc_options``) before the candidate's.
 
-    Raises (when called): ``NvccNotFound`` when nvcc is not installed.
+    Raises CompdbError/ConfigError (``cudalens.build``) for a build that cannot be read;
+    (when called): ``NvccNotFound`` when nvcc is not installed.
     """
+    from pathlib import Path
+
+    from cudalens.build import local_nvcc_options
     from cudalens.check.compile import compile_check
 
+    build = local_nvcc_options(Path(ctx.path))
+
     def compile_(source: str, options: tuple[str, ...]):
-        result = compile_check(ctx.path, source, arch=arch, options=options)
+        result = compile_check(ctx.path, source, arch=arch, options=(*build, *options))
         if not result.ok:
             first = result.errors[0] if result.errors else None
             where = f" (line {first.line})" if first is not None and first.line else ""

@@ -427,9 +427,12 @@ def build_problem(spec: KernelSpec, kernel: Kernel,
 
 
 def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
-                  launch: LaunchDecl, sm_count: int, options: Sequence[str] = ()) -> Variant:
+                  launch: LaunchDecl, sm_count: int, options: Sequence[str] = (),
+                  files: Optional[Mapping[str, str]] = None) -> Variant:
     """A variant with one :class:`Launch` per case of :func:`build_problem`, each evaluated with
     that case's sizes, so a changed block shape flows into the grid through ``block.x``.
+    ``files``: the project headers the source needs (``cudalens.build.request_files``), sent
+    with it; ``options`` then carry their relative ``-I`` folders.
 
     Raises:
         SpecError: a launch value is unusable (at ``launch.line``), or ``launch``'s block would
@@ -445,7 +448,7 @@ def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
         _check_lengths_unchanged(ctx, spec, Dim3(*resolved.block))
         launches.append(resolved)
     return Variant(label=label, source=source, name=kernel_name, launches=tuple(launches),
-                   options=tuple(options))
+                   options=tuple(options), files=dict(files or {}))
 
 
 def instance_name(kernel_name: str, spec: KernelSpec) -> str:

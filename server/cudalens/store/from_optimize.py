@@ -69,19 +69,25 @@ def profile_subject(result: OptimizeResult) -> Optional[tuple[str, str, Variant]
     """What to profile after ``result``: its winner, else the baseline, as (``RunProfile.
     subject``: the candidate's id or ``BASELINE``, the candidate's label as the record shows
     it, the runner variant built exactly as the optimize flow sent it). None when the variant
-    cannot be built (its launch does not resolve against the spec)."""
+    cannot be built (its launch does not resolve against the spec, its build cannot be read)."""
     from cudalens.spec.errors import SpecError
     from cudalens.spec.resolve import build_variant
+
+    from cudalens.build import build_for, request_files
+    from cudalens.errors import CudalensError
 
     target = result.target
     name, spec, sms = target.kernel.qualified_name, target.spec, result.device.sm_count
     try:
+        build = request_files(target.path, target.text, build_for(target.path))
         if result.winner is None:
             return BASELINE, BASELINE, build_variant(BASELINE, target.text, name, spec,
-                                                     spec.launch, sms)
+                                                     spec.launch, sms, options=build.options,
+                                                     files=build.files)
         c = result.winner.candidate
         sent = result.winner.result.verdict.variant or "winner"
         return (candidate_id(c.source, launch_record(c.launch)), c.label,
-                build_variant(sent, c.source, name, spec, c.launch, sms, options=c.options))
-    except (SpecError, ValueError, KeyError):
+                build_variant(sent, c.source, name, spec, c.launch, sms,
+                              options=(*build.options, *c.options), files=build.files))
+    except (CudalensError, ValueError, KeyError):
         return None

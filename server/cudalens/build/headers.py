@@ -1,0 +1,137 @@
+"""The project headers a kernel needs, to send with a runner request (``Variant.files``).
+
+From the kernel's text, every include is followed transitively: ``"x.h"`` in the including
+file's folder first, then (like ``<x.h>``) in the build's ``-I`` and ``-isystem`` folders, in
+order. A header found under the project's root is sent, named by its path relative to the root;
+one found nowhere is the toolkit's or the system's and stays on the runner; one found outside
+the project through a ``-I`` folder is refused (the runner has no copy; ``-isystem`` folders
+outside the project and the toolkit's include folders stay on the runner), as is a set over the
+runner's bounds (``gpu_runner.includes``: ``MAX_FILES`` files, ``MAX_FILE_BYTES`` each) or one
+whose includes the runner would refuse. The build's folders inside the project become relative
+``-I`` options, the kernel's own folder first (on the runner the source is ``kernel.cu`` at the
+top of the compile folder, so its quoted includes are found through that option).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from gpu_runner.includes import (
+    MAX_FILE_BYTES, MAX_FILES, check_file_names, find_includes, refused_includes,
+)
+
+from cudalens.build.flags import BuildFlags
+from cudalens.build.project import ProjectBuild
+from cudalens.errors import CudalensError
+
+
+class HeaderError(CudalensError):
+    """The kernel's project headers cannot be sent to the runner (message names the header)."""
+
+
+@dataclass(frozen=True)
+class RequestFiles:
+    """What a runner request carries for the build: ``files`` (relative path -> text) and
+    ``options`` (relative ``-I`` options, then the build's macro options the runner accepts)."""
+
+    files: dict
+    options: tuple[str, ...]
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def _find(name: str, angle: bool, including: str, dirs: list[str]) -> Optional[str]:
+    for folder in ([] if angle else [os.path.dirname(including)]) + dirs:
+        candidate = os.path.normpath(os.path.join(folder, name))
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _toolkit_dirs() -> list[str]:
+    """The CUDA toolkit's include folders on this machine (nvcc's own search path)."""
+    import shutil  # noqa: PLC0415
+
+    out = []
+    nvcc = shutil.which("nvcc")
+    roots = [os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))] if nvcc else []
+    roots += [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    for r in roots + ["/usr/local/cuda"]:
+        folder = os.path.realpath(os.path.join(r, "include"))
+        if os.path.isdir(folder) and folder not in out:
+            out.append(folder)
+    return out
+
+
+def _runner_option(opt: str) -> bool:
+    from gpu_runner.compiler import check_options  # noqa: PLC0415
+
+    return check_options((opt,)) is None
+
+
+def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
+    """The headers ``text`` (the contents of ``path``) needs, and the options naming them.
+
+    Raises HeaderError naming the header (and the file and line including it) for a header
+    outside the project, too large or too many, or whose includes the runner refuses."""
+    root = os.path.realpath(build.root)
+    flags: BuildFlags = build.flags
+    dirs = [os.path.realpath(d) for d in (*flags.include_dirs, *flags.system_include_dirs)]
+    system = [os.path.realpath(d) for d in flags.system_include_dirs
+              if not _inside(os.path.realpath(d), root)] + _toolkit_dirs()
+    main = os.path.realpath(path)
+    files: dict[str, str] = {}
+    todo = [(main, text)]
+    seen = {main}
+    while todo:
+        including, body = todo.pop()
+        for inc in find_includes(body):
+            if inc.name is None:
+                continue
+            found = _find(inc.name, inc.angle, including, dirs)
+            if found is None:
+                continue  # the toolkit's or the system's: on the runner's search path
+            found = os.path.realpath(found)
+            if found in seen:
+                continue
+            seen.add(found)
+            where = f"{including}:{inc.line}: {inc.spelling}"
+            if not _inside(found, root):
+                if any(_inside(found, d) for d in system):
+                    continue  # the toolkit's or a system folder the build names
+                raise HeaderError(f"{where}: header {found} is outside the project ({root}); "
+                                  f"only the project's headers are sent to the runner")
+            size = os.path.getsize(found)
+            if size > MAX_FILE_BYTES:
+                raise HeaderError(f"{where}: header {found} has {size} bytes; the runner takes "
+                                  f"at most {MAX_FILE_BYTES} bytes a file")
+            with open(found, encoding="utf-8", errors="replace", newline="") as f:
+                content = f.read()
+            files[os.path.relpath(found, root).replace(os.sep, "/")] = content
+            if len(files) > MAX_FILES:
+                raise HeaderError(f"{where}: header {found} is one too many: the runner takes "
+                                  f"at most {MAX_FILES} headers with a kernel")
+            todo.append((found, content))
+    problems = check_file_names(files)
+    if problems:
+        raise HeaderError(f"{path}: the project headers cannot be sent to the runner: "
+                          + "; ".join(problems))
+    bad = refused_includes(text, files, main=str(path))
+    if bad:
+        raise HeaderError(f"the runner would refuse these includes: "
+                          + "; ".join(str(b) for b in bad[:5]))
+    options = []
+    if files:
+        for folder in (os.path.dirname(main), *dirs):
+            if _inside(folder, root):
+                rel = os.path.relpath(folder, root).replace(os.sep, "/")
+                opt = f"-I{rel}"
+                if opt not in options:
+                    options.append(opt)
+    options += [o for o in flags.macro_options() if _runner_option(o)]
+    return RequestFiles(files, tuple(options))
