@@ -79,7 +79,10 @@ def assemble(raw: RawLaunch, found: Optional[KernelSource], command: Sequence[st
     if found and len(sig) != len(raw.params):
         raise CaptureMismatch(
             f"{found.path}: kernel {found.kernel.name} has {len(sig)} parameters, the captured "
-            f"launch of {raw.demangled} has {len(raw.params)}: not the same kernel")
+            f"launch of {raw.demangled} has {len(raw.params)}: not the same kernel"
+            + (f" (the driver could not list its parameters: cuFuncGetParamInfo returned "
+               f"{raw.param_info_errors.split()[0]}, cuKernelGetParamInfo "
+               f"{raw.param_info_errors.split()[-1]})" if raw.param_info_errors else ""))
     roles = _body_roles(found) if found else {}
     pointed = {p.param: p for p in raw.pointers}
     is_ptr = {i for i in range(len(raw.params))

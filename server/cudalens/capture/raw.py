@@ -71,6 +71,9 @@ class RawLaunch:
     total_bytes: int = 0
     refused: Optional[tuple[int, int]] = None
     error: str = ""
+    # "FUNC KERNEL": the CUresult codes of cuFuncGetParamInfo and cuKernelGetParamInfo when
+    # neither could read the launched function's parameters (else "")
+    param_info_errors: str = ""
 
     @property
     def base_name(self) -> str:
@@ -161,7 +164,8 @@ def read_launch(directory: Path) -> RawLaunch:
                      shared_bytes=values.get("shared", 0), params=tuple(values["params"]),
                      allocs=tuple(values["allocs"]), pointers=tuple(values["pointers"]),
                      total_bytes=values.get("total_bytes", 0), refused=values.get("refused"),
-                     error=values.get("error", ""))
+                     error=values.get("error", ""),
+                     param_info_errors=values.get("param_info_errors", ""))
 
 
 def _tsv(path: Path) -> list[list[str]]:
