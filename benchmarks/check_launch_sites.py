@@ -64,7 +64,8 @@ def build_and_run(folder: Path, name: str, log: list[str]) -> dict[str, float]:
     Raises:
         RuntimeError: the build or the run failed (with nvcc's or the program's output).
     """
-    exe = folder / f"prog_{name}"
+    # A plain file name: nvcc's fatbinary step refuses one with spaces or parentheses in it.
+    exe = folder / ("prog_" + re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_"))
     built = _run(["nvcc", "-O2", "-arch=sm_90", "-o", str(exe), "main.cu"], folder)
     if built.returncode != 0:
         raise RuntimeError(f"nvcc failed in {folder} ({name}):\n{built.stderr}")
