@@ -69,8 +69,8 @@ class _Match:
     element_bytes: int
 
 
-def _fail(msg: str) -> index2d.NoMatch:
-    return index2d.NoMatch(msg)
+def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
+    return index2d.NoMatch(msg, line)
 
 
 def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str,
@@ -81,15 +81,15 @@ def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str
             coef, _ = split_linear(p, ax.var)
         except ValueError:
             raise _fail(f"the {what} index '{text}' (line {line}) is not affine in "
-                        f"{ax.var}") from None
+                        f"{ax.var}", line=line) from None
         if coef == Poly():
             raise _fail(f"the {what} index '{text}' (line {line}) does not use {ax.var}: not a "
-                        f"2D transpose")
+                        f"2D transpose", line=line)
         found.append((ax, coef))
     unit = [ax for ax, coef in found if coef == Poly.const(1)]
     if len(unit) != 1:
         raise _fail(f"the {what} index '{text}' (line {line}) is not contiguous along exactly "
-                    f"one of {axes[0].var}, {axes[1].var}")
+                    f"one of {axes[0].var}, {axes[1].var}", line=line)
     return unit[0]
 
 
@@ -105,12 +105,13 @@ def _match(ctx: PassContext) -> _Match:
     for d in decls:
         if d.type != "declaration":
             raise _fail(f"expected only local declarations before the final store, found "
-                        f"'{index2d._first_line(parsed.text_of(d))}' at line {parsed.line_of(d)}")
+                        f"'{index2d._first_line(parsed.text_of(d))}' at line {parsed.line_of(d)}",
+                        line=parsed.line_of(d))
         for decl in d.children_by_field_name("declarator"):
             if decl.type != "init_declarator" or \
                     decl.child_by_field_name("declarator").type != "identifier":
                 raise _fail(f"the declaration at line {parsed.line_of(d)} is not 'T name = "
-                            f"value;'")
+                            f"value;'", line=parsed.line_of(d))
             locals_[parsed.text_of(decl.child_by_field_name("declarator"))] = \
                 (parsed, decl.child_by_field_name("value"))
     expr = named_children(store_stmt)[0] if store_stmt.type == "expression_statement" and \
@@ -119,7 +120,7 @@ def _match(ctx: PassContext) -> _Match:
             expr.child_by_field_name("operator").type != "=":
         raise _fail(f"expected the guarded body to end with 'out[...] = in[...];', found "
                     f"'{index2d._first_line(parsed.text_of(store_stmt))}' at line "
-                    f"{parsed.line_of(store_stmt)}")
+                    f"{parsed.line_of(store_stmt)}", line=parsed.line_of(store_stmt))
     for node in stmts:
         tied = structural.thread_tied(node, parsed)
         if tied:
@@ -134,7 +135,7 @@ def _match(ctx: PassContext) -> _Match:
         for n in walk(node):
             if n.type in ("assignment_expression", "update_expression") and n != expr:
                 raise _fail(f"the body assigns at line {parsed.line_of(n)} "
-                            f"('{parsed.text_of(n)}'); expected one store")
+                            f"('{parsed.text_of(n)}'); expected one store", line=parsed.line_of(n))
     pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
     uses = [u for s in stmts for u in pointer_uses(s, parsed, pointers)]
     writes = [u for u in uses if u.kind != "read"]
@@ -158,7 +159,7 @@ def _match(ctx: PassContext) -> _Match:
     for p, u, what in ((p_out, writes[0], "output"), (p_in, reads[0], "input")):
         if p is None:
             raise _fail(f"cannot read the {what} index '{parsed.text_of(u.index)}' (line "
-                        f"{u.line}) as an integer polynomial of the indices")
+                        f"{u.line}) as an integer polynomial of the indices", line=u.line)
     fast_in = _coefficient_one(p_in, axes, "input", parsed.text_of(reads[0].index), reads[0].line)
     fast_out = _coefficient_one(p_out, axes, "output", parsed.text_of(writes[0].index),
                                 writes[0].line)
