@@ -312,12 +312,13 @@ def check(file: Path, arch: str) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_capture, cli_config, cli_lsp, cli_runner
+    from cudalens import cli_capture, cli_config, cli_lsp, cli_plan, cli_runner
 
     cli_runner.register(main)
     cli_capture.register(main)
     cli_lsp.register(main)
     cli_config.register(main)
+    cli_plan.register(main)
 
 
 _register_commands()
