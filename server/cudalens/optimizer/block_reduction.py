@@ -294,7 +294,7 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
         if stmt.type in ("return_statement",) or any(n.type == "return_statement"
                                                      for n in walk(stmt)):
             raise _fail(f"a thread may return before the reduction (line {parsed.line_of(stmt)})",
-            line=parsed.line_of(stmt))
+                        line=parsed.line_of(stmt))
         tied = structural.thread_tied(stmt, parsed)
         if tied:
             raise _fail(f"the statements before the first barrier use {tied}")
@@ -344,7 +344,7 @@ def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]
             t = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if t is not None and parsed.text_of(unparen(t)) == var:
                 raise _fail(f"the loop body changes {var} (line {parsed.line_of(n)})",
-                line=parsed.line_of(n))
+                            line=parsed.line_of(n))
     tid = Poly.sym("threadIdx.x")
     st = Poly.sym(var)
     cond = unparen(cond)

@@ -184,20 +184,20 @@ def _index_declaration(stmt: tree_sitter.Node, parsed: Parsed) -> tuple[str, str
     where = f"line {where_line}"
     if stmt.type != "declaration":
         raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
-        line=where_line)
+                    line=where_line)
     declarators = [c for c in stmt.children_by_field_name("declarator")]
     if len(declarators) != 1 or declarators[0].type != "init_declarator":
         raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
-        line=where_line)
+                    line=where_line)
     init = declarators[0]
     name_node = init.child_by_field_name("declarator")
     value = init.child_by_field_name("value")
     if name_node is None or name_node.type != "identifier" or value is None:
         raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
-        line=where_line)
+                    line=where_line)
     if not _is_global_index(value, parsed):
         raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
-        line=where_line)
+                    line=where_line)
     type_node = stmt.child_by_field_name("type")
     ctype = parsed.text_of(type_node) if type_node is not None else ""
     if ctype == "auto":
@@ -365,7 +365,7 @@ def _check_statements(stmts: list[tree_sitter.Node], parsed: Parsed, pointers: s
                                       "switch_statement", "for_range_loop")
                            for a in _ancestors_until(n, stmts)):
                     raise _fail(f"the body has '{parsed.text_of(n)}' outside a loop at line {line}",
-                    line=line)
+                                line=line)
 
 
 def _ancestors_until(node: tree_sitter.Node, roots: list[tree_sitter.Node]):
@@ -407,7 +407,7 @@ def match(ctx: PassContext) -> Elementwise:
         raise _fail(f"the body of {k.name} is empty")
     if stmts[0].type in ("for_statement", "while_statement") and "gridDim" in parsed.text_of(stmts[0]):
         raise _fail(f"already a grid-stride loop (line {parsed.line_of(stmts[0])})",
-        line=parsed.line_of(stmts[0]))
+                    line=parsed.line_of(stmts[0]))
     index, index_type, _ = _index_declaration(stmts[0], parsed)
     if len(stmts) < 2:
         raise _fail(f"expected the bounds guard 'if ({index} < n)' after line "
@@ -453,14 +453,15 @@ def match(ctx: PassContext) -> Elementwise:
             shown = f"'{use.text}' at line {use.line}"
             if use.kind == "escape":
                 raise _fail(f"{use.name} is used as a pointer value ({shown}); the pass needs "
-                            f"every access to be {use.name}[{index}]")
+                            f"every access to be {use.name}[{index}]", line=use.line)
             idx = unparen(use.index) if use.index is not None else None
             if use.form != "subscript" or idx is None or idx.type != "identifier" or \
                     parsed.text_of(idx) != index:
                 if use.kind in ("write", "update"):
-                    raise _fail(f"reduction or scatter: writes {shown}, not {use.name}[{index}]")
+                    raise _fail(f"reduction or scatter: writes {shown}, not {use.name}[{index}]",
+                                line=use.line)
                 raise _fail(f"reads {shown}, not {use.name}[{index}] (neighbours or gathers: "
-                            f"not an elementwise kernel)")
+                            f"not an elementwise kernel)", line=use.line)
             accesses.append(Access(use.name, use.access.start_byte, use.access.end_byte))
             if use.kind in ("read", "update"):
                 reads.add(use.name)

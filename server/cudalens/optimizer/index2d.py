@@ -233,7 +233,7 @@ def match(ctx: PassContext) -> Grid2D:
         got = _comparison(part, parsed, names, exit_)
         if got is None or got[0] in bounds:
             raise _fail(f"{expected}, found 'if {parsed.text_of(cond)}' at {where}",
-            line=where_line)
+                        line=where_line)
         bounds[got[0]] = got[1]
     if set(bounds) != names:
         missing = ", ".join(sorted(names - set(bounds)))

@@ -28,21 +28,25 @@ from cudalens.spec.model import LaunchDecl
 class PlannedCandidate:
     """One candidate the search may time: ``label`` as ``optimize`` shows it, ``passes`` in
     the order applied, ``parameters`` the label's ``name=value`` settings (``{"block": "512"}``),
-    ``launch`` its block, grid and dynamic shared memory (spec expressions), ``first_batch``
-    whether the search sends it in its first runner call."""
+    ``launch`` its block, grid and dynamic shared memory (spec expressions), ``batch_position``
+    its place (0-based) in the search's first runner call, None when it is not in it."""
 
     label: str
     passes: tuple[str, ...]
     parameters: dict[str, str]
     launch: LaunchDecl
-    first_batch: bool
+    batch_position: Optional[int]
+
+    @property
+    def first_batch(self) -> bool:
+        return self.batch_position is not None
 
     def record(self) -> dict[str, Any]:
         return {"label": self.label, "passes": list(self.passes),
                 "parameters": dict(self.parameters),
                 "launch": {"block": list(self.launch.block), "grid": list(self.launch.grid),
                            "shared": self.launch.shared},
-                "first_batch": self.first_batch}
+                "first_batch": self.first_batch, "first_batch_position": self.batch_position}
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,9 @@ class Plan:
 
     @property
     def first_batch(self) -> tuple[PlannedCandidate, ...]:
-        return tuple(c for c in self.candidates if c.first_batch)
+        """The first batch in the order the search sends it."""
+        return tuple(sorted((c for c in self.candidates if c.first_batch),
+                            key=lambda c: c.batch_position))
 
     def record(self) -> dict[str, Any]:
         """The JSON form: ``{"kernel", "candidates": [...], "not_applied": [...], "batch",
@@ -117,9 +123,9 @@ def make_plan(ctx: PassContext, *, seed: int = 0, batch: int = 8) -> Plan:
     if batch < 1:
         raise ValueError(f"batch must be >= 1, found {batch}")
     pool = ordered(ctx, seed)
-    first = {c.key for c in first_batch(pool, batch)}
+    first = {c.key: i for i, c in enumerate(first_batch(pool, batch))}
     candidates = tuple(PlannedCandidate(c.label, c.passes, parameters_of(c.label), c.launch,
-                                        c.key in first) for c in pool)
+                                        first.get(c.key)) for c in pool)
     used = {name for c in pool for name in c.passes}
     kernel_line = ctx.kernel.name_range.start.line + 1
     missing: list[NotApplied] = []

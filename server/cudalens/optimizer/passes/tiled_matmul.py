@@ -113,7 +113,7 @@ def _match(ctx: PassContext) -> _Match:
     loop, pre, post = stmts[li], stmts[:li], tuple(stmts[li + 1:])
     if len(pre) != 1 or pre[0].type != "declaration":
         raise _fail("expected exactly the accumulator's declaration ('float acc = 0.0f;') "
-                    "before the loop")
+                    "before the loop", line=parsed.line_of(pre[0] if pre else loop))
     decls = pre[0].children_by_field_name("declarator")
     if len(decls) != 1 or decls[0].type != "init_declarator":
         raise _fail(f"expected 'T acc = value;' before the loop, found "
@@ -154,7 +154,7 @@ def _match(ctx: PassContext) -> _Match:
     for n in walk(expr.child_by_field_name("right")):
         if n.type in ("assignment_expression", "update_expression"):
             raise _fail(f"the loop's statement assigns twice (line {parsed.line_of(n)})",
-            line=parsed.line_of(n))
+                        line=parsed.line_of(n))
     for node in [statement, *post]:
         tied = structural.thread_tied(node, parsed)
         if tied:
@@ -179,7 +179,7 @@ def _match(ctx: PassContext) -> _Match:
             uses_y, uses_x, uses_k = _uses(p, g.y.var), _uses(p, g.x.var), _uses(p, var)
         except ValueError:
             raise _fail(f"the index of '{u.text}' (line {u.line}) is not affine",
-            line=u.line) from None
+                        line=u.line) from None
         if not uses_k or uses_x == uses_y:
             raise _fail(f"'{u.text}' (line {u.line}) must use {var} and exactly one of "
                         f"{g.y.var}, {g.x.var}: not a matrix product's operand", line=u.line)
@@ -200,7 +200,7 @@ def _match(ctx: PassContext) -> _Match:
         for n in walk(node):
             if n.type == "identifier" and parsed.text_of(n) == var:
                 raise _fail(f"the statements after the loop use {var} (line {parsed.line_of(n)})",
-                line=parsed.line_of(n))
+                            line=parsed.line_of(n))
     ry, rx = reads["y"][0], reads["x"][0]
     return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,

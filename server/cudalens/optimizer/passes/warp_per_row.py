@@ -45,7 +45,8 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.optimizer import structural
-from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
+from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
+                                       strip_casts)
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
@@ -54,6 +55,7 @@ from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Edit, Pars
                                        for_header, fresh_name, identifiers, less_than_bound,
                                        line_indent, named_children, unparen, walk)
 from cudalens.spec.model import BufferDecl
+from cudalens.spec.poly import Poly
 
 name = "warp_per_row"
 
@@ -214,7 +216,7 @@ class _Analysis:
                 word = p.text_of(target)
                 if word == var:
                     raise _fail(f"the loop at line {p.line_of(loop)} changes {var} in its body",
-                    line=p.line_of(loop))
+                                line=p.line_of(loop))
                 if word in outer:
                     kind = self._reduction(n, word)
                     if kind is None:
@@ -297,7 +299,7 @@ class _Analysis:
         """Written buffers only as ``alias[c]`` in loops, through one pointer."""
         p = self.p
         names = self.params | set(self.aliases)
-        accesses: dict[str, list[tuple[tree_sitter.Node, bool, Optional[str], str]]] = {}
+        accesses: dict[str, list[tuple[tree_sitter.Node, bool, Optional[Poly], str]]] = {}
         for stmt in self.stmts:
             loop_var = None
             if stmt.type == "for_statement":
@@ -324,8 +326,7 @@ class _Analysis:
                 word = p.text_of(n)
                 base = self.aliases.get(word, word)
                 accesses.setdefault(base, []).append(
-                    (parent, written, loop_var if len(idx) == 1 and
-                     p.text_of(unparen(idx[0])) == loop_var else None, word))
+                    (parent, written, self._column_offset(idx, loop_var), word))
         for base, uses in accesses.items():
             if not any(w for _, w, _, _ in uses):
                 continue
@@ -345,6 +346,11 @@ class _Analysis:
                     raise _fail(f"{base} holds a per-row result (line {p.line_of(stored[0])}) "
                                 f"and is also read or written by column", line=p.line_of(stored[0]))
                 continue
+            offsets = {by_col for _, _, by_col, _ in uses}
+            if len(offsets) > 1 and None not in offsets:
+                raise _fail(f"{base} is written, and its accesses sit at different offsets from "
+                            f"the loop's column (line {p.line_of(uses[0][0])})",
+                            line=p.line_of(uses[0][0]))
             for node, _, by_col, _ in uses:
                 if by_col is None:
                     raise _fail(f"{base} is written, and '{_short(p, node)}' (line "
@@ -353,6 +359,32 @@ class _Analysis:
             if len(spellings) > 1:
                 raise _fail(f"{base} is written and reached through {', '.join(sorted(spellings))}"
                             f"; the pass needs one pointer")
+
+    def _column_offset(self, idx: list, loop_var: Optional[str]) -> Optional[Poly]:
+        """For the index of an access inside a loop over ``loop_var``: the offset ``R`` when
+        the index is ``loop_var + R`` with ``R`` of the row index, scalar parameters and macros
+        only (the same for every lane and trip: ``x[row * cols + c]``); else None."""
+        if loop_var is None or len(idx) != 1:
+            return None
+        if self.p.text_of(unparen(idx[0])) == loop_var:
+            return Poly()
+        poly = poly_of(idx[0], self.p, self.scope)
+        if poly is None:
+            return None
+        try:
+            coef, rest = split_linear(poly, loop_var)
+        except ValueError:
+            return None
+        scalars = {q.name for q in self.ctx.kernel.parameters if not q.is_pointer}
+        free = {v for m, _ in rest.terms for v in m}
+        if coef != Poly.const(1) or not free <= scalars | {self.index}:
+            return None
+        for stmt in self.stmts:  # a scalar the body changes is not the same on every trip
+            for n in walk(stmt):
+                t = _assignment_target(n)
+                if t is not None and t.type == "identifier" and self.p.text_of(t) in free:
+                    return None
+        return rest
 
     def _is_alias_init(self, ident: tree_sitter.Node) -> bool:
         cur = ident
@@ -410,14 +442,14 @@ def _match(ctx: PassContext) -> _Match:
     else:
         if len(stmts) > 2:
             raise _fail(f"statements follow the guard at line {parsed.line_of(stmts[2])}",
-            line=parsed.line_of(stmts[2]))
+                        line=parsed.line_of(stmts[2]))
         work = named_children(consequence) if consequence.type == "compound_statement" \
             else [consequence]
     for n in walk(body):
         t = _assignment_target(n)
         if t is not None and t.type == "identifier" and parsed.text_of(t) == index:
             raise _fail(f"the body changes {index} (line {parsed.line_of(n)})",
-            line=parsed.line_of(n))
+                        line=parsed.line_of(n))
     analysis = _Analysis(ctx, parsed, work, index)
     loops = analysis.run()
     return _Match(parsed, index, decls[0].child_by_field_name("value"), stmts[0],
