@@ -140,8 +140,7 @@ __global__ void k(const float* x, float* y, int rows, int cols) {
     if (r >= rows) return;
     for (int c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c];
     for (int c = 0; c < cols; ++c) y[c] += 1.0f;
-}""", "y is written, and its accesses sit at different offsets from the loop's column "
-      "(line 5)", 5),
+}""", "y is written, and 'y[r * cols + c]' (line 5) is not an access by the loop's column", 5),
 ]
 
 

@@ -346,13 +346,11 @@ class _Analysis:
                     raise _fail(f"{base} holds a per-row result (line {p.line_of(stored[0])}) "
                                 f"and is also read or written by column", line=p.line_of(stored[0]))
                 continue
-            offsets = {by_col for _, _, by_col, _ in uses}
-            if len(offsets) > 1 and None not in offsets:
-                raise _fail(f"{base} is written, and its accesses sit at different offsets from "
-                            f"the loop's column (line {p.line_of(uses[0][0])})",
-                            line=p.line_of(uses[0][0]))
+            # every access at one offset R from the column (R = 0: alias[c]); else the first
+            # access off the plain column is the one that lanes could share
+            mixed = len({by_col for _, _, by_col, _ in uses}) > 1
             for node, _, by_col, _ in uses:
-                if by_col is None:
+                if by_col is None or (mixed and by_col != Poly()):
                     raise _fail(f"{base} is written, and '{_short(p, node)}' (line "
                                 f"{p.line_of(node)}) is not an access by the loop's column",
                                 line=p.line_of(node))
