@@ -9,7 +9,8 @@ section (its spec diagnostic says why).
 Building a plan applies every pass (35 ms to 0.8 s for the examples on a 2-core machine), more
 than a hover may take, so plans are built on one background thread and cached by document
 text, kernel and spec: the first hover on a kernel version says the plan is being prepared and
-starts it; a hover once it is ready shows it.
+starts it (dropping plans queued for earlier hovers that have not started); a hover once it is
+ready shows it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def plan_future(snapshot: DocumentSnapshot, view: KernelView) -> Optional[Future
         if key not in _cache:
             if _executor is None:
                 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-plan")
+            for old, fut in list(_cache.items()):  # only the newest hover's plan waits
+                if fut.cancel():
+                    del _cache[old]
             _cache[key] = _executor.submit(_build, snapshot, view)
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
