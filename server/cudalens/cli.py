@@ -465,13 +465,14 @@ def _check_original(target, client, err: Console, progress) -> None:
 
 
 def _register_commands() -> None:
-    from cudalens import cli_capture, cli_config, cli_lsp, cli_report, cli_runner
+    from cudalens import cli_capture, cli_config, cli_lsp, cli_plan, cli_report, cli_runner
 
     cli_runner.register(main)
     cli_capture.register(main)
     cli_lsp.register(main)
     cli_config.register(main)
     cli_report.register(main)
+    cli_plan.register(main)
 
 
 _register_commands()

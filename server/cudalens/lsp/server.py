@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
-from cudalens.lsp import editor_support, report_view, sanitize_action
+from cudalens.lsp import editor_support, plan_hover, report_view, sanitize_action
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
@@ -157,8 +157,10 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         snap = s.snapshot(params.text_document.uri)
         if snap is None:
             return None
-        return hover.hover(snap, s.statuses(snap), params.position,
-                           s.diagnostics.last_check(snap.uri))
+        statuses = s.statuses(snap)
+        return plan_hover.with_plan(hover.hover(snap, statuses, params.position,
+                                                s.diagnostics.last_check(snap.uri)),
+                                    snap, statuses, params.position)
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(ls: CudalensServer, params: types.WorkDoneProgressCancelParams) -> None:

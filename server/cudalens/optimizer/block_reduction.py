@@ -31,6 +31,7 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.optimizer.reasons import LocatedError
 from cudalens.optimizer import structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
@@ -42,7 +43,7 @@ from cudalens.spec.poly import Poly
 COMBINE_FUNCTIONS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
 
 
-class NotTreeReduction(Exception):
+class NotTreeReduction(LocatedError):
     """The kernel is not the recognized tree reduction; the message says why, with the line."""
 
 
@@ -71,8 +72,8 @@ class TreeReduction:
     final_uses: tuple[tree_sitter.Node, ...]
 
 
-def _fail(msg: str) -> NotTreeReduction:
-    return NotTreeReduction(msg)
+def _fail(msg: str, line: Optional[int] = None) -> NotTreeReduction:
+    return NotTreeReduction(msg, line)
 
 
 def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
@@ -104,11 +105,12 @@ def _shared_declaration(stmts: list[tree_sitter.Node], body: tree_sitter.Node,
         decl = decl.parent
     if decl is None or decl not in stmts:
         raise _fail(f"the __shared__ declaration at line {parsed.line_of(shared_nodes[0])} is "
-                    f"not a statement of the kernel's outer block")
+                    f"not a statement of the kernel's outer block",
+                    line=parsed.line_of(shared_nodes[0]))
     arrays = [d for d in decl.children_by_field_name("declarator")]
     if len(arrays) != 1 or arrays[0].type != "array_declarator":
         raise _fail(f"the __shared__ declaration '{_short(parsed, decl)}' (line "
-                    f"{parsed.line_of(decl)}) is not one 1D array")
+                    f"{parsed.line_of(decl)}) is not one 1D array", line=parsed.line_of(decl))
     inner = arrays[0].child_by_field_name("declarator")
     if inner is None or inner.type != "identifier":
         raise _fail(f"the __shared__ declaration '{_short(parsed, decl)}' is not a 1D array")
@@ -116,7 +118,7 @@ def _shared_declaration(stmts: list[tree_sitter.Node], body: tree_sitter.Node,
     quals = [parsed.text_of(c) for c in decl.children if c.type == "type_qualifier"]
     if "volatile" in quals:
         raise _fail(f"the shared array is volatile (line {parsed.line_of(decl)}): a warp-"
-                    f"synchronous reduction, not the tree form")
+                    f"synchronous reduction, not the tree form", line=parsed.line_of(decl))
     return decl, parsed.text_of(inner), parsed.text_of(type_node)
 
 
@@ -183,7 +185,8 @@ class _Reader:
         expr = named_children(node)[0] if node.type == "expression_statement" and \
             named_children(node) else None
         bad = _fail(f"expected the combine 's[i] += s[i + stride]' (or a = a + b, a = fmaxf(a, "
-                    f"b)...), found '{_short(self.p, stmt)}' at line {self.p.line_of(stmt)}")
+                    f"b)...), found '{_short(self.p, stmt)}' at line {self.p.line_of(stmt)}",
+                    line=self.p.line_of(stmt))
         if expr is None or expr.type != "assignment_expression":
             raise bad
         op = expr.child_by_field_name("operator").type
@@ -274,7 +277,7 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
     load = [s for s in stmts[:barrier] if s != decl]
     if stmts.index(decl) > barrier:
         raise _fail(f"the shared array is declared after the first barrier (line "
-                    f"{parsed.line_of(decl)})")
+                    f"{parsed.line_of(decl)})", line=parsed.line_of(decl))
     tids = _tid_names(load, body, parsed)
     macros = file_macros(parsed)
     scope = Scope(macros=macros)
@@ -290,7 +293,8 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
     for stmt in load:
         if stmt.type in ("return_statement",) or any(n.type == "return_statement"
                                                      for n in walk(stmt)):
-            raise _fail(f"a thread may return before the reduction (line {parsed.line_of(stmt)})")
+            raise _fail(f"a thread may return before the reduction (line {parsed.line_of(stmt)})",
+                        line=parsed.line_of(stmt))
         tied = structural.thread_tied(stmt, parsed)
         if tied:
             raise _fail(f"the statements before the first barrier use {tied}")
@@ -301,16 +305,17 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
                 if idx is None or not r.is_tid(idx):
                     raise _fail(f"before the first barrier the shared array is used as "
                                 f"'{_short(parsed, sub or n)}' (line {parsed.line_of(n)}); "
-                                f"expected only {shared}[tid]")
+                                f"expected only {shared}[tid]", line=parsed.line_of(n))
                 load_uses.append(sub)
     if not load_uses:
         raise _fail(f"nothing stores {shared}[tid] before the first barrier (line "
-                    f"{parsed.line_of(stmts[barrier])})")
+                    f"{parsed.line_of(stmts[barrier])})", line=parsed.line_of(stmts[barrier]))
     rest = stmts[barrier + 1:]
     if len(rest) != 2 or rest[0].type != "for_statement" or rest[1].type != "if_statement":
         shown = "; ".join(_short(parsed, s) for s in rest[:3]) or "nothing"
         raise _fail(f"expected the tree loop and then 'if (tid == 0) ...' after the first "
-                    f"barrier (line {parsed.line_of(stmts[barrier])}), found: {shown}")
+                    f"barrier (line {parsed.line_of(stmts[barrier])}), found: {shown}",
+                    line=parsed.line_of(stmts[barrier]))
     loop, final = rest
     form, combine = _loop(loop, r, parsed)
     final_uses = _final(final, r, parsed)
@@ -319,10 +324,11 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
 
 
 def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]:
-    where = f"line {parsed.line_of(loop)}"
+    where_line = parsed.line_of(loop)
+    where = f"line {where_line}"
     unknown = _fail(f"the loop at {where} ('{_short(parsed, loop)}') is not one of the "
                     f"recognized tree-reduction forms (interleaved with %, interleaved with a "
-                    f"strided index, sequential addressing)")
+                    f"strided index, sequential addressing)", line=where_line)
     head = for_header(loop, parsed)
     if head is None or head.body is None or head.body.type != "compound_statement":
         raise unknown
@@ -331,13 +337,14 @@ def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]
     step = _step(head.update, parsed, var)
     inner = named_children(body)
     if not inner or not _is_barrier(inner[-1], parsed):
-        raise _fail(f"the loop at {where} does not end with __syncthreads();")
+        raise _fail(f"the loop at {where} does not end with __syncthreads();", line=where_line)
     inner = inner[:-1]
     for n in walk(body):
         if n.type in ("assignment_expression", "update_expression"):
             t = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if t is not None and parsed.text_of(unparen(t)) == var:
-                raise _fail(f"the loop body changes {var} (line {parsed.line_of(n)})")
+                raise _fail(f"the loop body changes {var} (line {parsed.line_of(n)})",
+                            line=parsed.line_of(n))
     tid = Poly.sym("threadIdx.x")
     st = Poly.sym(var)
     cond = unparen(cond)
@@ -349,7 +356,7 @@ def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]
         if not r.limit_ok(cond.child_by_field_name("right")):
             raise _fail(f"the loop at {where} runs to "
                         f"'{parsed.text_of(cond.child_by_field_name('right'))}', which is not "
-                        f"blockDim.x or the spec's block size")
+                        f"blockDim.x or the spec's block size", line=where_line)
         if len(inner) == 1 and inner[0].type == "if_statement":
             test = unparen(inner[0].child_by_field_name("condition"))
             if _interleaved_test(test, r, parsed, st) and \
@@ -379,7 +386,7 @@ def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]
                                constant.constant * 2 == r.block_x):
             raise _fail(f"the loop at {where} starts from "
                         f"'{parsed.text_of(start)}', which is not half of blockDim.x or of the "
-                        f"spec's block size")
+                        f"spec's block size", line=where_line)
         if not _positive_test(cond, parsed, var):
             raise unknown
         if len(inner) == 1 and inner[0].type == "if_statement" and \
@@ -438,7 +445,8 @@ def _final(final: tree_sitter.Node, r: _Reader, parsed: Parsed) -> list[tree_sit
         ok = r.is_tid(cond.child_by_field_name("argument"))
     if not ok or final.child_by_field_name("alternative") is not None:
         raise _fail(f"expected 'if (tid == 0) ...' after the loop, found "
-                    f"'{_short(parsed, final)}' at line {parsed.line_of(final)}")
+                    f"'{_short(parsed, final)}' at line {parsed.line_of(final)}",
+                    line=parsed.line_of(final))
     uses = []
     for n in walk(final.child_by_field_name("consequence")):
         if n.type == "identifier" and parsed.text_of(n) == r.shared:
@@ -446,7 +454,8 @@ def _final(final: tree_sitter.Node, r: _Reader, parsed: Parsed) -> list[tree_sit
             idx = r.shared_index(sub) if sub is not None else None
             if idx is None or r.poly(idx) != Poly():
                 raise _fail(f"the final statement reads '{_short(parsed, sub or n)}' (line "
-                            f"{parsed.line_of(n)}); expected only {r.shared}[0]")
+                            f"{parsed.line_of(n)}); expected only {r.shared}[0]",
+                            line=parsed.line_of(n))
             uses.append(sub)
     tied = structural.thread_tied(final, parsed)
     if tied and "atomic" not in tied:

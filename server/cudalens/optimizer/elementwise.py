@@ -26,6 +26,7 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.optimizer.reasons import LocatedError, reason_of
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.pointer_uses import pointer_uses
@@ -47,7 +48,7 @@ _BOUND_OPERATORS = ("+", "-", "*", "/", "%", "<<", ">>")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
-class NotElementwise(Exception):
+class NotElementwise(LocatedError):
     """The kernel does not match the pattern; the message says why, with the line."""
 
 
@@ -111,8 +112,8 @@ class Elementwise:
         return max(o.element_bytes for o in self.operands)
 
 
-def _fail(msg: str) -> NotElementwise:
-    return NotElementwise(msg)
+def _fail(msg: str, line: Optional[int] = None) -> NotElementwise:
+    return NotElementwise(msg, line)
 
 
 def _field_name(node: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, str]]:
@@ -181,45 +182,51 @@ def _first_line(text: str) -> str:
 def _index_declaration(stmt: tree_sitter.Node, parsed: Parsed) -> tuple[str, str, tree_sitter.Node]:
     """(name, C type, initializer) of ``int i = <global index>;``."""
     expected = "expected the body to start with 'int i = blockIdx.x * blockDim.x + threadIdx.x;'"
-    where = f"line {parsed.line_of(stmt)}"
+    where_line = parsed.line_of(stmt)
+    where = f"line {where_line}"
     if stmt.type != "declaration":
-        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
+                    line=where_line)
     declarators = [c for c in stmt.children_by_field_name("declarator")]
     if len(declarators) != 1 or declarators[0].type != "init_declarator":
-        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
+                    line=where_line)
     init = declarators[0]
     name_node = init.child_by_field_name("declarator")
     value = init.child_by_field_name("value")
     if name_node is None or name_node.type != "identifier" or value is None:
-        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
+                    line=where_line)
     if not _is_global_index(value, parsed):
-        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}")
+        raise _fail(f"{expected}, found '{_first_line(parsed.text_of(stmt))}' at {where}",
+                    line=where_line)
     type_node = stmt.child_by_field_name("type")
     ctype = parsed.text_of(type_node) if type_node is not None else ""
     if ctype == "auto":
         if unparen(value).type != "binary_expression" or \
                 any(n.type in ("cast_expression", "call_expression") for n in walk(value)):
             raise _fail(f"'auto {parsed.text_of(name_node)}' at {where}: cannot tell the index "
-                        f"type; write it out")
+                        f"type; write it out", line=where_line)
         ctype = "unsigned int"  # the type of blockIdx.x * blockDim.x + threadIdx.x
     if dtypes.spec_type_for_c(ctype) is None or dtypes.is_float(dtypes.spec_type_for_c(ctype)):
         raise _fail(f"the index {parsed.text_of(name_node)} at {where} has type '{ctype}', "
-                    f"expected an integer type")
+                    f"expected an integer type", line=where_line)
     return parsed.text_of(name_node), " ".join(ctype.split()), value
 
 
 def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tree_sitter.Node]:
     """(form, bound node): form ``"if"`` for ``if (i < n) S``, ``"return"`` for
     ``if (i >= n) return;``."""
-    where = f"line {parsed.line_of(stmt)}"
+    where_line = parsed.line_of(stmt)
+    where = f"line {where_line}"
     expected = f"expected the bounds guard 'if ({index} < n)' or 'if ({index} >= n) return;'"
     if stmt.type != "if_statement":
         raise _fail(f"{expected} after the index, found '{_first_line(parsed.text_of(stmt))}' "
-                    f"at {where}")
+                    f"at {where}", line=where_line)
     cond = unparen(stmt.child_by_field_name("condition"))
     if cond.type != "binary_expression":
         raise _fail(f"{expected}, found 'if {parsed.text_of(stmt.child_by_field_name('condition'))}'"
-                    f" at {where}")
+                    f" at {where}", line=where_line)
     op = cond.child_by_field_name("operator").type
     left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
     is_index = lambda n: unparen(n).type == "identifier" and parsed.text_of(unparen(n)) == index
@@ -228,10 +235,10 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
     elif is_index(right) and op in (">", "<="):
         form, bound = ("if" if op == ">" else "return"), left
     else:
-        raise _fail(f"{expected}, found 'if ({parsed.text_of(cond)})' at {where}")
+        raise _fail(f"{expected}, found 'if ({parsed.text_of(cond)})' at {where}", line=where_line)
     alternative = stmt.child_by_field_name("alternative")
     if alternative is not None:
-        raise _fail(f"the bounds guard at {where} has an else branch")
+        raise _fail(f"the bounds guard at {where} has an else branch", line=where_line)
     consequence = stmt.child_by_field_name("consequence")
     if form == "return":
         inner = consequence
@@ -240,7 +247,7 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
             inner = kids[0] if len(kids) == 1 else inner
         if inner.type != "return_statement" or named_children(inner):
             raise _fail(f"{expected}, found 'if ({parsed.text_of(cond)}) "
-                        f"{_first_line(parsed.text_of(consequence))}' at {where}")
+                        f"{_first_line(parsed.text_of(consequence))}' at {where}", line=where_line)
     return form, bound
 
 
@@ -255,7 +262,7 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str
             decl = None
         if not isinstance(decl, ScalarDecl):
             raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not a "
-                        f"scalar parameter of the kernel")
+                        f"scalar parameter of the kernel", line=parsed.line_of(node))
         spec_type = dtypes.spec_type_for_c(decl.type) or decl.type
         if spec_type not in dtypes.SPEC_TYPES or dtypes.is_float(spec_type):
             raise _fail(f"the guard's bound '{text}' has type {decl.type}, expected an integer")
@@ -270,7 +277,7 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str
             right = _bound_spec(node.child_by_field_name("right"), parsed, ctx)
             return f"({left} {op} {right})"
     raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not an integer "
-                f"expression of scalar parameters")
+                f"expression of scalar parameters", line=parsed.line_of(node))
 
 
 def _assigned_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:
@@ -331,33 +338,36 @@ def _check_statements(stmts: list[tree_sitter.Node], parsed: Parsed, pointers: s
                 word = parsed.text_of(n)
                 if word in _BUILTINS:
                     raise _fail(f"the body uses {word} at line {line}: it depends on which "
-                                f"thread runs it, which the rewrite changes")
+                                f"thread runs it, which the rewrite changes", line=line)
                 if word in macros:
                     hidden = sorted(set(_IDENT.findall(macros[word])) & watched)
                     if hidden:
                         raise _fail(f"macro {word} (used at line {line}) refers to "
-                                    f"{', '.join(hidden)}; its accesses are hidden from the pass")
+                                    f"{', '.join(hidden)}; its accesses are hidden from the pass",
+                                    line=line)
                 if word in functions:
                     tied = _THREAD_TIED.search(functions[word])
                     if tied:
                         raise _fail(f"the body calls {word} (line {line}), which uses "
-                                    f"{tied.group(0)}: it depends on which thread runs it")
+                                    f"{tied.group(0)}: it depends on which thread runs it",
+                                    line=line)
                 if _ATOMIC.match(word):
                     raise _fail(f"the body calls {word} at line {line}: a reduction or atomic "
-                                f"update, not an elementwise map")
+                                f"update, not an elementwise map", line=line)
                 if _BARRIERS.match(word) or _WARP.match(word) or word in _COOPERATIVE:
                     raise _fail(f"the body calls {word} at line {line}: threads cooperate, "
-                                f"so elements cannot be moved between threads")
+                                f"so elements cannot be moved between threads", line=line)
             elif n.type == "__shared__":
-                raise _fail(f"the body declares __shared__ memory at line {line}")
+                raise _fail(f"the body declares __shared__ memory at line {line}", line=line)
             elif n.type in ("return_statement", "goto_statement", "co_return_statement"):
                 raise _fail(f"the body has '{_first_line(parsed.text_of(n))}' at line {line}; "
-                            f"a grid-stride loop cannot leave early per element")
+                            f"a grid-stride loop cannot leave early per element", line=line)
             elif n.type in ("break_statement", "continue_statement"):
                 if not any(a.type in ("for_statement", "while_statement", "do_statement",
                                       "switch_statement", "for_range_loop")
                            for a in _ancestors_until(n, stmts)):
-                    raise _fail(f"the body has '{parsed.text_of(n)}' outside a loop at line {line}")
+                    raise _fail(f"the body has '{parsed.text_of(n)}' outside a loop at line {line}",
+                                line=line)
 
 
 def _ancestors_until(node: tree_sitter.Node, roots: list[tree_sitter.Node]):
@@ -398,16 +408,17 @@ def match(ctx: PassContext) -> Elementwise:
     if not stmts:
         raise _fail(f"the body of {k.name} is empty")
     if stmts[0].type in ("for_statement", "while_statement") and "gridDim" in parsed.text_of(stmts[0]):
-        raise _fail(f"already a grid-stride loop (line {parsed.line_of(stmts[0])})")
+        raise _fail(f"already a grid-stride loop (line {parsed.line_of(stmts[0])})",
+                    line=parsed.line_of(stmts[0]))
     index, index_type, _ = _index_declaration(stmts[0], parsed)
     if len(stmts) < 2:
         raise _fail(f"expected the bounds guard 'if ({index} < n)' after line "
-                    f"{parsed.line_of(stmts[0])}, found nothing")
+                    f"{parsed.line_of(stmts[0])}, found nothing", line=parsed.line_of(stmts[0]))
     form, bound_node = _guard(stmts[1], parsed, index)
     if form == "if":
         if len(stmts) > 2:
             raise _fail(f"statements follow the bounds guard at line {parsed.line_of(stmts[2])}; "
-                        f"expected the guard to end the kernel")
+                        f"expected the guard to end the kernel", line=parsed.line_of(stmts[2]))
         consequence = stmts[1].child_by_field_name("consequence")
         if consequence.type == "compound_statement":
             guarded = named_children(consequence)
@@ -444,14 +455,15 @@ def match(ctx: PassContext) -> Elementwise:
             shown = f"'{use.text}' at line {use.line}"
             if use.kind == "escape":
                 raise _fail(f"{use.name} is used as a pointer value ({shown}); the pass needs "
-                            f"every access to be {use.name}[{index}]")
+                            f"every access to be {use.name}[{index}]", line=use.line)
             idx = unparen(use.index) if use.index is not None else None
             if use.form != "subscript" or idx is None or idx.type != "identifier" or \
                     parsed.text_of(idx) != index:
                 if use.kind in ("write", "update"):
-                    raise _fail(f"reduction or scatter: writes {shown}, not {use.name}[{index}]")
+                    raise _fail(f"reduction or scatter: writes {shown}, not {use.name}[{index}]",
+                                line=use.line)
                 raise _fail(f"reads {shown}, not {use.name}[{index}] (neighbours or gathers: "
-                            f"not an elementwise kernel)")
+                            f"not an elementwise kernel)", line=use.line)
             accesses.append(Access(use.name, use.access.start_byte, use.access.end_byte))
             if use.kind in ("read", "update"):
                 reads.add(use.name)
@@ -562,5 +574,5 @@ def check(ctx: PassContext, *, vector: bool) -> Optional[str]:
     try:
         match_vectorizable(ctx) if vector else match(ctx)
     except NotElementwise as exc:
-        return str(exc)
+        return reason_of(exc)
     return None

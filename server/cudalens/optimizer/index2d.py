@@ -21,6 +21,7 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.optimizer.reasons import LocatedError
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, file_macros, int_value
@@ -33,7 +34,7 @@ from cudalens.spec.poly import Poly
 _BOUND_OPERATORS = ("+", "-", "*", "/", "%", "<<", ">>")
 
 
-class NoMatch(Exception):
+class NoMatch(LocatedError):
     """The kernel does not fit the pattern; the message says why, with the line."""
 
 
@@ -72,8 +73,8 @@ class Grid2D:
         return self.x if var == self.x.var else self.y if var == self.y.var else None
 
 
-def _fail(msg: str) -> NoMatch:
-    return NoMatch(msg)
+def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
+    return NoMatch(msg, line)
 
 
 def _first_line(text: str) -> str:
@@ -100,7 +101,7 @@ def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
             decl = None
         if not isinstance(decl, ScalarDecl):
             raise _fail(f"the bound '{text}' (line {parsed.line_of(node)}) is not a scalar "
-                        f"parameter or an integer macro")
+                        f"parameter or an integer macro", line=parsed.line_of(node))
         spec_type = dtypes.spec_type_for_c(decl.type) or decl.type
         if spec_type not in dtypes.SPEC_TYPES or dtypes.is_float(spec_type):
             raise _fail(f"the bound '{text}' has type {decl.type}, expected an integer")
@@ -118,7 +119,7 @@ def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
             right = spec_text(node.child_by_field_name("right"), parsed, ctx, macros)
             return f"({left} {op} {right})"
     raise _fail(f"the bound '{text}' (line {parsed.line_of(node)}) is not an integer "
-                f"expression of scalar parameters")
+                f"expression of scalar parameters", line=parsed.line_of(node))
 
 
 def _index_declarations(stmts: list[tree_sitter.Node], parsed: Parsed,
@@ -153,7 +154,7 @@ def _index_declarations(stmts: list[tree_sitter.Node], parsed: Parsed,
         spec = dtypes.spec_type_for_c(ctype)
         if spec is None or dtypes.is_float(spec):
             raise _fail(f"the index {got[0][0]} at line {parsed.line_of(stmt)} has type "
-                        f"'{ctype}', expected an integer type")
+                        f"'{ctype}', expected an integer type", line=parsed.line_of(stmt))
         for name, axis in got:
             found[name] = (axis, ctype)
         used += 1
@@ -205,19 +206,21 @@ def match(ctx: PassContext) -> Grid2D:
         raise _fail("expected the body to start with the two global indices 'int col = "
                     "blockIdx.x * blockDim.x + threadIdx.x;' and 'int row = blockIdx.y * "
                     f"blockDim.y + threadIdx.y;', found '{_first_line(parsed.text_of(first))}' "
-                    f"at line {parsed.line_of(first)}")
+                    f"at line {parsed.line_of(first)}", line=parsed.line_of(first))
     if len(stmts) <= used:
         raise _fail(f"expected a bounds guard after the indices at line "
-                    f"{parsed.line_of(stmts[used - 1])}, found nothing")
+                    f"{parsed.line_of(stmts[used - 1])}, found nothing",
+                    line=parsed.line_of(stmts[used - 1]))
     guard_stmt = stmts[used]
-    where = f"line {parsed.line_of(guard_stmt)}"
+    where_line = parsed.line_of(guard_stmt)
+    where = f"line {where_line}"
     names = set(indices)
     expected = ("expected the bounds guard 'if (row < rows && col < cols)' or 'if (row >= "
                 "rows || col >= cols) return;'")
     if guard_stmt.type != "if_statement" or \
             guard_stmt.child_by_field_name("alternative") is not None:
         raise _fail(f"{expected} after the indices, found "
-                    f"'{_first_line(parsed.text_of(guard_stmt))}' at {where}")
+                    f"'{_first_line(parsed.text_of(guard_stmt))}' at {where}", line=where_line)
     cond = guard_stmt.child_by_field_name("condition")
     consequence = guard_stmt.child_by_field_name("consequence")
     inner = consequence
@@ -229,30 +232,32 @@ def match(ctx: PassContext) -> Grid2D:
     for part in parts:
         got = _comparison(part, parsed, names, exit_)
         if got is None or got[0] in bounds:
-            raise _fail(f"{expected}, found 'if {parsed.text_of(cond)}' at {where}")
+            raise _fail(f"{expected}, found 'if {parsed.text_of(cond)}' at {where}",
+                        line=where_line)
         bounds[got[0]] = got[1]
     if set(bounds) != names:
         missing = ", ".join(sorted(names - set(bounds)))
-        raise _fail(f"the guard at {where} does not bound {missing}")
+        raise _fail(f"the guard at {where} does not bound {missing}", line=where_line)
     if exit_:
         statements = tuple(stmts[used + 1:])
         guard = f"!({parsed.text_of(unparen(cond))})"
     else:
         if len(stmts) > used + 1:
             raise _fail(f"statements follow the bounds guard at line "
-                        f"{parsed.line_of(stmts[used + 1])}; expected the guard to end the kernel")
+                        f"{parsed.line_of(stmts[used + 1])}; expected the guard to end the kernel",
+                        line=parsed.line_of(stmts[used + 1]))
         statements = tuple(named_children(consequence)) \
             if consequence.type == "compound_statement" else (consequence,)
         guard = parsed.text_of(unparen(cond))
     if not statements:
-        raise _fail(f"the guarded body at {where} is empty")
+        raise _fail(f"the guarded body at {where} is empty", line=where_line)
     made: dict[str, Axis] = {}
     for var, (axis, ctype) in indices.items():
         bnode = bounds[var]
         bpoly = poly_of(bnode, parsed, scope)
         if bpoly is None:
             raise _fail(f"the bound of {var} ('{parsed.text_of(bnode)}', {where}) is not an "
-                        f"integer expression")
+                        f"integer expression", line=where_line)
         made[axis] = Axis(var, ctype, axis, parsed.text_of(unparen(bnode)),
                           spec_text(bnode, parsed, ctx, macros), bpoly)
     for stmt in statements:
@@ -262,6 +267,6 @@ def match(ctx: PassContext) -> Grid2D:
                 if target is not None and unparen(target).type == "identifier" and \
                         parsed.text_of(unparen(target)) in names:
                     raise _fail(f"the body changes {parsed.text_of(unparen(target))} at line "
-                                f"{parsed.line_of(n)}")
+                                f"{parsed.line_of(n)}", line=parsed.line_of(n))
     return Grid2D(x=made["x"], y=made["y"], guard=guard, statements=statements, parsed=parsed,
                   body=body, macros=macros)

@@ -13,6 +13,7 @@ from typing import Callable, Optional, TypeVar
 
 import tree_sitter
 
+from cudalens.optimizer.reasons import reason_of
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, parse_expression
@@ -82,7 +83,7 @@ def plan(ctx: PassContext, early: Optional[str], match: Callable[[PassContext], 
     try:
         m = match(ctx)
     except no_match as exc:
-        return str(exc), None
+        return reason_of(exc), None
     alias = aliased_arguments(ctx)
     if alias:
         return alias, None

@@ -7,6 +7,7 @@ as ``cudalens.source.model.Kernel`` stores them.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
@@ -16,9 +17,15 @@ import tree_sitter_cuda
 from cudalens.source.model import Kernel
 
 
-@functools.lru_cache(maxsize=1)
+_local = threading.local()  # a parser per thread: the language server plans off its loop
+
+
 def _parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = tree_sitter.Parser(
+            tree_sitter.Language(tree_sitter_cuda.language()))
+    return parser
 
 
 @functools.lru_cache(maxsize=64)

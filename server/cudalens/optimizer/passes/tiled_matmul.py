@@ -73,8 +73,8 @@ class _Match:
     coalesced: tuple[bool, bool]  # (y operand contiguous along p, x operand along x index)
 
 
-def _fail(msg: str) -> index2d.NoMatch:
-    return index2d.NoMatch(msg)
+def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
+    return index2d.NoMatch(msg, line)
 
 
 def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
@@ -85,7 +85,8 @@ def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
 def _loop_parts(loop: tree_sitter.Node, parsed: Parsed, scope: Scope) -> tuple[str, tree_sitter.Node]:
     """(counter, bound node) of ``for (int p = 0; p < K; ++p)``; raises NoMatch."""
     bad = _fail(f"expected the loop 'for (int p = 0; p < K; ++p)', found "
-                f"'{_short(parsed, loop)}' at line {parsed.line_of(loop)}")
+                f"'{_short(parsed, loop)}' at line {parsed.line_of(loop)}",
+                line=parsed.line_of(loop))
     head = for_header(loop, parsed)
     if head is None or poly_of(head.start, parsed, scope) != Poly():
         raise bad
@@ -114,11 +115,12 @@ def _match(ctx: PassContext) -> _Match:
     loop, pre, post = stmts[li], stmts[:li], tuple(stmts[li + 1:])
     if len(pre) != 1 or pre[0].type != "declaration":
         raise _fail("expected exactly the accumulator's declaration ('float acc = 0.0f;') "
-                    "before the loop")
+                    "before the loop", line=parsed.line_of(pre[0] if pre else loop))
     decls = pre[0].children_by_field_name("declarator")
     if len(decls) != 1 or decls[0].type != "init_declarator":
         raise _fail(f"expected 'T acc = value;' before the loop, found "
-                    f"'{_short(parsed, pre[0])}' (line {parsed.line_of(pre[0])})")
+                    f"'{_short(parsed, pre[0])}' (line {parsed.line_of(pre[0])})",
+                    line=parsed.line_of(pre[0]))
     acc = parsed.text_of(decls[0].child_by_field_name("declarator"))
     init = decls[0].child_by_field_name("value")
     names = {g.x.var, g.y.var}
@@ -137,21 +139,24 @@ def _match(ctx: PassContext) -> _Match:
                 pass
             if not isinstance(decl, ScalarDecl) and word not in g.macros:
                 raise _fail(f"the loop bound '{parsed.text_of(bound)}' (line "
-                            f"{parsed.line_of(loop)}) uses {word}, not a scalar parameter")
+                            f"{parsed.line_of(loop)}) uses {word}, not a scalar parameter",
+                            line=parsed.line_of(loop))
     body = loop.child_by_field_name("body")
     inner = named_children(body) if body.type == "compound_statement" else [body]
     if len(inner) != 1 or inner[0].type != "expression_statement":
         raise _fail(f"expected one statement 'acc += A[...] * B[...];' in the loop at line "
-                    f"{parsed.line_of(loop)}")
+                    f"{parsed.line_of(loop)}", line=parsed.line_of(loop))
     statement = inner[0]
     expr = named_children(statement)[0]
     if expr.type != "assignment_expression" or \
             parsed.text_of(unparen(expr.child_by_field_name("left"))) != acc:
         raise _fail(f"the loop's statement '{_short(parsed, statement)}' (line "
-                    f"{parsed.line_of(statement)}) does not accumulate into {acc}")
+                    f"{parsed.line_of(statement)}) does not accumulate into {acc}",
+                    line=parsed.line_of(statement))
     for n in walk(expr.child_by_field_name("right")):
         if n.type in ("assignment_expression", "update_expression"):
-            raise _fail(f"the loop's statement assigns twice (line {parsed.line_of(n)})")
+            raise _fail(f"the loop's statement assigns twice (line {parsed.line_of(n)})",
+                        line=parsed.line_of(n))
     for node in [statement, *post]:
         tied = structural.thread_tied(node, parsed)
         if tied:
@@ -164,20 +169,22 @@ def _match(ctx: PassContext) -> _Match:
                              for u in uses):
         shown = ", ".join(f"'{u.text}'" for u in uses) or "none"
         raise _fail(f"expected the loop's statement to read two buffers once each as X[...], "
-                    f"found {shown} (line {parsed.line_of(statement)})")
+                    f"found {shown} (line {parsed.line_of(statement)})",
+                    line=parsed.line_of(statement))
     reads = {}
     for u in uses:
         p = poly_of(u.index, parsed, scope)
         if p is None:
             raise _fail(f"cannot read the index of '{u.text}' (line {u.line}) as an integer "
-                        f"polynomial")
+                        f"polynomial", line=u.line)
         try:
             uses_y, uses_x, uses_k = _uses(p, g.y.var), _uses(p, g.x.var), _uses(p, var)
         except ValueError:
-            raise _fail(f"the index of '{u.text}' (line {u.line}) is not affine") from None
+            raise _fail(f"the index of '{u.text}' (line {u.line}) is not affine",
+                        line=u.line) from None
         if not uses_k or uses_x == uses_y:
             raise _fail(f"'{u.text}' (line {u.line}) must use {var} and exactly one of "
-                        f"{g.y.var}, {g.x.var}: not a matrix product's operand")
+                        f"{g.y.var}, {g.x.var}: not a matrix product's operand", line=u.line)
         side = "y" if uses_y else "x"
         if side in reads:
             raise _fail(f"both operands use {g.y.var if side == 'y' else g.x.var}: not a "
@@ -190,11 +197,12 @@ def _match(ctx: PassContext) -> _Match:
         if n.type == "identifier" and parsed.text_of(n) in (names | {var}) and \
                 not any(r.start_byte <= n.start_byte < r.end_byte for r in reads_nodes):
             raise _fail(f"the loop's statement uses {parsed.text_of(n)} outside the two loads "
-                        f"(line {parsed.line_of(n)})")
+                        f"(line {parsed.line_of(n)})", line=parsed.line_of(n))
     for node in post:
         for n in walk(node):
             if n.type == "identifier" and parsed.text_of(n) == var:
-                raise _fail(f"the statements after the loop use {var} (line {parsed.line_of(n)})")
+                raise _fail(f"the statements after the loop use {var} (line {parsed.line_of(n)})",
+                            line=parsed.line_of(n))
     ry, rx = reads["y"][0], reads["x"][0]
     return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,

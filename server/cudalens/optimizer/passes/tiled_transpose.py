@@ -69,8 +69,8 @@ class _Match:
     element_bytes: int
 
 
-def _fail(msg: str) -> index2d.NoMatch:
-    return index2d.NoMatch(msg)
+def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
+    return index2d.NoMatch(msg, line)
 
 
 def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str,
@@ -81,15 +81,15 @@ def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str
             coef, _ = split_linear(p, ax.var)
         except ValueError:
             raise _fail(f"the {what} index '{text}' (line {line}) is not affine in "
-                        f"{ax.var}") from None
+                        f"{ax.var}", line=line) from None
         if coef == Poly():
             raise _fail(f"the {what} index '{text}' (line {line}) does not use {ax.var}: not a "
-                        f"2D transpose")
+                        f"2D transpose", line=line)
         found.append((ax, coef))
     unit = [ax for ax, coef in found if coef == Poly.const(1)]
     if len(unit) != 1:
         raise _fail(f"the {what} index '{text}' (line {line}) is not contiguous along exactly "
-                    f"one of {axes[0].var}, {axes[1].var}")
+                    f"one of {axes[0].var}, {axes[1].var}", line=line)
     return unit[0]
 
 
@@ -102,15 +102,22 @@ def _match(ctx: PassContext) -> _Match:
     store_stmt = stmts[-1]
     decls = stmts[:-1]
     locals_: dict[str, tuple[Parsed, tree_sitter.Node]] = {}
+    pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
+    row_pointers: dict[str, tuple[str, tree_sitter.Node]] = {}  # name -> (buffer, offset)
     for d in decls:
+        got = _row_pointer(d, parsed, pointers)
+        if got is not None:
+            row_pointers[got[0]] = got[1:]
+            continue
         if d.type != "declaration":
             raise _fail(f"expected only local declarations before the final store, found "
-                        f"'{index2d._first_line(parsed.text_of(d))}' at line {parsed.line_of(d)}")
+                        f"'{index2d._first_line(parsed.text_of(d))}' at line {parsed.line_of(d)}",
+                        line=parsed.line_of(d))
         for decl in d.children_by_field_name("declarator"):
             if decl.type != "init_declarator" or \
                     decl.child_by_field_name("declarator").type != "identifier":
                 raise _fail(f"the declaration at line {parsed.line_of(d)} is not 'T name = "
-                            f"value;'")
+                            f"value;'", line=parsed.line_of(d))
             locals_[parsed.text_of(decl.child_by_field_name("declarator"))] = \
                 (parsed, decl.child_by_field_name("value"))
     expr = named_children(store_stmt)[0] if store_stmt.type == "expression_statement" and \
@@ -119,7 +126,7 @@ def _match(ctx: PassContext) -> _Match:
             expr.child_by_field_name("operator").type != "=":
         raise _fail(f"expected the guarded body to end with 'out[...] = in[...];', found "
                     f"'{index2d._first_line(parsed.text_of(store_stmt))}' at line "
-                    f"{parsed.line_of(store_stmt)}")
+                    f"{parsed.line_of(store_stmt)}", line=parsed.line_of(store_stmt))
     for node in stmts:
         tied = structural.thread_tied(node, parsed)
         if tied:
@@ -134,9 +141,10 @@ def _match(ctx: PassContext) -> _Match:
         for n in walk(node):
             if n.type in ("assignment_expression", "update_expression") and n != expr:
                 raise _fail(f"the body assigns at line {parsed.line_of(n)} "
-                            f"('{parsed.text_of(n)}'); expected one store")
-    pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
-    uses = [u for s in stmts for u in pointer_uses(s, parsed, pointers)]
+                            f"('{parsed.text_of(n)}'); expected one store", line=parsed.line_of(n))
+    walked = [s for s in stmts if _row_pointer(s, parsed, pointers) is None]
+    uses = [u for s in walked for u in pointer_uses(s, parsed, pointers | set(row_pointers))]
+    buffer_of = lambda u: row_pointers[u.name][0] if u.name in row_pointers else u.name
     writes = [u for u in uses if u.kind != "read"]
     reads = [u for u in uses if u.kind == "read"]
     left = unparen(expr.child_by_field_name("left"))
@@ -144,21 +152,29 @@ def _match(ctx: PassContext) -> _Match:
             writes[0].form != "subscript" or writes[0].index is None:
         shown = ", ".join(f"'{u.text}' (line {u.line})" for u in writes) or "none"
         raise _fail(f"expected exactly one store 'out[...] = ...', found writes {shown}")
-    out = writes[0].name
+    out = buffer_of(writes[0])
     if len(reads) != 1 or reads[0].form != "subscript" or reads[0].index is None or \
-            reads[0].name == out:
+            buffer_of(reads[0]) == out:
         shown = ", ".join(f"'{u.text}' (line {u.line})" for u in reads) or "none"
         raise _fail(f"expected the stored value to read one other buffer once as in[...], "
                     f"found reads {shown}")
-    src = reads[0].name
+    src = buffer_of(reads[0])
     scope = Scope(macros=g.macros, locals=locals_)
     axes = (g.x, g.y)
-    p_out = poly_of(writes[0].index, parsed, scope)
-    p_in = poly_of(reads[0].index, parsed, scope)
+
+    def index_poly(u) -> Optional[Poly]:  # a row pointer's offset folded into the index
+        p = poly_of(u.index, parsed, scope)
+        if u.name not in row_pointers or p is None:
+            return p
+        offset = poly_of(row_pointers[u.name][1], parsed, scope)
+        return None if offset is None else offset + p
+
+    p_out = index_poly(writes[0])
+    p_in = index_poly(reads[0])
     for p, u, what in ((p_out, writes[0], "output"), (p_in, reads[0], "input")):
         if p is None:
             raise _fail(f"cannot read the {what} index '{parsed.text_of(u.index)}' (line "
-                        f"{u.line}) as an integer polynomial of the indices")
+                        f"{u.line}) as an integer polynomial of the indices", line=u.line)
     fast_in = _coefficient_one(p_in, axes, "input", parsed.text_of(reads[0].index), reads[0].line)
     fast_out = _coefficient_one(p_out, axes, "output", parsed.text_of(writes[0].index),
                                 writes[0].line)
@@ -171,6 +187,31 @@ def _match(ctx: PassContext) -> _Match:
     out_type = ctx.kernel.parameter(out).type
     return _Match(g, tuple(decls), expr, out, src, fast_in, fast_out, out_type,
                   structural.element_bytes(decl.type))
+
+
+def _row_pointer(d: tree_sitter.Node, parsed: Parsed,
+                 pointers: set[str]) -> Optional[tuple[str, str, tree_sitter.Node]]:
+    """(name, buffer, offset node) for a declaration ``[const] T* name = buffer + offset;``
+    (either order of the sum) of one pointer into a pointer parameter, else None."""
+    if d.type != "declaration":
+        return None
+    decls = d.children_by_field_name("declarator")
+    if len(decls) != 1 or decls[0].type != "init_declarator":
+        return None
+    target, value = decls[0].child_by_field_name("declarator"), \
+        unparen(decls[0].child_by_field_name("value"))
+    inner = target.child_by_field_name("declarator") \
+        if target.type == "pointer_declarator" else None
+    if inner is None or inner.type != "identifier" or value.type != "binary_expression" or \
+            value.child_by_field_name("operator").type != "+":
+        return None
+    left, right = value.child_by_field_name("left"), value.child_by_field_name("right")
+    for base, offset in ((left, right), (right, left)):
+        base = unparen(base)
+        if base.type == "identifier" and parsed.text_of(base) in pointers and \
+                not identifiers(offset, parsed) & pointers:
+            return parsed.text_of(inner), parsed.text_of(base), offset
+    return None
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
@@ -201,12 +242,19 @@ def _needed_decls(decls: tuple[tree_sitter.Node, ...], use: tree_sitter.Node,
     names = identifiers(use, parsed)
     keep: list[tree_sitter.Node] = []
     for d in reversed(decls):
-        declared = {parsed.text_of(x.child_by_field_name("declarator"))
+        declared = {parsed.text_of(_declared(x.child_by_field_name("declarator")))
                     for x in d.children_by_field_name("declarator")}
         if declared & names:
             keep.append(d)
             names |= identifiers(d, parsed)
     return list(reversed(keep))
+
+
+def _declared(node: tree_sitter.Node) -> tree_sitter.Node:
+    """The declared name under pointer declarators (``* row`` -> ``row``)."""
+    while node.type == "pointer_declarator":
+        node = node.child_by_field_name("declarator")
+    return node
 
 
 def _decl_line(ax: index2d.Axis, value: str) -> str:

@@ -48,7 +48,8 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.optimizer import structural
-from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
+from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
+                                       strip_casts)
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
@@ -57,6 +58,7 @@ from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Edit, Pars
                                        for_header, fresh_name, identifiers, less_than_bound,
                                        line_indent, named_children, unparen, walk)
 from cudalens.spec.model import BufferDecl
+from cudalens.spec.poly import Poly
 
 name = "warp_per_row"
 
@@ -90,8 +92,8 @@ class _Match:
     work: tuple[tree_sitter.Node, ...] = ()
 
 
-def _fail(msg: str) -> NoMatch:
-    return NoMatch(msg)
+def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
+    return NoMatch(msg, line)
 
 
 def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
@@ -128,7 +130,7 @@ class _Analysis:
                 if n.type in ("return_statement", "goto_statement", "break_statement",
                               "continue_statement"):
                     raise _fail(f"'{_short(p, n)}' at line {p.line_of(n)}: the rows' work "
-                                f"must run straight through")
+                                f"must run straight through", line=p.line_of(n))
             tied = structural.thread_tied(stmt, p)
             if tied:
                 raise _fail(f"the body uses {tied}; threads cooperate already")
@@ -152,10 +154,12 @@ class _Analysis:
                 if not targets or any(t.type != "identifier" or p.text_of(t) not in outer_locals
                                       for t in targets):
                     raise _fail(f"'{_short(p, stmt)}' at line {p.line_of(stmt)}: between the "
-                                f"loops only local variables and per-row results may change")
+                                f"loops only local variables and per-row results may change",
+                                line=p.line_of(stmt))
             else:
                 raise _fail(f"'{_short(p, stmt)}' at line {p.line_of(stmt)}: expected "
-                            f"declarations, assignments and column loops only")
+                            f"declarations, assignments and column loops only",
+                            line=p.line_of(stmt))
         if not loops:
             raise _fail("no loop over the row's columns")
         self._buffers()
@@ -173,7 +177,7 @@ class _Analysis:
                     ident = ident.child_by_field_name("declarator")
                 if base is None or ident is None:
                     raise _fail(f"'{_short(p, stmt)}' (line {p.line_of(stmt)}): a local pointer "
-                                f"must be a parameter plus an offset")
+                                f"must be a parameter plus an offset", line=p.line_of(stmt))
                 self.aliases[p.text_of(ident)] = base
                 continue
             if inner is not None and inner.type == "identifier":
@@ -199,7 +203,7 @@ class _Analysis:
     def _loop(self, loop: tree_sitter.Node, outer: set[str]) -> _Loop:
         p = self.p
         bad = _fail(f"the loop at line {p.line_of(loop)} ('{_short(p, loop)}') is not 'for (int "
-                    f"c = start; c < end; ++c)' over the row")
+                    f"c = start; c < end; ++c)' over the row", line=p.line_of(loop))
         head = for_header(loop, p)
         if head is None or less_than_bound(head, p) is None:
             raise bad
@@ -211,23 +215,24 @@ class _Analysis:
         accs: list[tuple[str, str]] = []
         for n in walk(body):
             if n.type in ("for_statement", "while_statement", "do_statement"):
-                raise _fail(f"nested loop at line {p.line_of(n)}")
+                raise _fail(f"nested loop at line {p.line_of(n)}", line=p.line_of(n))
             target = _assignment_target(n)
             if target is None:
                 continue
             if target.type == "identifier":
                 word = p.text_of(target)
                 if word == var:
-                    raise _fail(f"the loop at line {p.line_of(loop)} changes {var} in its body")
+                    raise _fail(f"the loop at line {p.line_of(loop)} changes {var} in its body",
+                                line=p.line_of(loop))
                 if word in outer:
                     kind = self._reduction(n, word)
                     if kind is None:
                         raise _fail(f"'{_short(p, n)}' (line {p.line_of(n)}) changes {word} "
                                     f"across columns but is not 'acc += value' or 'acc = "
-                                    f"fmaxf(acc, value)'")
+                                    f"fmaxf(acc, value)'", line=p.line_of(n))
                     if any(a == word and k != kind for a, k in accs):
                         raise _fail(f"{word} is combined in two ways in the loop at line "
-                                    f"{p.line_of(loop)}")
+                                    f"{p.line_of(loop)}", line=p.line_of(loop))
                     if (word, kind) not in accs:
                         accs.append((word, kind))
         for word, kind in accs:
@@ -238,7 +243,7 @@ class _Analysis:
                      and not self._in_own_update(n, word)]
             if reads:
                 raise _fail(f"{word} is read inside the loop at line {p.line_of(reads[0])} "
-                            f"before the loop has finished it")
+                            f"before the loop has finished it", line=p.line_of(reads[0]))
         return _Loop(loop, var, head.start, head.update, tuple(accs))
 
     def _reduction(self, n: tree_sitter.Node, acc: str) -> Optional[str]:
@@ -301,7 +306,7 @@ class _Analysis:
         """Written buffers only as ``alias[c]`` in loops, through one pointer."""
         p = self.p
         names = self.params | set(self.aliases)
-        accesses: dict[str, list[tuple[tree_sitter.Node, bool, Optional[str], str]]] = {}
+        accesses: dict[str, list[tuple[tree_sitter.Node, bool, Optional[Poly], str]]] = {}
         for stmt in self.stmts:
             loop_var = None
             if stmt.type == "for_statement":
@@ -320,15 +325,15 @@ class _Analysis:
                 if parent is None or parent.type != "subscript_expression" or \
                         parent.child_by_field_name("argument") != n:
                     raise _fail(f"'{_short(p, parent or n)}' (line {p.line_of(n)}) uses "
-                                f"{p.text_of(n)} other than as {p.text_of(n)}[...]")
+                                f"{p.text_of(n)} other than as {p.text_of(n)}[...]",
+                                line=p.line_of(n))
                 idx = named_children(parent.child_by_field_name("indices"))
                 written = any(_assignment_target(a) == parent for a in walk(stmt)
                               if a.type in ("assignment_expression", "update_expression"))
                 word = p.text_of(n)
                 base = self.aliases.get(word, word)
                 accesses.setdefault(base, []).append(
-                    (parent, written, loop_var if len(idx) == 1 and
-                     p.text_of(unparen(idx[0])) == loop_var else None, word))
+                    (parent, written, self._column_offset(idx, loop_var), word))
         for base, uses in accesses.items():
             if not any(w for _, w, _, _ in uses):
                 continue
@@ -346,15 +351,45 @@ class _Analysis:
             if stored:
                 if len(stored) != len(uses) or not all(w for _, w, _, _ in uses):
                     raise _fail(f"{base} holds a per-row result (line {p.line_of(stored[0])}) "
-                                f"and is also read or written by column")
+                                f"and is also read or written by column", line=p.line_of(stored[0]))
                 continue
+            # every access at one offset R from the column (R = 0: alias[c]); else the first
+            # access off the plain column is the one that lanes could share
+            mixed = len({by_col for _, _, by_col, _ in uses}) > 1
             for node, _, by_col, _ in uses:
-                if by_col is None:
+                if by_col is None or (mixed and by_col != Poly()):
                     raise _fail(f"{base} is written, and '{_short(p, node)}' (line "
-                                f"{p.line_of(node)}) is not an access by the loop's column")
+                                f"{p.line_of(node)}) is not an access by the loop's column",
+                                line=p.line_of(node))
             if len(spellings) > 1:
                 raise _fail(f"{base} is written and reached through {', '.join(sorted(spellings))}"
                             f"; the pass needs one pointer")
+
+    def _column_offset(self, idx: list, loop_var: Optional[str]) -> Optional[Poly]:
+        """For the index of an access inside a loop over ``loop_var``: the offset ``R`` when
+        the index is ``loop_var + R`` with ``R`` of the row index, scalar parameters and macros
+        only (the same for every lane and trip: ``x[row * cols + c]``); else None."""
+        if loop_var is None or len(idx) != 1:
+            return None
+        if self.p.text_of(unparen(idx[0])) == loop_var:
+            return Poly()
+        poly = poly_of(idx[0], self.p, self.scope)
+        if poly is None:
+            return None
+        try:
+            coef, rest = split_linear(poly, loop_var)
+        except ValueError:
+            return None
+        scalars = {q.name for q in self.ctx.kernel.parameters if not q.is_pointer}
+        free = {v for m, _ in rest.terms for v in m}
+        if coef != Poly.const(1) or not free <= scalars | {self.index}:
+            return None
+        for stmt in self.stmts:  # a scalar the body changes is not the same on every trip
+            for n in walk(stmt):
+                t = _assignment_target(n)
+                if t is not None and t.type == "identifier" and self.p.text_of(t) in free:
+                    return None
+        return rest
 
     def _is_alias_init(self, ident: tree_sitter.Node) -> bool:
         cur = ident
@@ -381,7 +416,7 @@ def _match(ctx: PassContext) -> _Match:
     if len(decls) != 1 or decls[0].type != "init_declarator" or \
             not is_global_index(poly_of(decls[0].child_by_field_name("value"), parsed, scope), "x"):
         raise _fail(f"{expected}, found '{_short(parsed, stmts[0])}' at line "
-                    f"{parsed.line_of(stmts[0])}")
+                    f"{parsed.line_of(stmts[0])}", line=parsed.line_of(stmts[0]))
     index = parsed.text_of(decls[0].child_by_field_name("declarator"))
     if len(stmts) < 2 or stmts[1].type != "if_statement" or \
             stmts[1].child_by_field_name("alternative") is not None:
@@ -405,18 +440,21 @@ def _match(ctx: PassContext) -> _Match:
             bound = left
     if bound is None:
         raise _fail(f"expected the guard 'if ({index} >= rows) return;' or 'if ({index} < rows) "
-                    f"{{...}}', found 'if ({parsed.text_of(cond)})' at line {parsed.line_of(guard)}")
+                    f"{{...}}', found 'if ({parsed.text_of(cond)})' at line {parsed.line_of(guard)}",
+                    line=parsed.line_of(guard))
     if exit_:
         work = stmts[2:]
     else:
         if len(stmts) > 2:
-            raise _fail(f"statements follow the guard at line {parsed.line_of(stmts[2])}")
+            raise _fail(f"statements follow the guard at line {parsed.line_of(stmts[2])}",
+                        line=parsed.line_of(stmts[2]))
         work = named_children(consequence) if consequence.type == "compound_statement" \
             else [consequence]
     for n in walk(body):
         t = _assignment_target(n)
         if t is not None and t.type == "identifier" and parsed.text_of(t) == index:
-            raise _fail(f"the body changes {index} (line {parsed.line_of(n)})")
+            raise _fail(f"the body changes {index} (line {parsed.line_of(n)})",
+                        line=parsed.line_of(n))
     analysis = _Analysis(ctx, parsed, work, index)
     loops = analysis.run()
     return _Match(parsed, index, decls[0].child_by_field_name("value"), stmts[0],

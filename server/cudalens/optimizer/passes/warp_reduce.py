@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from cudalens.optimizer.reasons import reason_of
 from cudalens.optimizer import block_reduction, structural
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -53,7 +54,7 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[block_reduction.Tre
     try:
         return None, block_reduction.match(ctx, bx), bx
     except block_reduction.NotTreeReduction as exc:
-        return str(exc), None, bx
+        return reason_of(exc), None, bx
 
 
 def check(ctx: PassContext) -> Optional[str]:

@@ -1,0 +1,155 @@
+"""``cudalens plan`` and its model (``cudalens.optimizer.plan``), and the plan on the kernel's
+hover: the candidates in the search's order, the first batch the batched search sends before
+any measurement, and the passes that do not apply with their reasons and lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+from lsprotocol import types
+
+from cudalens.cli import main
+from cudalens.lsp.documents import analyze
+from cudalens.lsp.hover import hover
+from cudalens.lsp.plan_hover import PENDING, plan_future, plan_markdown, with_plan
+from cudalens.lsp.results import KernelStatus
+from cudalens.optimizer.batched import Budget, Scored, run
+from cudalens.optimizer.context import make_context
+from cudalens.optimizer.plan import make_plan, parameters_of
+from cudalens.optimizer.reasons import Reason, line_of
+from cudalens.optimizer.staged_search import ordered
+from cudalens.target import load_target
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def _ctx(name: str):
+    target = load_target(EXAMPLES / name)
+    return make_context(target.text, str(target.path), target.kernel.name, target.spec)
+
+
+def test_candidates_are_the_search_pool_in_order():
+    ctx = _ctx("transpose.cu")
+    plan = make_plan(ctx)
+    pool = ordered(ctx, 0)
+    assert [c.label for c in plan.candidates] == [c.label for c in pool]
+    assert [c.passes for c in plan.candidates] == [c.passes for c in pool]
+    first = plan.candidates[0]
+    assert first.label == "restrict tiled-transpose block=32x8"
+    assert first.passes == ("restrict_const", "tiled_transpose")
+    assert first.parameters == {"block": "32x8"}
+    assert (first.launch.block, first.launch.grid) == (
+        ("32", "8"), ("ceil_div(cols, 32)", "ceil_div(rows, 32)"))
+
+
+def test_first_batch_is_what_the_search_sends_before_measuring():
+    ctx = _ctx("transpose.cu")
+    plan = make_plan(ctx, batch=8)
+    sent = []
+
+    def evaluate(cands):
+        sent.append([c.label for c in cands])
+        return [Scored(c, 1.0 + i / 10) for i, c in enumerate(cands)]
+
+    run(ordered(ctx, 0), evaluate, budget=Budget(candidates=24, batch=8))
+    assert [c.label for c in plan.first_batch] == sent[0]
+    assert [c.label for c in plan.first_batch] == [
+        "restrict tiled-transpose block=32x8", "tiled-transpose block=32x8",
+        "restrict block=16x16", "block=16x16",  # every family's representative, then
+        "restrict tiled-transpose block=32x16",  # with nothing measured, the first family's
+        "restrict tiled-transpose block=32x32", "restrict tiled-transpose block=32x4",
+        "tiled-transpose block=32x32"]
+    assert plan.notes[0] == ("the first batch (8 of 19 candidates, 8 per runner call) is fixed "
+                             "before anything is measured; later batches follow the measured "
+                             "speedups")
+    assert len(make_plan(ctx, batch=3).first_batch) == 3
+
+
+def test_not_applied_names_the_line_of_the_failing_condition():
+    plan = make_plan(_ctx("reduce_sum.cu"))
+    by_pass = {n.pass_name: n for n in plan.not_applied}
+    assert "warp_reduce" not in by_pass  # it applies
+    tt = by_pass["tiled_transpose"]
+    assert (tt.line, tt.at_kernel) == (9, False)
+    assert tt.reason.startswith("expected the body to start with the two global indices")
+    assert tt.reason.endswith("found '__shared__ float s[BLOCK];' at line 9")
+    unroll = by_pass["unroll"]  # about the kernel as a whole: its first line, so marked
+    assert (unroll.line, unroll.at_kernel) == (7, True)
+    assert unroll.reason == ("no loop to unroll: line 14 holds a barrier (its trips are the "
+                             "block's phases)")
+    assert set(by_pass) == {"tiled_transpose", "tiled_matmul", "warp_per_row",
+                            "vectorize_gridstride", "gridstride", "unroll", "fast_math",
+                            "launch_config"}
+
+
+def test_reason_is_a_string_with_a_line():
+    r = Reason("the words", 12)
+    assert r == "the words" and isinstance(r, str) and line_of(r) == 12
+    assert line_of("plain") is None and line_of(None) is None
+    assert parameters_of("restrict vec4+gridstride block=512 grid=8*SMs") == {
+        "block": "512", "grid": "8*SMs"}
+
+
+def test_cli_prints_the_plan_and_writes_json(tmp_path):
+    src = tmp_path / "reduce_sum.cu"
+    shutil.copy(EXAMPLES / "reduce_sum.cu", src)
+    shutil.copy(EXAMPLES / "reduce_sum.cu.spec", tmp_path / "reduce_sum.cu.spec")
+    out = tmp_path / "plan.json"
+    res = CliRunner().invoke(main, ["plan", str(src), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == (f"plan for block_sum in {src} (no GPU used): 3 candidate(s), 8 per "
+                        f"runner call")
+    assert lines[1].startswith(" *  1. restrict warp-reduce") and \
+        "passes: restrict_const, warp_reduce;  block (256), grid (ceil_div(n, 256))" in lines[1]
+    assert ("  * = the first batch (3 candidates), sent before anything is measured; later "
+            "batches depend on the measurements") in lines
+    assert f"  unroll                {src}:7 (the kernel): no loop to unroll: line 14 holds a " \
+           f"barrier (its trips are the block's phases)" in lines
+    data = json.loads(out.read_text())
+    assert set(data) == {"kernel", "candidates", "not_applied", "batch", "notes"}
+    assert data["kernel"] == "block_sum"
+    assert data["candidates"][0]["passes"] == ["restrict_const", "warp_reduce"]
+    assert data["candidates"][0]["launch"] == {"block": ["256"], "grid": ["ceil_div(n, 256)"],
+                                               "shared": "0"}
+    assert {"pass": "tiled_transpose", "line": 9, "at": "condition"}.items() <= \
+        data["not_applied"][0].items()
+
+
+def test_cli_errors_exit_2(tmp_path):
+    res = CliRunner().invoke(main, ["plan", str(EXAMPLES / "saxpy.cu"), "--kernel", "nope"])
+    assert res.exit_code == 2 and "nope" in res.output
+    spec = EXAMPLES / "saxpy.cu.spec"
+    res = CliRunner().invoke(main, ["plan", str(EXAMPLES / "saxpy.cu"), "--json", str(spec)])
+    assert res.exit_code == 2
+    assert "it is the kernel's source or spec file" in res.output
+
+
+def test_hover_on_the_signature_appends_the_plan_once_built():
+    target = load_target(EXAMPLES / "reduce_sum.cu")
+    text = target.text + "\n// this test's own version of the file\n"
+    snap = analyze("file:///w/reduce_sum.cu", target.path, 1, text, "utf-16")
+    statuses = [KernelStatus(view=v, key="", current=None, stale=None, offer=None)
+                for v in snap.kernels]
+    pos = types.Position(6, 18)  # on the name block_sum
+    base = hover(snap, statuses, pos, None)
+    first = with_plan(base, snap, statuses, pos)  # starts the plan, does not wait for it
+    assert first.range == base.range
+    assert first.contents.value in (base.contents.value + "\n\n" + PENDING,
+                                    base.contents.value + "\n\n" + plan_markdown(
+                                        plan_future(snap, snap.kernels[0]).result()))
+    plan = plan_future(snap, snap.kernels[0]).result(timeout=60)
+    got = with_plan(base, snap, statuses, pos)
+    assert got.contents.value == base.contents.value + "\n\n" + plan_markdown(plan)
+    section = plan_markdown(plan)
+    assert [c.label for c in plan.candidates] == \
+        [c.label for c in make_plan(_ctx("reduce_sum.cu")).candidates]
+    assert section.splitlines()[1] == "- `restrict warp-reduce` \u2605: restrict_const, warp_reduce"
+    assert "- `unroll` (line 7, the kernel): no loop to unroll" in section
+    assert "- `tiled_transpose` (line 9): expected the body to start" in section
+    # off the signature: no hover, no plan
+    assert with_plan(None, snap, statuses, types.Position(12, 4)) is None

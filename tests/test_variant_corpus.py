@@ -1,0 +1,159 @@
+"""The variant corpus: ``cudalens plan`` proposes each kernel's pass, every candidate with
+that pass compiles with nvcc, and where ``block_sim`` can run the kernel on the CPU the
+rewrite computes the original's outputs.
+
+Kernels the passes do not recognize yet are listed in ``MISSES`` with the reason ``plan``
+gives; a miss that starts firing fails its test, so the list stays true.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cudalens.optimizer.passes import get
+from cudalens.optimizer.plan import make_plan
+from cudalens.optimizer.staged_search import ordered
+from cudalens.spec.model import BufferDecl
+
+import block_sim
+from nvcc_util import compile_source, needs_nvcc
+from variant_corpus import context, sim_sizes, variants
+
+# variant id -> the start of the reason its pass gives, and the line it names
+MISSES = {
+    "tiled_transpose/grid1d.cu": (
+        "expected the body to start with the two global indices", 4),
+    "tiled_transpose/tile_loop.cu": (
+        "expected the body to start with the two global indices", 8),
+    "vectorize_gridstride/bias_grid1d.cu": ("reads 'bias[i % cols]' at line 6", 6),
+    # the tile loads paste the operand's text, so a row pointer would have to be re-declared
+    # in the generated code (the code generation is not changed here)
+    "tiled_matmul/row_pointer.cu": (
+        "expected exactly the accumulator's declaration ('float acc = 0.0f;') before the loop",
+        7),
+}
+
+VARIANTS = variants()
+HITS = [v for v in VARIANTS if v.id not in MISSES]
+IDS = lambda vs: [v.id for v in vs]
+
+
+def test_corpus_has_five_spellings_per_pattern():
+    per = {}
+    for v in VARIANTS:
+        per.setdefault(v.pass_name, []).append(v)
+    assert sorted(per) == ["tiled_matmul", "tiled_transpose", "vectorize_gridstride",
+                           "warp_per_row", "warp_reduce"]
+    assert all(len(vs) >= 5 for vs in per.values()), {k: len(v) for k, v in per.items()}
+
+
+@pytest.mark.parametrize("v", HITS, ids=IDS(HITS))
+def test_plan_proposes_the_pass(v):
+    plan = make_plan(context(v))
+    with_pass = [c for c in plan.candidates if v.pass_name in c.passes]
+    assert with_pass, [n for n in plan.not_applied if n.pass_name == v.pass_name]
+    assert v.pass_name not in {n.pass_name for n in plan.not_applied}
+    # the search measures a structure before tuning: the pass is in the first batch
+    assert any(c.first_batch for c in with_pass)
+
+
+@pytest.mark.parametrize("v", [v for v in VARIANTS if v.id in MISSES],
+                         ids=IDS([v for v in VARIANTS if v.id in MISSES]))
+def test_known_misses_say_why_and_where(v):
+    plan = make_plan(context(v))
+    [miss] = [n for n in plan.not_applied if n.pass_name == v.pass_name]
+    start, line = MISSES[v.id]
+    assert miss.reason.startswith(start), miss.reason
+    assert (miss.line, miss.at_kernel) == (line, False)
+
+
+@needs_nvcc
+def test_every_rewrite_of_the_corpus_compiles():
+    jobs = {}
+    for v in HITS:
+        for c in ordered(context(v), 0):
+            if v.pass_name in c.passes:
+                jobs.setdefault(c.source, f"{v.id}: {c.label}")
+    assert len(jobs) >= len(HITS)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(compile_source, jobs))
+    failed = [(jobs[s], r.stderr[:600]) for s, r in zip(jobs, results) if not r.ok]
+    assert not failed, failed
+
+
+def _close(a, b, rel):
+    return len(a) == len(b) and all(
+        x == y or (isinstance(x, float) and math.isclose(x, y, rel_tol=rel, abs_tol=rel))
+        for x, y in zip(a, b))
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("v", HITS, ids=IDS(HITS))
+def test_rewrite_computes_the_originals_outputs_on_cpu(v):
+    ctx = context(v)
+    p = get(v.pass_name)
+    sizes = sim_sizes(v, ctx)
+    result = p.apply(ctx)  # the pass's default parameters
+    kernel = ctx.kernel.qualified_name
+    before = block_sim.run(ctx.text, kernel, ctx.spec, sizes)
+    after = block_sim.run(result.source, kernel, ctx.spec, sizes, result.launch)
+    outputs = [d.name for d in ctx.spec.params if isinstance(d, BufferDecl) and d.role != "in"]
+    for name, values in before.buffers.items():
+        if name in outputs:
+            assert _close(values, after.buffers[name], 1e-5), name
+            n = len(values) - block_sim.GUARD
+            assert 77 not in values[:n] or v.pass_name == "warp_reduce", name
+            assert after.buffers[name][n:] == values[n:], name  # guards untouched
+        else:
+            assert after.buffers[name] == values, name
+
+
+ROW_SPEC = """
+kernel k
+size rows = 64
+size cols = 48
+scalar rows: int = rows
+scalar cols: int = cols
+in x: float[rows * cols]
+out y: float[rows * cols]
+block = 128
+grid = ceil_div(rows, block.x)
+"""
+
+ROW_REJECTS = [
+    # a column-strided write: y[c * rows + r] is not at a fixed offset from the column
+    ("""
+__global__ void k(const float* x, float* y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    for (int c = 0; c < cols; ++c) y[c * rows + r] = 2.0f * x[r * cols + c];
+}""", "y is written, and 'y[c * rows + r]' (line 5) is not an access by the loop's column", 5),
+    # the offset uses a local that changes: not the same on every trip
+    ("""
+__global__ void k(const float* x, float* y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    for (int c = 0; c < cols; ++c) { y[r * cols + c] = x[r * cols + c]; cols = cols - 1; }
+}""", "y is written, and 'y[r * cols + c]' (line 5) is not an access by the loop's column", 5),
+    # written at two different offsets from the column
+    ("""
+__global__ void k(const float* x, float* y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    for (int c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c];
+    for (int c = 0; c < cols; ++c) y[c] += 1.0f;
+}""", "y is written, and 'y[r * cols + c]' (line 5) is not an access by the loop's column", 5),
+]
+
+
+@pytest.mark.parametrize("text,reason,line", ROW_REJECTS)
+def test_row_pass_rejects_writes_lanes_could_share(text, reason, line):
+    from cudalens.optimizer.passes import warp_per_row
+    from cudalens.optimizer.reasons import line_of
+    from optimizer_fixtures import context_with_spec
+
+    got = warp_per_row.check(context_with_spec(text, "k", ROW_SPEC))
+    assert got == reason and line_of(got) == line

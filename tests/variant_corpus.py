@@ -1,0 +1,53 @@
+"""The variant corpus (``tests/data/variants/<pass>/<name>.cu`` with ``.cu.spec``): kernels
+written here in other spellings of the patterns the structural passes target, one folder per
+pass. ``variants()`` lists them; ``context`` loads one; ``SIM_SIZES`` gives small sizes for
+CPU simulation (in the order the spec declares its sizes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudalens.optimizer.context import PassContext, make_context
+from cudalens.target import load_target
+
+ROOT = Path(__file__).resolve().parent / "data" / "variants"
+
+# Small sizes for block_sim, not multiples of the tiles or blocks, by the order of the spec's
+# ``size`` lines; pass folders not listed use the spec's own sizes.
+SIM_SIZES = {"tiled_transpose": (37, 45), "tiled_matmul": (19, 23, 17),
+             "warp_reduce": (1000,), "warp_per_row": (37, 45),
+             "vectorize_gridstride": (1003,)}
+SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33)}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One corpus kernel: ``pass_name`` the folder (the pass it should get), ``path``."""
+
+    pass_name: str
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.pass_name}/{self.path.name}"
+
+
+def variants() -> list[Variant]:
+    """Every corpus kernel, sorted by folder and file name."""
+    return [Variant(d.name, f) for d in sorted(ROOT.iterdir()) if d.is_dir()
+            for f in sorted(d.glob("*.cu"))]
+
+
+def context(v: Variant) -> PassContext:
+    """The pass context of ``v``'s only kernel with its written spec."""
+    target = load_target(v.path)
+    return make_context(target.text, str(target.path), target.kernel.qualified_name, target.spec)
+
+
+def sim_sizes(v: Variant, ctx: PassContext) -> dict[str, int]:
+    """Small sizes for simulating ``v`` (``SIM_SIZES``)."""
+    values = SIM_SIZES_BY_FILE.get(v.id, SIM_SIZES[v.pass_name])
+    names = [s.name for s in ctx.spec.sizes]
+    assert len(names) == len(values), f"{v.id}: sizes {names}, small values {values}"
+    return dict(zip(names, values))
