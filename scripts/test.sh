@@ -12,7 +12,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
 # Neovim (Debian package) for the headless editor test; the test skips, saying why, without it.
-bash tests/data/lsp/install_neovim.sh
+PYTHON=.venv/bin/python bash tests/data/lsp/install_neovim.sh
 # Emacs (emacs-nox, and elpa-eglot before Emacs 29) for the headless eglot test; same rule.
 bash tests/data/lsp/install_emacs.sh
 # both suites run; the script fails when either fails, with pytest's status kept when it failed

