@@ -37,6 +37,7 @@ from cudalens.spec import expr as spec_expr
 from cudalens.spec.expr import Dim3
 from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl
 from cudalens.spec.resolve import resolve_launch
+from cuda_vector_types import VECTOR_TYPES
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found on PATH")
 
@@ -78,6 +79,7 @@ static const int warpSize = 32;
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__ static
+""" + VECTOR_TYPES + r"""
 namespace sim {
 std::barrier<>* block_barrier;
 std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;

@@ -25,6 +25,7 @@ import tree_sitter_cuda
 from cudalens.source.parser import parse_source
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
+from cuda_vector_types import VECTOR_TYPES
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found on PATH")
 
@@ -41,17 +42,7 @@ static host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-// CUDA's built-in vector types (vector_types.h): the same sizes and alignments.
-struct alignas(8) float2 { float x, y; };
-struct alignas(16) float4 { float x, y, z, w; };
-struct alignas(16) double2 { double x, y; };
-struct alignas(8) int2 { int x, y; };
-struct alignas(16) int4 { int x, y, z, w; };
-struct alignas(8) uint2 { unsigned int x, y; };
-struct alignas(16) uint4 { unsigned int x, y, z, w; };
-struct alignas(16) longlong2 { long long x, y; };
-struct alignas(16) ulonglong2 { unsigned long long x, y; };
-"""
+""" + VECTOR_TYPES
 
 _C_TYPES = {"float": "float", "double": "double", "int": "int", "unsigned": "unsigned int",
             "size_t": "size_t", "int32": "int", "uint32": "unsigned int", "int64": "long long",
