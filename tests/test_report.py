@@ -239,13 +239,23 @@ def test_cli_report_writes_the_page_of_a_recorded_run(tmp_path):
     assert page.count('id="point-') == 5
 
 
-def test_cli_report_of_a_json_record_defaults_to_html_beside_it(tmp_path):
-    src = tmp_path / "r.json"
+def test_cli_report_defaults_to_the_current_folder_and_one_file_per_kernel(tmp_path,
+                                                                          monkeypatch):
+    src = tmp_path / "records" / "r.json"
+    src.parent.mkdir()
     src.write_text(json.dumps(failing_saxpy()))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
     res = CliRunner().invoke(main, ["report", str(src)])
     assert res.exit_code == 0, res.output
-    page = (tmp_path / "r.html").read_text()
+    page = (work / "r.html").read_text()
     assert '<ul class="failed" id="failed">' in page and "mismatch" in page
+    assert not (src.parent / "r.html").exists()  # never beside the record (a checkout's file)
+    # with --kernel, the kernel's name is in the file's: a second kernel does not overwrite
+    res = CliRunner().invoke(main, ["report", str(RECORDED), "--kernel", "saxpy"])
+    assert res.exit_code == 0, res.output
+    assert (work / f"{RECORDED.stem}-saxpy.html").read_text().count('id="point-') == 5
 
 
 @pytest.mark.parametrize("text,message", [
@@ -258,7 +268,7 @@ def test_cli_report_of_a_json_record_defaults_to_html_beside_it(tmp_path):
 def test_cli_report_refuses_what_is_not_a_results_record(tmp_path, text, message):
     src = tmp_path / "r.json"
     src.write_text(text)
-    res = CliRunner().invoke(main, ["report", str(src)])
+    res = CliRunner().invoke(main, ["report", str(src), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 2
     assert message in " ".join(res.output.split())
     assert not (tmp_path / "r.html").exists()

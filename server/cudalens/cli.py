@@ -383,6 +383,10 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
     if compdb is not None and not compdb.is_file():
         _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
+    try:  # a binary or non-UTF-8 file is refused as spec, plan and optimize refuse it
+        read_text_file(file)
+    except TextFileError as exc:
+        _fail(err, str(exc))
     if gpu:
         _check_gpu(file, kernel_name, err)
         return

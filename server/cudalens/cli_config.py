@@ -61,6 +61,12 @@ def _config_command(file: Path, **options: Any) -> None:
     from cudalens.cli_agent import config_from_cli, config_warnings, sources_from_cli
 
     err = Console(stderr=True)
+    if not file.exists() or not file.is_file():
+        what = "no such file" if not file.exists() else \
+            "expected a CUDA source file, found a directory or special file"
+        err.print(f"[bold red]error:[/bold red] {escape(f'{file}: {what}')}", highlight=False,
+                  soft_wrap=True)
+        sys.exit(2)
     trust_flag = options.pop("trust_project_config", False)
     agent_config: Optional[Path] = options.pop("agent_config", None)
     try:

@@ -56,7 +56,8 @@ def describe(plan: Plan, file: Path) -> list[str]:
 @click.option("--batch", default=8, show_default=True, type=click.IntRange(1, 1000),
               help="Candidates per runner call (as optimize sends them).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write the plan as JSON to this path.")
+              help="Also write the plan as JSON to this path (-: print only the JSON, on "
+                   "standard output).")
 def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
                   json_path: Optional[Path]) -> None:
     """List, without a GPU, the candidates the built-in search would time for a kernel of FILE
@@ -71,7 +72,8 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
     from cudalens.target import load_target
 
     err = Console(stderr=True)
-    if json_path is not None:
+    to_stdout = json_path is not None and str(json_path) == "-"
+    if json_path is not None and not to_stdout:
         problem = _unwritable(json_path)
         ours = {file.absolute().resolve(), spec_path_for(file).absolute().resolve()}
         if json_path.absolute().resolve() in ours:
@@ -84,6 +86,9 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
         _fail(err, str(exc))
     ctx = make_context(target.text, str(target.path), target.kernel.qualified_name, target.spec)
     plan = make_plan(ctx, seed=seed, batch=batch)
+    if to_stdout:  # --json -: the JSON alone on standard output, for a pipe
+        click.echo(json.dumps(plan.record(), indent=2))
+        return
     for line in describe(plan, file):
         click.echo(line)
     if json_path is not None:

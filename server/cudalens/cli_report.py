@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -30,13 +31,19 @@ def write_report(record: dict, out: Path, where: str, kernel: Optional[str] = No
     out.write_text(page, encoding="utf-8")
 
 
+def _safe(name: str) -> str:
+    """A kernel name (``ns::k<float, 256>``) as a plain file-name part (``ns_k_float_256``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "kernel"
+
+
 def register(main: click.Group) -> None:
     from cudalens.cli import EXIT_INPUT, _fail
 
     @main.command()
     @click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
     @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
-                  help="Where to write the HTML (default: RESULTS with the suffix .html).")
+                  help="Where to write the HTML (default: RESULTS's name with the suffix .html in "
+                       "the current folder; with --kernel, the kernel's name is added).")
     @click.option("--kernel", "kernel_name",
                   help="The kernel's run, where RESULTS is a recorded file of several kernels.")
     def report(results: Path, output: Optional[Path], kernel_name: Optional[str]) -> None:
@@ -46,7 +53,10 @@ def register(main: click.Group) -> None:
         their verdicts, the candidates table with confidence intervals, the profile when there
         is one, and the search's history."""
         err = Console(stderr=True)
-        out = output or results.with_suffix(".html")
+        # By default in the current folder, never beside a recorded results file in the
+        # checkout, and one file per kernel (a second --kernel must not overwrite the first).
+        out = output or Path(results.stem + (f"-{_safe(kernel_name)}" if kernel_name else "")
+                             + ".html")
         if out.absolute().resolve() == results.absolute().resolve():
             _fail(err, f"-o {out}: it is the results file itself, which the report would "
                        f"replace")
