@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_runner.copy_bandwidth import copy_size, gbps, measure_copy, written_back_ms
+from gpu_runner.copy_bandwidth import copy_size, gbps, measure_copy, mix_gbps_of, written_back_ms
 
 MiB = 1024 * 1024
 
@@ -37,3 +37,12 @@ def test_buffers_are_twice_the_l2_at_least_64_mib_within_a_quarter_of_free_memor
 def test_an_unknown_method_is_refused_before_touching_a_device():
     with pytest.raises(ValueError, match="unknown method\\(s\\) \\['cold'\\]"):
         measure_copy(object(), methods=("flushed", "cold"))
+
+
+def test_a_mix_counts_every_buffer_it_reads_and_writes():
+    # vector add: two 64 MiB reads and one write in 50 us -> 3 x 64 MiB / 50 us
+    assert mix_gbps_of(64 * MiB, 2, 1, 0.05) == pytest.approx(3 * 64 * MiB / 50e-6 / 1e9)
+    assert mix_gbps_of(64 * MiB, 1, 0, 0.05) == pytest.approx(64 * MiB / 50e-6 / 1e9)
+    assert mix_gbps_of(64 * MiB, 1, 1, 0.05) == pytest.approx(gbps(64 * MiB, 0.05))
+    with pytest.raises(ValueError, match="a 2:1 kernel over 1024 bytes was timed at 0 ms"):
+        mix_gbps_of(1024, 2, 1, 0)

@@ -223,7 +223,9 @@ class FakeDriver:
         if "cudalens_l2_flush" in source:
             return FakeModule(self, ("l2_flush", l2_flush))
         if "cudalens_copy16" in source:
-            return FakeModule(self, ("copy16", copy16))
+            return FakeModule(self, None, by_symbol={"cudalens_copy16": copy16,
+                                                     "cudalens_mix_add": mix_add,
+                                                     "cudalens_mix_read": mix_read})
         if "cudalens_screen_bits" in source:
             return FakeModule(self, None, by_symbol=SCREEN)
         return FakeModule(self, self.emulations[source])
@@ -400,6 +402,19 @@ def copy16(drv, mod, threads, src, dst, count):
     n = 16 * int(count)
     drv.view(int(dst), n)[:] = bytes(drv.view(int(src), n))
     return 2 * n / drv.COPY_GBPS / 1e3  # microseconds
+
+
+def mix_add(drv, mod, threads, a, b, c, count):
+    """The 2:1 mix kernel: ``count`` float4 read from two buffers, one written; the time of its
+    bytes at ``FakeDriver.COPY_GBPS``."""
+    n = 16 * int(count)
+    drv.view(int(c), n)[:] = bytes(drv.view(int(a), n))  # values do not matter here
+    return 3 * n / drv.COPY_GBPS / 1e3
+
+
+def mix_read(drv, mod, threads, a, out, count):
+    """The read-only mix kernel: reads ``count`` float4, writes nothing."""
+    return 16 * int(count) / drv.COPY_GBPS / 1e3
 
 
 # The verification screen's kernels (gpu_runner/screen.py), emulated with numpy.
