@@ -6,11 +6,12 @@ when it imports; otherwise the driver API version (e.g. ``13.0``) and the attrib
 maximum clocks are reported. Clocks are read right after the bandwidth measurement, while the
 GPU is still in its working state rather than idle.
 
-The copy bandwidth is measured, not taken from a datasheet (METHOD.md, "Two numbers first"),
-and measured the way kernels are timed (``copy_bandwidth``, method ``flushed``): a copy kernel
-with one 16-byte load and store per thread over two buffers of 2 x L2 each, after the same read
-flush of the L2 and between the same CUDA events as a timed kernel, median of ``COPY_REPEATS``
-copies after ``COPY_WARMUP``, counting the bytes read plus the bytes written. Until 2026-12 the
+The copy bandwidth is measured, not taken from a datasheet (the device tool's METHOD.md, "Two
+numbers first"), and measured the way kernels are timed (``copy_bandwidth``, method ``flushed``):
+the highest of three 16-byte kernels (copy, vector add, read only; ``COPY_KERNEL_SOURCE``) over
+buffers of 2 x L2 each, after the same read flush of the L2 and between the same CUDA events as
+a timed kernel, median of ``COPY_REPEATS`` launches after ``COPY_WARMUP``, counting the bytes
+read plus the bytes written (on an H200, 2026-12-01: copy 4,228, add 4,388, read 4,126 GB/s). Until 2026-12 the
 copy was timed back to back (the faster of ``cuMemcpyDtoDAsync`` and that kernel): it paid for
 the previous copy's dirty L2 lines while kernels, timed after a read flush, leave theirs unpaid,
 and vector add and saxpy read 107-110% of it on an H200.
