@@ -117,8 +117,8 @@ template <typename T> T __shfl_sync(unsigned, T v, int src, int width = 32) {
     const unsigned lane = sim::linear() % 32;
     return sim::exchange(v, lane / width * width + (unsigned)src % width);
 }
-template <typename T> T atomicAdd(T* p, T v) {
-    std::lock_guard<std::mutex> g(sim::atomic_mutex); T old = *p; *p = old + v; return old;
+template <typename T, typename U> T atomicAdd(T* p, U v) {  // CUDA converts v to *p's type
+    std::lock_guard<std::mutex> g(sim::atomic_mutex); T old = *p; *p = old + (T)v; return old;
 }
 template <typename T> T atomicMax(T* p, T v) {
     std::lock_guard<std::mutex> g(sim::atomic_mutex); T old = *p; *p = std::max(old, v); return old;

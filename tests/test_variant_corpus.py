@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cudalens.optimizer.passes import get
+from cudalens.optimizer.passes import PASSES, get
 from cudalens.optimizer.plan import make_plan
 from cudalens.optimizer.staged_search import ordered
 from cudalens.spec.model import BufferDecl
@@ -45,8 +45,9 @@ def test_corpus_has_five_spellings_per_pattern():
     per = {}
     for v in VARIANTS:
         per.setdefault(v.pass_name, []).append(v)
-    assert sorted(per) == ["tiled_matmul", "tiled_transpose", "vectorize_gridstride",
-                           "warp_per_row", "warp_reduce"]
+    assert {"tiled_matmul", "tiled_transpose", "vectorize_gridstride", "warp_per_row",
+            "warp_reduce", "hist_privatize"} <= set(per)
+    assert set(per) <= {p.name for p in PASSES}, "a corpus folder not named after a pass"
     assert all(len(vs) >= 5 for vs in per.values()), {k: len(v) for k, v in per.items()}
 
 
