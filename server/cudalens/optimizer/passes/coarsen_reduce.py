@@ -1,0 +1,213 @@
+"""Pass ``coarsen_reduce``: a block's tree reduction done by one warp, several elements per lane.
+
+The kernel is a shared-memory tree reduction (``cudalens.optimizer.block_reduction``): block
+``b`` of ``B`` threads combines the ``B`` values its threads store in ``s[tid]`` and thread 0
+writes the result (``partial[blockIdx.x] = s[0]``, ``atomicAdd(out, s[0])``, ...). With one
+element per thread, most of the time goes to the tree's barriers and to launching ``B``
+threads for ``B`` loads.
+
+The rewrite launches the same grid with 32-thread blocks: block ``b`` is one warp that
+computes what block ``b`` computed. Lane ``l`` runs the original per-thread statements for
+the threads ``l, l + 32, ...`` of the original block (``threadIdx.x`` replaced by that
+thread's number, ``blockDim.x`` by ``B``), combining the values in a register: ``B / 32``
+coalesced loads in flight per lane and no shared memory. Five ``__shfl_down_sync`` steps
+combine the warp (CUDA C++ Programming Guide, "Warp Shuffle Functions"; J. Luitjens,
+"Faster Parallel Reductions on Kepler", NVIDIA developer blog, 2014; M. Harris, "Optimizing
+Parallel Reduction in CUDA", 2007, kernel 7: several elements per thread), and lane 0 runs
+the original's final statement with the result. Every output keeps its meaning: the same
+elements form each block's value, so per-block partials and atomics on a scalar are the
+original's. Float sums are added in another order (within the runner's tolerance); max and
+min are exact.
+
+Applies when ``warp_reduce`` does (a recognized tree, a 1D power-of-two block of 32 to 1024
+threads, no y/z indexing) and also: the combine has an identity for the element type (0 for
+sums, -/+INFINITY for float max/min), the final statement uses no local of the per-thread
+statements and no ``threadIdx``, and the spec's grid does not depend on the block except
+through ``block.x`` (replaced by ``B``). No parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.optimizer import structural
+from cudalens.optimizer.affine import builtin_field
+from cudalens.optimizer.candidate import PassResult
+from cudalens.optimizer.context import PassContext, PassNotApplicable
+from cudalens.optimizer.passes import warp_reduce
+from cudalens.optimizer.reasons import Reason
+from cudalens.optimizer.syntax import named_children, walk
+
+name = "coarsen_reduce"
+
+WARP = 32
+_FLOATS = ("float", "double")
+
+
+def _identity(combine: str, etype: str) -> Optional[str]:
+    base = " ".join(w for w in etype.split() if w not in ("const", "volatile"))
+    if combine == "+":
+        return "0.0f" if base == "float" else "0"
+    if base in _FLOATS and combine in ("fmaxf", "fmax", "max"):
+        return "-INFINITY"
+    if base in _FLOATS and combine in ("fminf", "fmin", "min"):
+        return "INFINITY"
+    return None
+
+
+def _declared(stmts, parsed) -> dict[str, tree_sitter.Node]:
+    """Locals declared by the top-level ``stmts`` -> their declaration."""
+    out = {}
+    for s in stmts:
+        if s.type == "declaration":
+            for d in s.children_by_field_name("declarator"):
+                inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                if inner is not None:
+                    out[parsed.text_of(inner)] = s
+    return out
+
+
+def _plan(ctx: PassContext):
+    reason = warp_reduce.check(ctx)
+    if reason is not None:
+        return reason, None, 0
+    _, m, bx = warp_reduce._plan(ctx)
+    reason = structural.block_dependence(ctx)
+    if reason:
+        return reason, None, 0
+    p = m.parsed
+    ident = _identity(m.combine, m.element_type)
+    if ident is None:
+        return (f"the combine {m.combine} on {m.element_type} has no identity the pass can "
+                f"write (sums, and max/min of floats, do)"), None, 0
+    cons = m.final.child_by_field_name("consequence")
+    local = _declared(m.load, p)
+    for n in walk(cons):
+        if n.type == "identifier" and p.text_of(n) in local:
+            return Reason(
+                f"the final statement uses {p.text_of(n)} (line {p.line_of(n)}), a local of "
+                f"the per-thread statements", p.line_of(n)), None, 0
+        if builtin_field(n, p) and builtin_field(n, p).startswith("threadIdx"):
+            return Reason(
+                f"the final statement uses threadIdx (line {p.line_of(n)})",
+                p.line_of(n)), None, 0
+    for stmt in m.load:
+        for n in walk(stmt):
+            if n.type == "identifier" and p.text_of(n) == "gridDim":
+                return Reason(f"the per-thread statements use gridDim (line "
+                                            f"{p.line_of(n)})", p.line_of(n)), None, 0
+    if any(g.strip() != "1" for g in ctx.launch.grid[1:]):
+        return "the spec's grid is not 1D", None, 0
+    return None, m, bx
+
+
+def check(ctx: PassContext) -> Optional[str]:
+    """None when the kernel is a block tree reduction the pass can give to one warp per
+    block, else the reason."""
+    return _plan(ctx)[0]
+
+
+def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
+    """No parameters: one application."""
+    return ({},)
+
+
+def _combine(combine: str, v: str, other: str) -> str:
+    return f"{v} += {other};" if combine == "+" else f"{v} = {combine}({v}, {other});"
+
+
+def apply(ctx: PassContext) -> PassResult:
+    """The one-warp-per-block reduction; block 32, the spec's grid (``block.x`` replaced by
+    the original block size).
+
+    Raises:
+        PassNotApplicable: the precondition fails (the message says why).
+    """
+    reason, m, bx = _plan(ctx)
+    if reason is not None:
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    p = m.parsed
+    w = structural.Layout(ctx)
+    etype = " ".join(m.element_type.split())
+    per_lane = bx // WARP
+    v, off = w.fresh("acc"), w.fresh("offset")
+    # the loop variable: the user's copy of threadIdx.x when the statements declare one
+    tid_decl, loop_var, loop_type = None, None, "unsigned int"
+    for stmt in m.load:
+        if stmt.type != "declaration":
+            continue
+        ds = stmt.children_by_field_name("declarator")
+        if len(ds) == 1 and ds[0].type == "init_declarator" and \
+                builtin_field(ds[0].child_by_field_name("value"), p) == "threadIdx.x":
+            tid_decl, loop_var = stmt, p.text_of(ds[0].child_by_field_name("declarator"))
+            loop_type = " ".join(w2 for w2 in p.text_of(stmt.child_by_field_name("type")).split()
+                                 if w2 != "const")
+            break
+    if loop_var is None:
+        loop_var = w.fresh("t")
+    body = [s for s in m.load if s is not tid_decl]
+    last = body[-1] if body else None
+    direct = None  # 's[tid] = EXPR;' as the last statement, its only store
+    if last is not None and last.type == "expression_statement" and \
+            sum(1 for u in m.load_uses) == 1:
+        expr = named_children(last)[0] if named_children(last) else None
+        if expr is not None and expr.type == "assignment_expression" and \
+                expr.child_by_field_name("operator").type == "=" and \
+                expr.child_by_field_name("left") == m.load_uses[0]:
+            direct = expr.child_by_field_name("right")
+    x = None if direct is not None else w.fresh("val")
+
+    def subst(stmt: tree_sitter.Node, drop_store: bool = False) -> str:
+        reps = []
+        for n in walk(stmt):
+            f = builtin_field(n, p) if n.type == "field_expression" else None
+            if f == "threadIdx.x":
+                reps.append((n, loop_var))
+            elif f == "blockDim.x":
+                reps.append((n, str(bx)))
+        reps += [(u, x) for u in m.load_uses if stmt.start_byte <= u.start_byte < stmt.end_byte
+                 and x is not None]
+        return structural.text_with(p, stmt, reps)
+
+    w(1, f"// One warp per block of {bx} inputs: each lane combines {per_lane} of them in a "
+         f"register, then warp shuffles.")
+    w(1, f"{etype} {v} = {_identity(m.combine, m.element_type)};")
+    w(1, f"for ({loop_type} {loop_var} = threadIdx.x; {loop_var} < {bx}; {loop_var} += {WARP}) {{")
+    if x is not None:
+        w(2, f"{etype} {x};")
+    for stmt in body:
+        if stmt is last and direct is not None:
+            w.text_block(2, _combine(m.combine, v, subst(direct)))
+        else:
+            w.text_block(2, subst(stmt))
+    if x is not None:
+        w(2, _combine(m.combine, v, x))
+    w(1, "}")
+    w(1, f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2)")
+    w(2, _combine(m.combine, v, f"__shfl_down_sync(0xffffffff, {v}, {off})"))
+    cons = m.final.child_by_field_name("consequence")
+    reps = [(u, v) for u in m.final_uses]
+    for n in walk(cons):
+        if n.type == "field_expression" and builtin_field(n, p) == "blockDim.x":
+            reps.append((n, str(bx)))
+    w.text_block(1, f"if (threadIdx.x == 0) {structural.text_with(p, cons, reps)}")
+    source = w.source()
+    grid = tuple(re.sub(r"\bblock\s*\.\s*x\b", str(bx), g) for g in ctx.launch.grid)
+    launch = dataclasses.replace(ctx.launch, block=(str(WARP),) + tuple(ctx.launch.block[1:]),
+                                 grid=grid, shared="0")
+    what = "sum" if m.combine == "+" else m.combine
+    order = (" Float sums are added in another order (pairs within each lane, then across "
+             "the warp): results may differ in the last bits, within the tolerance the "
+             "runner checks." if m.combine == "+" else "")
+    explanation = (f"several elements per thread: each block's {bx}-input {what} is done by "
+                   f"one warp, each lane combining {per_lane} coalesced loads in a register "
+                   f"and 5 __shfl_down_sync steps combining the warp, instead of {bx} threads, "
+                   f"a shared-memory tree and {bx.bit_length()} __syncthreads(); launched as "
+                   f"32-thread blocks over the same grid, so block b still writes what the "
+                   f"original block b wrote.{order}")
+    return PassResult(source=source, launch=launch, tags=("warp-per-block",),
+                      explanation=explanation)
