@@ -188,6 +188,10 @@ def torch_ops() -> dict[str, Callable[[Any, dict, dict], Callable[[], Any]]]:
     def histogram(t, b, s):
         return lambda: t.bincount(b["values"], minlength=256)
 
+    def colsum(t, b, s):
+        a = b["a"].view(s["rows"], s["cols"])
+        return lambda: t.sum(a, dim=0)
+
     def conv2d(t, b, s):
         x = b["in"].view(1, 1, s["rows"], s["cols"])
         w = b["w"].view(1, 1, 3, 3)
@@ -206,7 +210,7 @@ def torch_ops() -> dict[str, Callable[[Any, dict, dict], Callable[[], Any]]]:
             "block_sum": block_sum, "block_max": block_max, "softmax_rows": softmax,
             "stencil_1d": stencil, "gather_scale": gather, "relu_bias": relu_bias,
             "histogram": histogram, "conv2d_3x3": conv2d, "gemv_rows": gemv,
-            "layernorm_rows": layernorm}
+            "layernorm_rows": layernorm, "colsum": colsum}
 
 
 def time_torch(case, op_builder, l2_bytes: int, repetitions: int, warmup: int = 5) -> dict:

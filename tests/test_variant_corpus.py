@@ -46,7 +46,7 @@ def test_corpus_has_five_spellings_per_pattern():
     for v in VARIANTS:
         per.setdefault(v.pass_name, []).append(v)
     assert {"tiled_matmul", "tiled_transpose", "vectorize_gridstride", "warp_per_row",
-            "warp_reduce", "hist_privatize", "coarsen_reduce"} <= set(per)
+            "warp_reduce", "hist_privatize", "coarsen_reduce", "column_reduce"} <= set(per)
     assert set(per) <= {p.name for p in PASSES}, "a corpus folder not named after a pass"
     assert all(len(vs) >= 5 for vs in per.values()), {k: len(v) for k, v in per.items()}
 

@@ -22,11 +22,11 @@ from types import ModuleType
 from cudalens.optimizer.passes import (fast_math, gridstride, launch_bounds, launch_config,
                                        restrict_const, tiled_matmul, tiled_transpose, unroll,
                                        vectorize_gridstride, warp_per_row, warp_reduce)
-from cudalens.optimizer.passes import coarsen_reduce, hist_privatize  # noqa: E402 (issue 14)
+from cudalens.optimizer.passes import coarsen_reduce, column_reduce, hist_privatize  # noqa: E402
 
 BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, tiled_matmul, warp_reduce,
                                          warp_per_row, vectorize_gridstride, gridstride)
-BODY_REWRITES = (hist_privatize, coarsen_reduce) + BODY_REWRITES
+BODY_REWRITES = (hist_privatize, coarsen_reduce, column_reduce) + BODY_REWRITES
 
 PASSES: tuple[ModuleType, ...] = (restrict_const, *BODY_REWRITES, unroll, fast_math,
                                   launch_config, launch_bounds)

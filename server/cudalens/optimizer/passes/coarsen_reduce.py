@@ -71,6 +71,78 @@ def _declared(stmts, parsed) -> dict[str, tree_sitter.Node]:
     return out
 
 
+def spec_to_c(text: str, ctx: PassContext, block_x: int) -> Optional[str]:
+    """The spec expression ``text`` (``ceil_div(n, block.x)``) as C over the kernel's scalar
+    parameters (``(n + 256 - 1) / 256``), or None when a name is not a size that a scalar
+    parameter carries unchanged (``scalar n: int = n``)."""
+    import ast
+
+    from cudalens.spec import expr as spec_expr
+    from cudalens.spec.model import ScalarDecl
+
+    carried = {}
+    for q in ctx.kernel.parameters:
+        try:
+            decl = ctx.spec.param(q.name)
+        except KeyError:
+            continue
+        if isinstance(decl, ScalarDecl) and not q.is_pointer:
+            carried.setdefault(decl.expr.strip(), q.name)
+    ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%",
+           ast.LShift: "<<", ast.RShift: ">>"}
+
+    def c(node) -> Optional[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return str(node.value)
+        if isinstance(node, ast.Name):
+            return carried.get(node.id)
+        if isinstance(node, ast.Attribute):
+            return str(block_x) if node.attr == "x" else "1"
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            a, b = c(node.left), c(node.right)
+            return None if a is None or b is None else f"({a} {ops[type(node.op)]} {b})"
+        if isinstance(node, ast.Call) and len(node.args) == 2:
+            a, b = c(node.args[0]), c(node.args[1])
+            if a is None or b is None:
+                return None
+            if node.func.id == "ceil_div":
+                return f"({a} + {b} - 1) / {b}"
+            return f"{node.func.id}({a}, {b})"
+        return None
+
+    try:
+        out = c(spec_expr.parse(text))
+    except spec_expr.ExprError:
+        return None
+    if out is not None and out.startswith("(") and out.endswith(")") and \
+            out.count("(") == 1:
+        out = out[1:-1]
+    return out
+
+
+def _atomic_total(m, p) -> Optional[str]:
+    """The atomic's name when the final statement is ``atomicAdd(ADDR, s[0]);`` with a
+    sum combine and ``ADDR`` free of thread and block indices (the same counter for every
+    block, so any grouping of the elements adds up to the same total), else None."""
+    cons = m.final.child_by_field_name("consequence")
+    if cons.type == "compound_statement" and len(named_children(cons)) == 1:
+        cons = named_children(cons)[0]
+    if m.combine != "+" or cons.type != "expression_statement" or not named_children(cons):
+        return None
+    call = named_children(cons)[0]
+    if call.type != "call_expression" or \
+            p.text_of(call.child_by_field_name("function")) != "atomicAdd":
+        return None
+    args = named_children(call.child_by_field_name("arguments"))
+    if len(args) != 2 or len(m.final_uses) != 1 or \
+            (args[1].start_byte, args[1].end_byte) != (m.final_uses[0].start_byte,
+                                                       m.final_uses[0].end_byte):
+        return None
+    if structural.builtin_uses(args[0], p):
+        return None
+    return "atomicAdd"
+
+
 def _plan(ctx: PassContext):
     reason = warp_reduce.check(ctx)
     if reason is not None:
@@ -111,31 +183,51 @@ def check(ctx: PassContext) -> Optional[str]:
     return _plan(ctx)[0]
 
 
+def _blocks_c(ctx: PassContext, bx: int) -> Optional[str]:
+    return spec_to_c(ctx.launch.grid[0], ctx, bx)
+
+
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
-    """No parameters: one application."""
-    return ({},)
+    """``blocks_per_sm``: None (one warp per original block, always offered) and, where the
+    result is one total added with ``atomicAdd`` and the spec's grid can be written in C over
+    the scalar parameters, 32 and 16 warps per SM looping over the original blocks (one
+    atomic per warp instead of one per original block), 32 first."""
+    reason, m, bx = _plan(ctx)
+    if m is not None and _atomic_total(m, m.parsed) and _blocks_c(ctx, bx):
+        return ({"blocks_per_sm": 32}, {"blocks_per_sm": 16}, {"blocks_per_sm": None})
+    return ({"blocks_per_sm": None},)
 
 
 def _combine(combine: str, v: str, other: str) -> str:
     return f"{v} += {other};" if combine == "+" else f"{v} = {combine}({v}, {other});"
 
 
-def apply(ctx: PassContext) -> PassResult:
+def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None) -> PassResult:
     """The one-warp-per-block reduction; block 32, the spec's grid (``block.x`` replaced by
-    the original block size).
+    the original block size), or with ``blocks_per_sm`` a grid of that many one-warp blocks
+    per SM looping over the original blocks (``parameter_space`` says when).
 
     Raises:
-        PassNotApplicable: the precondition fails (the message says why).
+        PassNotApplicable: the precondition fails, or ``blocks_per_sm`` is given where the
+            result is not one atomic total (the message says why).
     """
     reason, m, bx = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    blocks = None
+    if blocks_per_sm is not None:
+        blocks = _blocks_c(ctx, bx)
+        if not _atomic_total(m, m.parsed) or blocks is None:
+            raise PassNotApplicable(f"{name} on {ctx.kernel.name}: looping over the original "
+                                    f"blocks needs one total added with atomicAdd and a grid "
+                                    f"written over the scalar parameters")
     p = m.parsed
     w = structural.Layout(ctx)
     etype = " ".join(m.element_type.split())
     per_lane = bx // WARP
     v, off = w.fresh("acc"), w.fresh("offset")
-    # the loop variable: the user's copy of threadIdx.x when the statements declare one
+    # the original thread's number: the user's copy of threadIdx.x when the statements declare
+    # one (its name and type), else a new local
     tid_decl, loop_var, loop_type = None, None, "unsigned int"
     for stmt in m.load:
         if stmt.type != "declaration":
@@ -144,11 +236,10 @@ def apply(ctx: PassContext) -> PassResult:
         if len(ds) == 1 and ds[0].type == "init_declarator" and \
                 builtin_field(ds[0].child_by_field_name("value"), p) == "threadIdx.x":
             tid_decl, loop_var = stmt, p.text_of(ds[0].child_by_field_name("declarator"))
-            loop_type = " ".join(w2 for w2 in p.text_of(stmt.child_by_field_name("type")).split()
-                                 if w2 != "const")
+            loop_type = " ".join(p.text_of(stmt).split("=")[0].split()[:-1])
             break
     if loop_var is None:
-        loop_var = w.fresh("t")
+        loop_var, loop_type = w.fresh("t"), "const unsigned int"
     body = [s for s in m.load if s is not tid_decl]
     last = body[-1] if body else None
     direct = None  # 's[tid] = EXPR;' as the last statement, its only store
@@ -169,24 +260,41 @@ def apply(ctx: PassContext) -> PassResult:
                 reps.append((n, loop_var))
             elif f == "blockDim.x":
                 reps.append((n, str(bx)))
+            elif f == "blockIdx.x" and blocks is not None:
+                reps.append((n, b))
         reps += [(u, x) for u in m.load_uses if stmt.start_byte <= u.start_byte < stmt.end_byte
                  and x is not None]
         return structural.text_with(p, stmt, reps)
 
-    w(1, f"// One warp per block of {bx} inputs: each lane combines {per_lane} of them in a "
-         f"register, then warp shuffles.")
+    if blocks_per_sm is None:
+        w(1, f"// One warp per block of {bx} inputs: each lane combines {per_lane} of them in "
+             f"a register, then warp shuffles.")
+    else:
+        w(1, f"// Each warp loops over blocks of {bx} inputs, {per_lane} per lane in a "
+             f"register, then shuffles and adds its total once.")
     w(1, f"{etype} {v} = {_identity(m.combine, m.element_type)};")
-    w(1, f"for ({loop_type} {loop_var} = threadIdx.x; {loop_var} < {bx}; {loop_var} += {WARP}) {{")
+    k = w.fresh("k")
+    d = 1
+    if blocks is not None:
+        nblocks, b = w.fresh("blocks"), w.fresh("b")
+        w(1, f"const unsigned int {nblocks} = {blocks};  // the original grid")
+        w(1, f"for (unsigned int {b} = blockIdx.x; {b} < {nblocks}; {b} += gridDim.x) {{")
+        d = 2
+    w(d, "#pragma unroll")
+    w(d, f"for (int {k} = 0; {k} < {per_lane}; ++{k}) {{")
+    w(d + 1, f"{loop_type} {loop_var} = threadIdx.x + {k} * {WARP};")
     if x is not None:
-        w(2, f"{etype} {x};")
+        w(d + 1, f"{etype} {x};")
     for stmt in body:
         if stmt is last and direct is not None:
-            w.text_block(2, _combine(m.combine, v, subst(direct)))
+            w.text_block(d + 1, _combine(m.combine, v, subst(direct)))
         else:
-            w.text_block(2, subst(stmt))
+            w.text_block(d + 1, subst(stmt))
     if x is not None:
-        w(2, _combine(m.combine, v, x))
-    w(1, "}")
+        w(d + 1, _combine(m.combine, v, x))
+    w(d, "}")
+    if blocks is not None:
+        w(1, "}")
     w(1, f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2)")
     w(2, _combine(m.combine, v, f"__shfl_down_sync(0xffffffff, {v}, {off})"))
     cons = m.final.child_by_field_name("consequence")
@@ -197,6 +305,8 @@ def apply(ctx: PassContext) -> PassResult:
     w.text_block(1, f"if (threadIdx.x == 0) {structural.text_with(p, cons, reps)}")
     source = w.source()
     grid = tuple(re.sub(r"\bblock\s*\.\s*x\b", str(bx), g) for g in ctx.launch.grid)
+    if blocks_per_sm is not None:
+        grid = (f"min({grid[0]}, sm_count * {blocks_per_sm})",) + grid[1:]
     launch = dataclasses.replace(ctx.launch, block=(str(WARP),) + tuple(ctx.launch.block[1:]),
                                  grid=grid, shared="0")
     what = "sum" if m.combine == "+" else m.combine
@@ -209,5 +319,12 @@ def apply(ctx: PassContext) -> PassResult:
                    f"a shared-memory tree and {bx.bit_length()} __syncthreads(); launched as "
                    f"32-thread blocks over the same grid, so block b still writes what the "
                    f"original block b wrote.{order}")
+    if blocks_per_sm is not None:
+        explanation += (f" With {blocks_per_sm} one-warp blocks per SM each warp loops over "
+                        f"the original blocks and adds its total with one atomicAdd, instead "
+                        f"of one atomicAdd on the same address per original block.")
+        return PassResult(source=source, launch=launch,
+                          tags=("warp-per-block+loop", f"grid={blocks_per_sm}*SMs"),
+                          explanation=explanation)
     return PassResult(source=source, launch=launch, tags=("warp-per-block",),
                       explanation=explanation)
