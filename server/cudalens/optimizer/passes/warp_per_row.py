@@ -474,6 +474,11 @@ def _early(ctx: PassContext) -> Optional[str]:
         return "the spec marks the kernel as using atomics"
     if any(b.strip() != "1" for b in ctx.launch.block[1:]):
         return f"the spec's block ({', '.join(ctx.launch.block)}) is not 1D"
+    from cudalens.optimizer.passes import column_reduce  # its pattern: loads already coalesced
+    if column_reduce.check(ctx) is None:
+        return ("each thread walks a column of a row-major matrix, its loads already "
+                "coalesced; a warp per column would read addresses a row apart "
+                "(column_reduce splits the rows instead)")
     return None
 
 
