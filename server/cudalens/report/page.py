@@ -7,7 +7,8 @@ offline and as a pull-request attachment. Colours come from the VS Code theme's 
 (``--vscode-editor-foreground`` ...) where the page is in a webview, with light defaults
 elsewhere. Sections: the chart with the failed candidates beside it, the candidates table
 (median, its 95% confidence interval, speedup with its 95% interval, achieved bandwidth and
-rate), the Nsight Compute profile when the run has one, the sanitizer findings when the
+rate, and whether it is a drop-in under the user's launch or needs a new one, with the launch:
+``cudalens.dropin``), the Nsight Compute profile when the run has one, the sanitizer findings when the
 record has a ``sanitizer`` field, and the search's history (every runner evaluation).
 """
 
@@ -84,14 +85,32 @@ def _candidates_table(report: KernelReport) -> str:
             f'<td class="num">{p.timing.achieved_gbps:,.0f} GB/s '
             f'({p.timing.percent_of_copy:.0f}%)</td>'
             f'<td class="num">{_rate_cell(report, p)}</td><td class="num">{p.timing.samples}</td>'
-            f'</tr>')
+            f'{_user_launch_cell(p)}</tr>')
     for f in report.failed:
         rows.append(f'<tr class="failed"><td>-</td><td>{escape(f.label)}</td>'
-                    f'<td colspan="6" class="bad">{escape(f.status)}: {escape(f.reason)}</td></tr>')
+                    f'<td colspan="7" class="bad">{escape(f.status)}: {escape(f.reason)}</td></tr>')
     return ('<table id="candidates"><thead><tr><th>#</th><th>variant</th><th>median</th>'
             '<th>95% CI of the median (us)</th><th>speedup [95% CI]</th>'
-            '<th>achieved (% of copy)</th><th>rate</th><th>samples</th></tr></thead><tbody>'
+            '<th>achieved (% of copy)</th><th>rate</th><th>samples</th>'
+            '<th>under your launch</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table>")
+
+
+def _user_launch_cell(p: TimedPoint) -> str:
+    """``drop-in`` (with the speedup under the user's launch) or ``needs a new launch`` (with
+    the exact launch), as ``cudalens.dropin.describe`` words it; the original: ``yours``."""
+    u = p.user_launch
+    if p.role == "original":
+        return '<td class="launch">your launch</td>'
+    if u is None:
+        return '<td class="launch muted">not recorded</td>'
+    tag = {"same": "drop-in", "drop_in": "drop-in", "new_launch": "needs a new launch",
+           "not_checked": "not checked under your launch"}[u.kind]
+    why = (f'<div class="muted">under your launch: {escape(u.reason)}</div>'
+           if u.kind == "new_launch" and u.reason else "")
+    cls = "launch" if u.is_drop_in else "launch bad"
+    return (f'<td class="{cls}" data-kind="{u.kind}"><b>{tag}</b>: {escape(u.words)}{why}'
+            f'</td>')
 
 
 def _failed_list(report: KernelReport) -> str:
@@ -198,6 +217,22 @@ def _caption(report: KernelReport) -> str:
             "median time.")
 
 
+def _winner_launch(report: KernelReport, win: TimedPoint) -> str:
+    """`` Under your launch: 1.80x as a drop-in; 14.80x with block = ...`` and, when the winner
+    is no drop-in, the fastest drop-in."""
+    u = win.user_launch
+    if u is None:
+        return ""
+    text = f' <span id="winner-launch">Under your launch: {escape(u.words)}.</span>'
+    drop = report.best_drop_in
+    if not u.is_drop_in and drop is not None and drop is not win:
+        s = drop.speedup if drop.user_launch.kind == "same" else drop.user_launch.drop_in_speedup
+        text += (f' <span id="best-drop-in">Best drop-in (no launch change): '
+                 f'<b>{escape(drop.label)}</b>, {s.value:.2f}x [{s.ci_low:.2f}, '
+                 f'{s.ci_high:.2f}].</span>')
+    return text
+
+
 def report_html(report: KernelReport) -> str:
     """The report page of ``report`` (module doc).
 
@@ -209,6 +244,7 @@ def report_html(report: KernelReport) -> str:
     if win is not None:
         verdict = (f"Winner: <b>{escape(win.label)}</b>, {_speedup(win)} faster, "
                    f"{_us(report.points[0].timing.median_us)} &rarr; {_us(win.timing.median_us)}.")
+        verdict += _winner_launch(report, win)
     else:
         verdict = "No verified candidate is faster than the original beyond noise."
     svg = roofline_svg(report)
