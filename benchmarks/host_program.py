@@ -2,8 +2,9 @@
 
 ``generate(target)`` writes what a CUDA developer's program around the kernel looks like: a
 ``main.cu`` that includes the kernel's file, declares the spec's sizes as host variables
-(``const int rows = 1001;``), allocates every buffer, fills the inputs, poisons the outputs
-with 0xFF bytes (NaN for floats, so elements a launch misses show), launches the kernel once
+(``const int rows = 1001;``), allocates every buffer, fills the inputs, fills the outputs
+with the runner's poison (``gpu_runner.patterns``: a NaN no arithmetic makes for floats, 0x7F
+bytes for integers, so elements a launch misses show), launches the kernel once
 with ``kernel<<<grid, block[, shared]>>>(args)`` where grid, block and shared are the spec's
 launch expressions written over the host's size variables (``(rows + 256 - 1) / 256``, as
 ``cudalens.host_launch`` writes them), copies every ``out``/``inout`` buffer back and writes
@@ -13,7 +14,7 @@ Sizes are those of the spec's ragged case scaled down as the sanitizer check sca
 (``cudalens.sanitize_check.small_spec``: at most about 2^18 elements, still ragged). Inputs are
 the runner's own values for that case and seed (``gpu_runner.inputs.buffer_values``: every
 fill the spec can ask for, CSR structures and permutations included), written beside the
-program as ``NAME.in`` (raw bytes) and read by it, so the program and the runner's verification
+program as ``NAME.in`` (raw bytes, the outputs' poison too) and read by it, so the program and the runner's verification
 see the same data. Scalars that are sizes or expressions of sizes are passed as those host
 expressions; other scalars as literals of their value.
 
@@ -44,6 +45,7 @@ from cudalens.spec.resolve import build_problem, sizes_for
 from cudalens.target import Target
 from gpu_runner import compare, elements
 from gpu_runner.inputs import buffer_values
+from gpu_runner.patterns import poison_array
 from gpu_runner.problem import Buffer, Problem, Scalar
 
 CASE = "ragged"
@@ -201,13 +203,11 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
             dev = f"d_{p.name}"
             allocs.append(f"    {ctype}* {dev} = nullptr;\n"
                           f"    CHECK(cudaMalloc(&{dev}, {nbytes}));  // {buf.length} x {buf.dtype}")
-            if buf.role == "out":
-                fills.append(f"    CHECK(cudaMemset({dev}, 0xFF, {nbytes}));  // unwritten "
-                             f"elements stay NaN / all ones")
-            else:
-                data = buffer_values(buf, seed, CASE)
-                inputs[p.name] = np.ascontiguousarray(data).tobytes()
-                fills.append(f"    if (!load_input(\"{p.name}.in\", {dev}, {nbytes})) return 1;")
+            data = (poison_array(buf.dtype, buf.length) if buf.role == "out"
+                    else buffer_values(buf, seed, CASE))
+            inputs[p.name] = np.ascontiguousarray(data).tobytes()
+            note = "  // the poison: what stays of it was not written" if buf.role == "out" else ""
+            fills.append(f"    if (!load_input(\"{p.name}.in\", {dev}, {nbytes})) return 1;{note}")
             if buf.role != "in":
                 outputs.append(OutputBuffer(p.name, buf.dtype, buf.length))
                 backs.append(f"    if (!save_output(\"{p.name}.out\", {dev}, {nbytes})) return 1;")
@@ -243,7 +243,7 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
 
 _TEMPLATE = """\
 // A program around {kernel}, as its user would write it: sizes as host variables, buffers
-// allocated and filled (inputs from NAME.in), one launch written with those variables, and the
+// allocated and filled from NAME.in (inputs; outputs with a poison), one launch written with those variables, and the
 // outputs written to NAME.out. Made by benchmarks/host_program.py from {file} and its spec.
 //
 // Build and run: nvcc -O2 -o prog main.cu && ./prog

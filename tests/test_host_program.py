@@ -115,7 +115,9 @@ def test_outputs_compare_with_the_runners_tolerance(tmp_path):
     # float32's default: rtol 1e-4, atol 1e-4 x the output's scale (1.0 here)
     assert text.endswith("(rtol 0.0001, atol 0.0001); 1 of 92853 elements differ")
     missed = before.copy()
-    missed.view(np.uint32)[32::32] = 0xFFFFFFFF  # left as the program's 0xFF poison
+    poison = np.frombuffer(prog.inputs["out"], dtype=np.float32)  # what main.cu starts with
+    assert poison.view(np.uint32)[0] == 0x7FFC7FFC and poison.size == n
+    missed[32::32] = poison[32::32]  # left as the program filled it
     text = compare_outputs(prog, {"out": before}, {"out": missed})
     assert text.startswith("out[32] unwritten (expected ") and f"of {n} elements" in text
     # outputs are read back by size: a short file is an error naming it
