@@ -188,21 +188,43 @@ def test_the_page_is_self_contained_and_themed():
     run = run_of("saxpy")
     n = sum(len(e["variants"]) for e in run["evaluations"])
     assert f"{len(run['evaluations'])} runner evaluation(s), {n} variant timing(s)" in page
-    assert "Sanitizer" not in page and "compute-sanitizer" not in page
+    assert "Not recorded: this record was written before runs kept" in page  # 2026-11-30
     assert "Nsight Compute" not in page
 
 
-def test_sanitizer_findings_get_their_section():
-    run = dict(run_of("saxpy"), sanitizer=[
-        {"variant": "c3", "tool": "memcheck", "error": "Invalid __global__ write of size 4",
-         "where": "saxpy.cu:9"},
-        {"variant": "c4", "tool": "racecheck", "error": "none"}])
-    page = report_html(from_record(run))
+def sanitizer_section(page: str) -> str:
     sec = page[page.index('<section id="sanitizer">'):]
-    sec = sec[:sec.index("</section>")]
-    assert "<th>variant</th><th>tool</th><th>error</th><th>where</th>" in sec
-    assert "<td>memcheck</td><td>Invalid __global__ write of size 4</td><td>saxpy.cu:9</td>" in sec
-    assert "<td>c4</td><td>racecheck</td><td>none</td><td></td>" in sec
+    return sec[:sec.index("</section>")]
+
+
+def test_the_sanitizer_status_gets_its_section():
+    """clean / findings with their lines / not run and why, as the run's record keeps them
+    (cudalens.sanitizer_status); a record from before says it was not recorded."""
+    clean = {"state": "clean", "reason": "the ragged case at n=262145 (memcheck 2.1 s, "
+                                          "racecheck 3.4 s)", "findings": []}
+    report = from_record(dict(run_of("saxpy"), sanitizer=clean))
+    assert report.sanitizer.state == "clean"
+    assert ('<p data-state="clean">Clean: no race, invalid or out-of-bounds access, '
+            'uninitialized read or barrier error on the ragged case at n=262145 (memcheck 2.1 s, '
+            'racecheck 3.4 s).</p>') in sanitizer_section(report_html(report))
+    found = {"state": "findings", "reason": "the ragged case at n=262145", "findings": [
+        {"tool": "memcheck", "kind": "cuda api error", "summary": "cudaErrorInvalidValue",
+         "blocking": False, "line": None, "column": None, "where": "saxpy.cu"},
+        {"tool": "initcheck", "kind": "uninitialized read", "summary": "read of 4 bytes",
+         "blocking": False, "line": 9, "column": 5, "where": "saxpy.cu:9:5"}]}
+    sec = sanitizer_section(report_html(from_record(dict(run_of("saxpy"), sanitizer=found))))
+    assert '<p data-state="findings">2 finding(s) on the ragged case at n=262145:</p>' in sec
+    assert ("<tr><td>saxpy.cu:9:5</td><td>initcheck</td><td>uninitialized read</td>"
+            '<td class="">warning</td><td>read of 4 bytes</td></tr>') in sec
+    off = {"state": "not_run", "reason": "--no-sanitize was given", "findings": []}
+    sec = sanitizer_section(report_html(from_record(dict(run_of("saxpy"), sanitizer=off))))
+    assert ('<p class="bad" data-state="not_run">Not run: --no-sanitize was given. The original '
+            'was not checked for races and memory errors.</p>') in sec
+    sec = sanitizer_section(report_html(from_record(run_of("saxpy"))))
+    assert 'data-state="unknown">Not recorded' in sec
+    with pytest.raises(ReportInputError, match=r"'sanitizer': expected an object with 'state' "
+                                               r"one of clean, findings, not_run"):
+        from_record(dict(run_of("saxpy"), sanitizer=[{"tool": "memcheck"}]))
 
 
 def test_the_profile_gets_its_section():

@@ -23,7 +23,9 @@ from typing import Any, Literal, Optional, Union
 
 import cattrs
 
+from cudalens import sanitizer_status
 from cudalens.dropin import launch_words, phrase
+from cudalens.sanitizer_status import SanitizerStatus
 from cudalens.errors import CudalensError
 from cudalens.spec.model import LaunchDecl
 from gpu_runner.report import DeviceInfo, Speedup, Timing, Verdict
@@ -116,8 +118,9 @@ class KernelReport:
 
     ``bytes_moved``/``flops``: of the timed case, 0 when unknown. ``intensity``: FLOP/byte,
     None when the spec gives no FLOPs (the chart then shows bandwidth). ``points``: the
-    original first, then each verified, timed candidate. ``sanitizer``: the record's
-    ``sanitizer`` field as it is (None when absent), shown in its own section.
+    original first, then each verified, timed candidate. ``sanitizer``: the compute-sanitizer
+    check of the original before the run (``cudalens.sanitizer_status``: clean, findings with
+    their lines, or not run and why); None for a record written before runs kept it.
     """
 
     kernel: str
@@ -132,7 +135,7 @@ class KernelReport:
     failed: tuple[FailedCandidate, ...] = ()
     history: tuple[HistoryEntry, ...] = ()
     profile: Optional[ProfileView] = None
-    sanitizer: Any = None
+    sanitizer: Optional[SanitizerStatus] = None
     stop: str = ""
     notes: tuple[str, ...] = field(default=())
 
@@ -313,8 +316,18 @@ def from_record(record: dict, where: str = "the record") -> KernelReport:
         intensity=_intensity(flops, nbytes, baseline), points=tuple(points),
         failed=tuple(failed), history=tuple(history),
         profile=_profile_view(record.get("profile"), where),
-        sanitizer=record.get("sanitizer"), stop=str(record.get("stop") or ""),
+        sanitizer=_sanitizer_of(record.get("sanitizer"), where),
+        stop=str(record.get("stop") or ""),
         notes=tuple(notes))
+
+
+def _sanitizer_of(data: Any, where: str) -> Optional[SanitizerStatus]:
+    if data is None:
+        return None
+    try:
+        return sanitizer_status.from_dict(data, f"{where}: 'sanitizer'")
+    except ValueError as exc:
+        raise ReportInputError(str(exc)) from None
 
 
 def _launch_decl(data: Any, where: str) -> LaunchDecl:
@@ -394,5 +407,5 @@ def from_run_record(run, element_types: tuple[str, ...] = ()) -> KernelReport:
         provenance=f"{run.provenance}, {run.created[:19].replace('T', ' ')} UTC",
         bytes_moved=run.bytes_moved, flops=run.flops, element_types=tuple(element_types),
         intensity=_intensity(run.flops, run.bytes_moved, run.baseline), points=tuple(points),
-        failed=tuple(failed),
+        failed=tuple(failed), sanitizer=run.sanitizer,
         profile=None if run.profile is None else profile_view(run.profile))

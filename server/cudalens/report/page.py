@@ -8,15 +8,14 @@ offline and as a pull-request attachment. Colours come from the VS Code theme's 
 elsewhere. Sections: the chart with the failed candidates beside it, the candidates table
 (median, its 95% confidence interval, speedup with its 95% interval, achieved bandwidth and
 rate, and whether it is a drop-in under the user's launch or needs a new one, with the launch:
-``cudalens.dropin``), the Nsight Compute profile when the run has one, the sanitizer findings when the
-record has a ``sanitizer`` field, and the search's history (every runner evaluation).
+``cudalens.dropin``), the Nsight Compute profile when the run has one, the compute-sanitizer
+check of the original (clean, findings with their lines, or not run and why;
+``cudalens.sanitizer_status``), and the search's history (every runner evaluation).
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
-
 from cudalens.report.chart import peaks_of, rate, roofline_svg
 from cudalens.report.data import KernelReport, TimedPoint
 
@@ -141,44 +140,30 @@ def _profile(report: KernelReport) -> str:
                f'</tbody></table>' if stalls else ""))
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        import json
-
-        return f"<code>{escape(json.dumps(value, sort_keys=True))}</code>"
-    return escape(str(value))
-
-
 def _sanitizer(report: KernelReport) -> str:
-    """The ``sanitizer`` field: a list of finding objects (a table with their keys as columns),
-    an object of such lists by variant, or anything else shown as it is."""
-    data = report.sanitizer
-    if data is None:
-        return ""
-
-    def table(findings: list) -> str:
-        if not findings:
-            return '<p class="muted">no findings</p>'
-        if not all(isinstance(f, dict) for f in findings):
-            return "<ul>" + "".join(f"<li>{_cell(f)}</li>" for f in findings) + "</ul>"
-        cols: list[str] = []
-        for f in findings:
-            cols += [k for k in f if k not in cols]
-        head = "".join(f"<th>{escape(c)}</th>" for c in cols)
-        body = "".join("<tr>" + "".join(f"<td>{_cell(f.get(c, ''))}</td>" for c in cols) + "</tr>"
-                       for f in findings)
-        return (f'<table class="sanitizer"><thead><tr>{head}</tr></thead>'
-                f'<tbody>{body}</tbody></table>')
-
-    if isinstance(data, list):
-        inner = table(data)
-    elif isinstance(data, dict):
-        inner = "".join(f"<h3>{escape(str(k))}</h3>" + (table(v) if isinstance(v, list)
-                                                        else f"<p>{_cell(v)}</p>")
-                        for k, v in data.items())
-    else:
-        inner = f"<p>{_cell(data)}</p>"
-    return f'<section id="sanitizer"><h2>compute-sanitizer findings</h2>{inner}</section>'
+    """The compute-sanitizer check of the original before the run: clean (on what), its
+    findings with their lines, or not run and why; "not recorded" for an older record."""
+    st = report.sanitizer
+    head = '<section id="sanitizer"><h2>compute-sanitizer (the original, before the run)</h2>'
+    if st is None:
+        return (head + '<p class="muted" data-state="unknown">Not recorded: this record was '
+                'written before runs kept the check\'s outcome.</p></section>')
+    if st.state == "not_run":
+        return (head + f'<p class="bad" data-state="not_run">Not run: {escape(st.reason)}. '
+                f'The original was not checked for races and memory errors.</p></section>')
+    if st.state == "clean":
+        return (head + f'<p data-state="clean">Clean: no race, invalid or out-of-bounds '
+                f'access, uninitialized read or barrier error'
+                + (f" on {escape(st.reason)}" if st.reason else "") + ".</p></section>")
+    rows = "".join(
+        f'<tr><td>{escape(f.where)}</td><td>{escape(f.tool)}</td><td>{escape(f.kind)}</td>'
+        f'<td class="{"bad" if f.blocking else ""}">{"blocking" if f.blocking else "warning"}'
+        f'</td><td>{escape(f.summary)}</td></tr>' for f in st.findings)
+    return (head + f'<p data-state="findings">{len(st.findings)} finding(s)'
+            + (f" on {escape(st.reason)}" if st.reason else "") + ':</p>'
+            '<table class="sanitizer"><thead><tr><th>where</th><th>tool</th><th>kind</th>'
+            f'<th>level</th><th>finding</th></tr></thead><tbody>{rows}</tbody></table>'
+            '</section>')
 
 
 def _history(report: KernelReport) -> str:
