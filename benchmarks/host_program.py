@@ -14,9 +14,9 @@ Sizes are those of the spec's ragged case scaled down as the sanitizer check sca
 (``cudalens.sanitize_check.small_spec``: at most about 2^18 elements, still ragged). Inputs are
 the runner's own values for that case and seed (``gpu_runner.inputs.buffer_values``: every
 fill the spec can ask for, CSR structures and permutations included), written beside the
-program as ``NAME.in`` (raw bytes, the outputs' poison too) and read by it, so the program and the runner's verification
-see the same data. Scalars that are sizes or expressions of sizes are passed as those host
-expressions; other scalars as literals of their value.
+program as ``NAME.in`` (raw bytes, the outputs' poison too) and read by it, so the program and
+the runner's verification see the same data. Scalars that are sizes or expressions of sizes
+are passed as those host expressions; other scalars as literals of their value.
 
 ``compare_outputs`` compares two runs' outputs with the tolerance the runner applies to a
 candidate (``gpu_runner.compare``: the spec's ``tolerance``, else the element type's default,
@@ -37,7 +37,7 @@ from typing import Optional
 
 import numpy as np
 
-from cudalens.host_launch import c_expression
+from cudalens.host_launch import Unmappable, c_expression
 from cudalens.sanitize_check import small_spec
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
@@ -157,8 +157,9 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
     """
     kernel = target.kernel
     if kernel.template_parameters:
-        raise Unsupported(f"{kernel.name} is a template (template<{', '.join(kernel.template_parameters)}>): "
-                          f"a program would have to choose an instance")
+        params = ", ".join(kernel.template_parameters)
+        raise Unsupported(f"{kernel.name} is a template (template<{params}>): a program would "
+                          f"have to choose an instance")
     spec = small_spec(target.spec)
     problem = build_problem(spec, kernel, seeds=(seed,))
     case = next(c for c in problem.cases if c.label == CASE)
@@ -181,7 +182,7 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
         if spec_expr.names_in(s.expr):
             try:
                 text = c_expression(s.expr, {k: n for k, n in names.items() if k != s.name}, ())
-            except Exception:  # noqa: BLE001 - an expression C++ cannot hold: its value
+            except (Unmappable, spec_expr.ExprError):  # not C++ as it is: its value
                 text = str(v)
         else:
             text = str(v)
@@ -202,7 +203,8 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
             nbytes = buf.length * elements.itemsize(buf.dtype)
             dev = f"d_{p.name}"
             allocs.append(f"    {ctype}* {dev} = nullptr;\n"
-                          f"    CHECK(cudaMalloc(&{dev}, {nbytes}));  // {buf.length} x {buf.dtype}")
+                          f"    CHECK(cudaMalloc(&{dev}, {nbytes}));  "
+                          f"// {buf.length} x {buf.dtype}")
             data = (poison_array(buf.dtype, buf.length) if buf.role == "out"
                     else buffer_values(buf, seed, CASE))
             inputs[p.name] = np.ascontiguousarray(data).tobytes()
@@ -222,7 +224,7 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
             if used and used <= set(names):
                 try:
                     text = c_expression(decl.expr, names, ())
-                except Exception:  # noqa: BLE001 - fall back to the value
+                except (Unmappable, spec_expr.ExprError):  # its value instead
                     text = None
             call_args.append(text if text is not None else _c_literal(sc.value, sc.dtype))
     config = launch_config(spec, names)
@@ -243,8 +245,9 @@ def generate(target: Target, seed: int = 1) -> HostProgram:
 
 _TEMPLATE = """\
 // A program around {kernel}, as its user would write it: sizes as host variables, buffers
-// allocated and filled from NAME.in (inputs; outputs with a poison), one launch written with those variables, and the
-// outputs written to NAME.out. Made by benchmarks/host_program.py from {file} and its spec.
+// allocated and filled from NAME.in (inputs; outputs with a poison), one launch written with
+// those variables, and the outputs written to NAME.out. Made by benchmarks/host_program.py
+// from {file} and its spec.
 //
 // Build and run: nvcc -O2 -o prog main.cu && ./prog
 
