@@ -26,7 +26,9 @@ record) under ``--out`` and exits 1 when any kernel is ``DIFFERENT`` or ``FAILED
 
 Run on the H200 (from the repository root; about 1 minute per kernel at the default budget):
     python benchmarks/check_host_programs.py --out "$R" [--budget 8] [--only NAME]
-With ``CUDALENS_RUNNER_URL`` set, the optimize runs use that runner; else each starts its own.
+The optimize runs share one runner the script starts (or ``CUDALENS_RUNNER_URL``'s, when set);
+``--shard K/N`` checks every N-th kernel from the K-th (the device tool allows 10 minutes per
+command).
 ``--build-only`` stops after building ``before`` (no GPU needed: checks the generator).
 """
 
@@ -41,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -197,6 +200,42 @@ def check_kernel(src: Path, args, log: list[str]) -> Outcome:
         return out
 
 
+class SharedRunner:
+    """One ``cudalens runner`` for every optimize run of the check (each would otherwise start
+    its own and measure the copy bandwidth again): started on a free port, its URL put in
+    ``CUDALENS_RUNNER_URL`` of the children, stopped at the end (stdin closed: it exits with
+    its parent). Not started when ``CUDALENS_RUNNER_URL`` is set already."""
+
+    def __init__(self, folder: Path) -> None:
+        self.proc: Optional[subprocess.Popen] = None
+        if os.environ.get("CUDALENS_RUNNER_URL"):
+            return
+        port_file = folder / "runner.port"
+        self.log = open(folder / "runner.log", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cudalens", "runner", "--port", "0", "--port-file",
+             str(port_file), "--exit-with-parent"], stdin=subprocess.PIPE,
+            stdout=self.log, stderr=subprocess.STDOUT, env=_env())
+        deadline = time.monotonic() + 120
+        while not port_file.is_file() or not port_file.read_text().strip():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the shared runner did not start: see {folder}/runner.log")
+            time.sleep(0.2)
+        os.environ["CUDALENS_RUNNER_URL"] = f"http://127.0.0.1:{port_file.read_text().strip()}"
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        os.environ.pop("CUDALENS_RUNNER_URL", None)
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self.log.close()
+
+
 def kernels_in(folders) -> list[Path]:
     """Every ``*.cu`` with a ``.spec`` beside it in ``folders`` (sorted per folder)."""
     found = []
@@ -219,24 +258,36 @@ def main() -> int:
     parser.add_argument("--optimize-timeout", type=float, default=900)
     parser.add_argument("--nvcc", default=shutil.which("nvcc") or "nvcc")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--shard", help="K/N: only the K-th of every N kernels (1-based), to "
+                                        "split the check over several commands")
     args = parser.parse_args()
     if shutil.which(args.nvcc) is None and not Path(args.nvcc).is_file():
         print(f"error: nvcc not found ({args.nvcc})", file=sys.stderr)
         return 2
     files = [p for p in kernels_in(args.kernels or DEFAULT_FOLDERS)
              if args.only is None or p.stem == args.only]
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        files = files[k - 1::n]
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     commit = _run(["git", "rev-parse", "--short", "HEAD"], ROOT).stdout.strip() or "unknown"
     log = [f"check_host_programs {stamp} commit {commit}, budget {args.budget}, repetitions "
            f"{args.repetitions}, {len(files)} kernels"]
     outcomes = []
-    for src in files:
-        try:
-            outcomes.append(check_kernel(src, args, log))
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            log.append(f"{src.parent.name}/{src.name}: FAILED: {exc}")
-            outcomes.append(Outcome("?", f"{src.parent.name}/{src.name}", "FAILED", str(exc)))
-        print(log[-1], flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runner = None if args.build_only else SharedRunner(args.out)
+    try:
+        for src in files:
+            try:
+                outcomes.append(check_kernel(src, args, log))
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                log.append(f"{src.parent.name}/{src.name}: FAILED: {exc}")
+                outcomes.append(Outcome("?", f"{src.parent.name}/{src.name}", "FAILED",
+                                        str(exc)))
+            print(log[-1], flush=True)
+    finally:
+        if runner is not None:
+            runner.stop()
     log.append("")
     for o in outcomes:
         change = (f"; launch {o.launch_before} -> {o.launch_after}"
@@ -249,8 +300,8 @@ def main() -> int:
     for o in outcomes:
         counts[o.verdict] = counts.get(o.verdict, 0) + 1
     log.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    args.out.mkdir(parents=True, exist_ok=True)
-    base = args.out / f"h200-host-programs-{stamp}-{commit}"
+    shard = f"-shard{args.shard.replace('/', 'of')}" if args.shard else ""
+    base = args.out / f"h200-host-programs-{stamp}-{commit}{shard}"
     base.with_suffix(".log").write_text("\n".join(log) + "\n")
     base.with_suffix(".json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1)
                                          + "\n")

@@ -124,3 +124,25 @@ def test_outputs_compare_with_the_runners_tolerance(tmp_path):
     (tmp_path / "out.out").write_bytes(b"\0" * 8)
     with pytest.raises(ValueError, match=r"out\.out: expected 371412 bytes \(92853 x float32\)"):
         HostProgram.read_outputs(prog, tmp_path)
+
+
+@needs_nvcc
+def test_the_gpu_check_script_builds_the_program_before_and_logs_it(tmp_path):
+    """benchmarks/check_host_programs.py --build-only: the path the H200 run takes up to the
+    first run of the program (the generated program built with nvcc in a scratch workspace),
+    with its log and JSON."""
+    import json
+
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "check_host_programs.py"),
+                           "--build-only", "--only", "gemv_sizet", "--out", str(tmp_path),
+                           "--nvcc", nvcc_path()],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (log,) = tmp_path.glob("h200-host-programs-*.log")
+    text = log.read_text()
+    assert ("warp_per_row/gemv_sizet.cu: matvec, sizes {'rows': 513, 'cols': 421}, launch "
+            "<<<(rows + 128 - 1) / 128, 128>>>") in text
+    assert text.rstrip().endswith("totals: built 1")
+    (record,) = json.loads(log.with_suffix(".json").read_text())
+    assert (record["kernel"], record["verdict"], record["launch_before"]) == (
+        "matvec", "built", "<<<(rows + 128 - 1) / 128, 128>>>")
