@@ -12,6 +12,8 @@ a variant's source:
   candidate ``launch_error``, every other unjudged one ``not verified: ...``, session wedged;
   ``@fault-timing``: the same while timing (others verified but untimed);
 - ``@mismatch``: an ordinary failed verification;
+- ``@block=N``: ``unwritten`` unless the variant is launched with N threads per block in x (a
+  kernel correct under one launch only: a warp-per-row rewrite under the user's launch);
 - ``@nonfinite``: ``unwritten`` with ``NONFINITE_MISMATCH`` (NaN read back, an infinite expected
   value, an index and counts past 2^53), as the real runner reports an output left unwritten;
   ``@huge-int``: ``mismatch`` with ``HUGE_INT_MISMATCH`` (uint64 values past 2^53);
@@ -174,6 +176,12 @@ class FakeBackend:
             if "@mismatch" in src:
                 verdicts[c.label] = Verdict(c.label, "mismatch",
                                             "case 'nominal', seed 1: output 'z' differs at index 3")
+            needs = re.search(r"@block=(\d+)", src)
+            if needs and c.launches and c.launches[0].block[0] != int(needs.group(1)):
+                verdicts[c.label] = Verdict(
+                    c.label, "unwritten", f"case 'nominal', seed 1: output 'y' was not written "
+                    f"at index 32 (launched with {c.launches[0].block[0]} threads per block; "
+                    f"this kernel needs {needs.group(1)})")
             if "@nonfinite" in src and "@nonfinite-timing" not in src:
                 verdicts[c.label] = Verdict(c.label, "unwritten", NONFINITE_REASON,
                                             NONFINITE_MISMATCH)

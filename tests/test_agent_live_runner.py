@@ -168,3 +168,59 @@ def test_a_candidate_that_leaves_outputs_unwritten_is_rejected_and_the_rounds_go
     outcomes = [(o["label"], o["status"]) for r in data["agent"]["rounds"] for o in r["outcomes"]]
     assert outcomes == [("r1c1", "unwritten"), ("r2c1", "passed")]
     assert '"-Infinity"' in text, text[:2000]
+
+
+def test_llm_candidates_are_checked_under_the_users_launch(tmp_path, live_runner):
+    """Issue 17 for the LLM proposer: a candidate the model launches otherwise than the spec
+    (the user's program) is also run under the user's launch in the final side-by-side timing,
+    and its row says drop-in or needs a new launch, as the built-in search's rows do. The fake
+    runner's ``@block=64`` leaves outputs unwritten under any block but 64."""
+    for name in ("saxpy.cu", "saxpy.cu.spec"):
+        shutil.copy(ROOT / "examples" / name, tmp_path / name)
+    (tmp_path / "cudalens.toml").write_text(
+        "[agent]\nsteps_per_round = 1\ntools = \"off\"\nmax_retries = 0\nconfirm_top = 3\n"
+        "precheck = false\n", encoding="utf-8")
+    record = tmp_path / "result.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
+                                        + [p for p in [env.get("PYTHONPATH")] if p])
+    env.update({KEY_ENV: "sk-fake-0123456789", "CUDALENS_RUNNER_URL": live_runner,
+                "CUDALENS_RUNNER_TOKEN": TOKEN})
+    env["COLUMNS"] = "200"  # the table on one line per row
+    needs64 = GOOD.replace("{\n", "{\n    // @block=64\n", 1)
+    anyblock = GOOD.replace("fmaf(a, x[i], y[i])", "a * x[i] + y[i]")
+    two = (f"Needs 64-thread blocks.\n```cuda\n{needs64}\n```\n```launch\nblock = 64\n"
+           f"grid = ceil_div(n, 64)\n```\n\nAny block.\n```cuda\n{anyblock}\n```\n```launch\n"
+           f"block = 128\ngrid = ceil_div(n, 128)\n```")
+    with FakeOpenAI([reply(two)]) as fake:
+        done = subprocess.run(
+            [sys.executable, "-m", "cudalens", "optimize", str(tmp_path / "saxpy.cu"),
+             "--proposer", "llm", "--model", MODEL, "--base-url", fake.url,
+             "--api-key-env", KEY_ENV, "--rounds", "1", "--candidates-per-round", "2",
+             "--json", str(record)],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr + done.stdout
+    data = json.loads(record.read_text())
+    rows = {c["label"]: c for c in data["candidates"]}
+    assert sorted(rows) == ["llm r1c1", "llm r1c2"]
+    c1, c2 = rows["llm r1c1"], rows["llm r1c2"]
+    # both timed with their own launch and passed there
+    assert c1["verdict"]["status"] == c2["verdict"]["status"] == "passed"
+    assert c1["launch_change"]["launch"]["block"] == ["64"]
+    assert c1["launch_change"]["original"]["block"] == ["256"]
+    assert c1["drop_in"]["ok"] is False and c1["drop_in"]["own"] is False
+    assert c1["drop_in"]["verdict"]["status"] == "unwritten"
+    assert ("launched with 256 threads per block; this kernel needs 64"
+            in c1["drop_in"]["verdict"]["reason"])
+    assert c2["launch_change"]["launch"]["grid"] == ["ceil_div(n, 128)"]
+    assert c2["drop_in"]["ok"] is True and c2["drop_in"]["speedup"]["value"] == 2.0
+    # the runs under the user's launch were part of the final side-by-side evaluation
+    assert {c1["drop_in"]["verdict"]["variant"], c2["drop_in"]["verdict"]["variant"]} == {
+        "final1@user", "final2@user"}
+    assert data["agent"]["confirmed"] is True
+    # the table says which is which
+    assert "needs new launch (unwritten)" in done.stdout, done.stdout
+    assert "2.00x [1.90, 2.10]" in done.stdout
+    assert ("Under your launch: needs a new launch: 2.00x with block = 64, grid = "
+            "ceil_div(n, 64).") in done.stdout
+    assert "Best drop-in (no launch change): llm r1c2: 2.00x (95% CI 1.90-2.10)." in done.stdout

@@ -127,10 +127,16 @@ def test_fenced_rounds_feed_back_compile_errors_mismatches_refusals_and_pick_the
     assert "r1c1" not in feedback  # already told in the retry
     assert feedback.index("r1c2 (code block 1)") < feedback.index("r1c3 (code block 2)")
 
-    # the runner saw the baseline alone, then only the runnable candidates
-    assert [[v.label for v in batch] for batch in runner.calls] == [[], ["r1c2"], ["r2c1"]]
+    # the runner saw the baseline alone, then only the runnable candidates, then the winner
+    # (launched with 4 * sm_count blocks) again, and under the user's launch too
+    assert [[v.label for v in batch] for batch in runner.calls] == [
+        [], ["r1c2"], ["r2c1"], ["final1", "final1@user"]]
     assert runner.calls[1][0].launches[0].block == (512, 1, 1)
     assert runner.calls[2][0].launches[0].grid == (4 * 132, 1, 1)
+    assert runner.calls[3][0].launches[0].grid == (4 * 132, 1, 1)
+    user = runner.calls[3][1]
+    assert user.source == runner.calls[3][0].source
+    assert user.launches[0].block == (256, 1, 1) and user.launches[0].grid != (4 * 132, 1, 1)
 
     opt = result.optimize
     assert opt.winner is not None and opt.winner.candidate.label == "llm r2c1"
@@ -139,9 +145,16 @@ def test_fenced_rounds_feed_back_compile_errors_mismatches_refusals_and_pick_the
     assert "+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;" in opt.diff()
     assert "void launch_saxpy" in opt.winner.candidate.source  # the host code is kept
     assert result.counts() == {"precheck_failed": 1, "mismatch": 1, "refused": 1, "passed": 1}
-    assert result.stop_reason == "all 2 rounds done" and not result.confirmed
+    assert result.stop_reason == "all 2 rounds done" and result.confirmed
     assert result.requests == 3 and result.usage.total_tokens == 3600
     assert "round 1: r1c1 does not compile" in progress
+    # the winner is a drop-in: its grid-stride loop is right under the user's launch too
+    w = opt.winner
+    assert w.launch_change is not None and w.launch_change.launch.grid == ("4 * sm_count",)
+    assert w.drop_in is not None and w.drop_in.ok and not w.drop_in.own
+    assert w.drop_in.result.verdict.variant == "final1@user"
+    assert "timing the best 1 candidates side by side, 1 of them under your launch too" in \
+        progress
 
 
 @needs_nvcc
@@ -195,12 +208,22 @@ def test_tool_calls_compile_evaluate_refusals_tuning_and_confirmation(tmp_path):
     tuned = runner.calls[2]
     assert [(v.label, v.launches[0].block[0]) for v in tuned] == [("r2c1-1", 128), ("r2c1-2", 256)]
     assert "#define BLOCK 128  // tuned by cudalens over 128, 256" in tuned[0].source
-    # verified candidates of two batches: the best are timed again side by side
-    assert [v.label for v in runner.calls[3]] == ["final1", "final2"]
+    # verified candidates of two batches: the best are timed again side by side, and r1c1
+    # (block 512 where the user's program launches 256) under the user's launch too
+    assert [v.label for v in runner.calls[3]] == ["final1", "final2", "final2@user"]
+    assert runner.calls[3][1].launches[0].block == (512, 1, 1)
+    assert runner.calls[3][2].launches[0].block == (256, 1, 1)
+    assert runner.calls[3][2].source == runner.calls[3][1].source
     assert result.confirmed
     winner = result.optimize.winner
     assert winner.candidate.label == "llm r2c1 BLOCK=256"
     assert [r.candidate.label for r in result.optimize.rows] == ["llm r2c1 BLOCK=256", "llm r1c1"]
+    # the drop-in verdicts, as the built-in search's rows carry them
+    assert winner.launch_change is None and winner.drop_in.own and winner.drop_in.ok
+    r1c1 = result.optimize.rows[1]
+    assert r1c1.launch_change.launch.block == ("512",)
+    assert r1c1.drop_in.ok and r1c1.drop_in.result.verdict.variant == "final2@user"
+    assert r1c1.drop_in.speedup.value == pytest.approx(1.8)
 
 
 def test_a_truncated_reply_then_a_429_then_success(tmp_path):

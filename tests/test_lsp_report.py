@@ -65,6 +65,13 @@ async def test_kernel_report_from_the_store_and_the_run_stored_notification(tmp_
         (winner,) = [g for g in points.values() if g.get("data-role") == "winner"]
         assert winner.get("data-label") == SAXPY.best["label"]
         assert float(winner.get("data-intensity")) == pytest.approx(2 / 12)
+        # the compute-sanitizer check before the run, as the stored run keeps it
+        sec = page[page.index('<section id="sanitizer">'):]
+        # (the model runner has no compute-sanitizer: the record says so, and why)
+        assert sec[:sec.index("</section>")].endswith(
+            '<p class="bad" data-state="not_run">Not run: this runner connection cannot run '
+            'compute-sanitizer (a replayed or recorded runner). The original was not checked '
+            'for races and memory errors.</p>')
 
         bad = await client.run(_cmd("cudalens.kernelReport", {"uri": uri, "kernel": "nope"}))
         assert bad["ok"] is False and "nope" in bad["reason"]

@@ -103,4 +103,10 @@ async def test_optimize_refuses_a_racy_original_and_goes_on_with_the_check_off(t
             started = await client.run(found.command)
             end = await client.wait_for(lambda: ended(client, started["token"]), timeout=60,
                                         what="the optimization")
+            # the stored run says the original was not checked, and why (the report shows it)
+            page = (await client.run(types.Command(
+                title="report", command="cudalens.kernelReport",
+                arguments=[{"uri": doc, "kernel": "saxpy"}])))["html"]
     assert end[0].message.startswith("saxpy: best 2.00x (verified)"), end[0].message
+    assert ('<p class="bad" data-state="not_run">Not run: the cudalens.sanitize setting is off. '
+            'The original was not checked for races and memory errors.</p>') in page

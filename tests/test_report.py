@@ -9,6 +9,7 @@ them), which must be those numbers on the chart's log scale.
 from __future__ import annotations
 
 import copy
+from typing import Optional
 import json
 import math
 import sys
@@ -26,6 +27,7 @@ from cudalens.cli import main  # noqa: E402
 from cudalens.report.chart import roofline_svg  # noqa: E402
 from cudalens.report.data import ReportInputError, from_record, pick_run  # noqa: E402
 from cudalens.report.page import CSP, report_html  # noqa: E402
+from gpu_runner.report import Speedup  # noqa: E402
 
 ROOT = Path(__file__).absolute().parent.parent
 RECORDED = ROOT / "benchmarks" / "results" / "h200-examples-2026-11-30-2230a02.json"
@@ -186,21 +188,43 @@ def test_the_page_is_self_contained_and_themed():
     run = run_of("saxpy")
     n = sum(len(e["variants"]) for e in run["evaluations"])
     assert f"{len(run['evaluations'])} runner evaluation(s), {n} variant timing(s)" in page
-    assert "Sanitizer" not in page and "compute-sanitizer" not in page
+    assert "Not recorded: this record was written before runs kept" in page  # 2026-11-30
     assert "Nsight Compute" not in page
 
 
-def test_sanitizer_findings_get_their_section():
-    run = dict(run_of("saxpy"), sanitizer=[
-        {"variant": "c3", "tool": "memcheck", "error": "Invalid __global__ write of size 4",
-         "where": "saxpy.cu:9"},
-        {"variant": "c4", "tool": "racecheck", "error": "none"}])
-    page = report_html(from_record(run))
+def sanitizer_section(page: str) -> str:
     sec = page[page.index('<section id="sanitizer">'):]
-    sec = sec[:sec.index("</section>")]
-    assert "<th>variant</th><th>tool</th><th>error</th><th>where</th>" in sec
-    assert "<td>memcheck</td><td>Invalid __global__ write of size 4</td><td>saxpy.cu:9</td>" in sec
-    assert "<td>c4</td><td>racecheck</td><td>none</td><td></td>" in sec
+    return sec[:sec.index("</section>")]
+
+
+def test_the_sanitizer_status_gets_its_section():
+    """clean / findings with their lines / not run and why, as the run's record keeps them
+    (cudalens.sanitizer_status); a record from before says it was not recorded."""
+    clean = {"state": "clean", "reason": "the ragged case at n=262145 (memcheck 2.1 s, "
+                                          "racecheck 3.4 s)", "findings": []}
+    report = from_record(dict(run_of("saxpy"), sanitizer=clean))
+    assert report.sanitizer.state == "clean"
+    assert ('<p data-state="clean">Clean: no race, invalid or out-of-bounds access, '
+            'uninitialized read or barrier error on the ragged case at n=262145 (memcheck 2.1 s, '
+            'racecheck 3.4 s).</p>') in sanitizer_section(report_html(report))
+    found = {"state": "findings", "reason": "the ragged case at n=262145", "findings": [
+        {"tool": "memcheck", "kind": "cuda api error", "summary": "cudaErrorInvalidValue",
+         "blocking": False, "line": None, "column": None, "where": "saxpy.cu"},
+        {"tool": "initcheck", "kind": "uninitialized read", "summary": "read of 4 bytes",
+         "blocking": False, "line": 9, "column": 5, "where": "saxpy.cu:9:5"}]}
+    sec = sanitizer_section(report_html(from_record(dict(run_of("saxpy"), sanitizer=found))))
+    assert '<p data-state="findings">2 finding(s) on the ragged case at n=262145:</p>' in sec
+    assert ("<tr><td>saxpy.cu:9:5</td><td>initcheck</td><td>uninitialized read</td>"
+            '<td class="">warning</td><td>read of 4 bytes</td></tr>') in sec
+    off = {"state": "not_run", "reason": "--no-sanitize was given", "findings": []}
+    sec = sanitizer_section(report_html(from_record(dict(run_of("saxpy"), sanitizer=off))))
+    assert ('<p class="bad" data-state="not_run">Not run: --no-sanitize was given. The original '
+            'was not checked for races and memory errors.</p>') in sec
+    sec = sanitizer_section(report_html(from_record(run_of("saxpy"))))
+    assert 'data-state="unknown">Not recorded' in sec
+    with pytest.raises(ReportInputError, match=r"'sanitizer': expected an object with 'state' "
+                                               r"one of clean, findings, not_run"):
+        from_record(dict(run_of("saxpy"), sanitizer=[{"tool": "memcheck"}]))
 
 
 def test_the_profile_gets_its_section():
@@ -359,3 +383,139 @@ def test_the_zoom_beside_the_roofline_shows_each_variant_under_the_attainable_ra
     # one column each, left to right in the table's order
     xs = [marker_xy(g[f"zoom-{k}"])[0] for k in ("original", "c1", "c2", "c3", "c4")]
     assert xs == sorted(xs) and len(set(xs)) == 5
+
+
+# -- drop-in or a new launch (issue 17) ---------------------------------------------------------
+
+LAUNCH_SITES = ROOT / "benchmarks" / "results" / "h200-launch-sites-2026-12-01-b9f427e.json"
+
+
+def launch_run(kernel: str) -> dict:
+    """An H200 optimize record (check_launch_sites.py, 2026-12-01) whose candidates carry
+    ``launch_change`` and ``drop_in``."""
+    return json.loads(LAUNCH_SITES.read_text())[kernel]
+
+
+def table_row(page: str, key: str) -> str:
+    row = page[page.index(f'<tr id="row-{key}">'):]
+    return row[:row.index("</tr>")]
+
+
+def test_each_candidate_says_drop_in_or_needs_a_new_launch_with_the_launch():
+    run = launch_run("layernorm")
+    report = from_record(run)
+    views = {p.key: p.user_launch for p in report.points}
+    assert views["original"] is None
+    # c1, the winner: the grid-stride warp-per-row form, right under the user's launch too
+    c1 = views["c1"]
+    assert (c1.kind, c1.launch) == ("drop_in", "block = 128, grid = ceil_div(rows, 4)")
+    assert c1.drop_in_speedup.value == pytest.approx(4.096897695886599)
+    assert c1.words == "4.10x as a drop-in; 15.58x with block = 128, grid = ceil_div(rows, 4)"
+    # c2: the plain warp-per-row form writes 1 row in 32 under the user's launch
+    c2 = views["c2"]
+    assert (c2.kind, c2.drop_in_speedup) == ("new_launch", None)
+    assert c2.words == "needs a new launch: 13.58x with block = 128, grid = ceil_div(rows, 4)"
+    assert c2.reason.startswith("unwritten: case 'nominal', seed 1: output 'y' was not written "
+                                "at index 524288")
+    page = report_html(report)
+    head = page[page.index('<p id="verdict">'):page.index("</p>", page.index('id="verdict"'))]
+    assert ('Under your launch: 4.10x as a drop-in; 15.58x with block = 128, grid = '
+            'ceil_div(rows, 4).') in head
+    assert "best-drop-in" not in head  # the winner is a drop-in itself
+    assert "<th>under your launch</th>" in page
+    assert '<td class="launch" data-kind="drop_in"><b>drop-in</b>: 4.10x as a drop-in; 15.58x' \
+        in table_row(page, "c1")
+    c2_row = table_row(page, "c2")
+    assert '<td class="launch bad" data-kind="new_launch"><b>needs a new launch</b>: needs a ' \
+           'new launch: 13.58x with block = 128, grid = ceil_div(rows, 4)' in c2_row
+    assert "under your launch: unwritten: case &#x27;nominal&#x27;" in c2_row
+    assert '<td class="launch">your launch</td>' in table_row(page, "original")
+
+
+def test_a_winner_that_needs_a_new_launch_names_the_fastest_drop_in():
+    run = copy.deepcopy(launch_run("layernorm"))
+    c2 = run["candidates"][1]  # needs a new launch: 13.58x
+    run["winner"] = {"label": c2["label"], "timing": c2["timing"]}
+    report = from_record(run)
+    assert report.winner.key == "c2"
+    assert report.best_drop_in.key == "c1"  # 4.10x under the user's launch, beats c5's 3.76x
+    page = report_html(report)
+    head = page[page.index('<p id="verdict">'):page.index("</p>", page.index('id="verdict"'))]
+    assert ("Under your launch: needs a new launch: 13.58x with block = 128, grid = "
+            "ceil_div(rows, 4).") in head
+    assert ("Best drop-in (no launch change): <b>restrict warp-per-row+gridstride unroll=4 "
+            "block=128</b>, 4.10x [4.09, 4.10].") in head
+
+
+def test_a_candidate_keeping_the_launch_is_a_drop_in_and_old_records_say_not_recorded():
+    run = copy.deepcopy(launch_run("transpose"))
+    c5 = run["candidates"][4]
+    c5["launch_change"], c5["drop_in"] = None, {"ok": True, "own": True,
+                                                "verdict": c5["verdict"],
+                                                "timing": c5["timing"], "speedup": c5["speedup"]}
+    c4 = run["candidates"][3]
+    c4["drop_in"] = None  # not run under the user's launch
+    del run["candidates"][2]["launch_change"], run["candidates"][2]["drop_in"]
+    report = from_record(run)
+    views = {p.key: p.user_launch for p in report.points}
+    assert (views["c5"].kind, views["c5"].words, views["c5"].launch) == (
+        "same", "2.02x as a drop-in", "")
+    assert views["c4"].kind == "not_checked"
+    assert views["c4"].words == ("2.82x with block = 32, 32, grid = ceil_div(cols, 32), "
+                                 "ceil_div(rows, 32) (not checked under your launch)")
+    assert views["c3"] is None
+    page = report_html(report)
+    assert '<td class="launch muted">not recorded</td>' in table_row(page, "c3")
+    assert "<b>not checked under your launch</b>" in table_row(page, "c4")
+    # the recorded examples run predates the check: no candidate claims either
+    assert all(p.user_launch is None for p in from_record(run_of("saxpy")).points)
+
+
+def test_a_stored_run_carries_the_same_launch_verdicts():
+    """The webview's report (from_run_record, what the language server stores) words a
+    candidate as the --json record's report does."""
+    from gpu_runner.report import CandidateResult, CompileReport, DeviceInfo, Timing, Verdict
+    from cudalens.report.data import from_run_record
+    from cudalens.store.records import CandidateRecord, LaunchRecord, RunRecord
+
+    from gpu_runner.service.schema import decode
+
+    run = launch_run("layernorm")
+
+    def result(c: dict) -> CandidateResult:
+        return CandidateResult(CompileReport("c", True), decode(Verdict, c["verdict"]),
+                               decode(Optional[Timing], c["timing"]),
+                               decode(Optional[Speedup], c["speedup"]))
+
+    cands = []
+    for i, c in enumerate(run["candidates"][:3]):
+        d = c["drop_in"]
+        cands.append(CandidateRecord(
+            id=f"id{i}", label=c["label"], explanation="", passes=tuple(c["passes"]),
+            launch=LaunchRecord(tuple(c["launch"]["block"]), tuple(c["launch"]["grid"])),
+            source="", result=result(c), launch_changed=True,
+            drop_in=result(d)))
+    stored = RunRecord(
+        key="k", path="/w/layernorm.cu", kernel="layernorm_rows", base_sha="s",
+        device=decode(DeviceInfo, run["device"]), baseline=decode(Timing, run["baseline"]),
+        baseline_compile=CompileReport("baseline", True), bytes_moved=1, flops=1,
+        threads_per_block=256, shared_bytes=0, spec_origin="layernorm.cu.spec",
+        provenance="test", created="2026-12-02T07:00:00+00:00", candidates=tuple(cands))
+    report = from_run_record(stored)
+    words = {p.key: p.user_launch.words for p in report.points if p.user_launch}
+    from_json = {p.key: p.user_launch.words for p in from_record(run).points
+                 if p.user_launch and p.key in words}
+    assert words == from_json
+    assert words["c1"] == "4.10x as a drop-in; 15.58x with block = 128, grid = ceil_div(rows, 4)"
+    assert words["c2"].startswith("needs a new launch: 13.58x")
+
+
+def test_a_failed_candidate_with_a_mismatch_and_a_nan_is_listed():
+    """A real verdict (the H200's, under the user's launch) has a mismatch whose actual value is
+    the wire's "NaN": the report reads it and lists the candidate as failed."""
+    run = copy.deepcopy(launch_run("layernorm"))
+    c2 = run["candidates"][1]
+    c2["verdict"], c2["timing"], c2["speedup"] = c2["drop_in"]["verdict"], None, None
+    report = from_record(run)
+    assert [(f.label, f.status) for f in report.failed] == [(c2["label"], "unwritten")]
+    assert "point-c2" not in groups(roofline_svg(report))

@@ -100,20 +100,48 @@ def test_optimize_refuses_an_original_with_an_invalid_access(url, tmp_path):
     assert path.read_text() == OOB
 
 
+def _record(folder: Path) -> dict:
+    import json
+
+    return json.loads((folder / "r.json").read_text())
+
+
 def test_optimize_no_sanitize_skips_the_check(url, tmp_path):
     path = _files(tmp_path, OOB)
     done = _cudalens(_env(url), tmp_path, "optimize", str(path), "--proposer", "builtin",
-                     "--budget", "2", "--no-sanitize")
+                     "--budget", "2", "--no-sanitize", "--json", "r.json")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "not used as a reference" not in done.stderr
+    assert _record(tmp_path)["sanitizer"] == {"state": "not_run",
+                                              "reason": "--no-sanitize was given",
+                                              "findings": []}
 
 
 def test_optimize_goes_on_after_a_clean_check(url, tmp_path):
     path = _files(tmp_path, SAXPY)
     done = _cudalens(_env(url), tmp_path, "optimize", str(path), "--proposer", "builtin",
-                     "--budget", "2")
+                     "--budget", "2", "--json", "r.json")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "not checked" not in done.stderr
+    status = _record(tmp_path)["sanitizer"]
+    assert (status["state"], status["findings"]) == ("clean", [])
+    # what ran: the small ragged case (saxpy's n capped at 2^18 + 1) and every tool's seconds
+    assert status["reason"].startswith("the ragged case at n=262145 (memcheck ")
+    for tool in ("racecheck", "initcheck", "synccheck"):
+        assert f"{tool} " in status["reason"]
+
+
+def test_optimize_says_why_the_check_did_not_run(url, tmp_path):
+    """The sanitizer's launch fails (the stand-in's @nocompile): the run goes on, with a note,
+    and the record says the original was not checked and why."""
+    path = _files(tmp_path, SAXPY.replace("    if (i < n) {", "    if (i < n) { // @nocompile"))
+    done = _cudalens(_env(url), tmp_path, "optimize", str(path), "--proposer", "builtin",
+                     "--budget", "2", "--json", "r.json")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "note: the original was not checked for races and memory errors" in done.stderr
+    status = _record(tmp_path)["sanitizer"]
+    assert status["state"] == "not_run" and status["findings"] == []
+    assert status["reason"].startswith("compute-sanitizer could not check saxpy: ")
 
 
 def test_check_gpu_without_a_runner_exits_3(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -212,8 +213,13 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
 
             # --capture-only: the spec's random inputs cannot drive the kernel (CSR indices...),
             # so a sanitizer run on them would report accesses the real inputs never make
-            if not no_sanitize and not capture_only:
-                _check_original(target, client, err, progress)
+            if no_sanitize or capture_only:
+                from cudalens.sanitizer_status import not_run
+                sanitizer = not_run("--no-sanitize was given" if no_sanitize else
+                                    "--capture-only: the spec's random inputs cannot drive "
+                                    "this kernel")
+            else:
+                sanitizer = _check_original(target, client, err, progress)
 
             if choice.kind == "llm":
                 agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
@@ -222,6 +228,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             else:
                 result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
                                       repetitions=repetitions, progress=progress, replay=replay)
+        result = dataclasses.replace(result, sanitizer=sanitizer)
     except CudalensError as exc:
         _fail(err, str(exc))
     except KeyboardInterrupt:
@@ -448,10 +455,11 @@ def _check_gpu(file: Path, kernel_name: Optional[str], err: Console) -> None:
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 
-def _check_original(target, client, err: Console, progress) -> None:
-    """The compute-sanitizer check before optimizing (``cudalens.sanitize_check``): exits
-    with ``EXIT_ORIGINAL_UNSAFE`` after printing each blocking finding at its line."""
-    from cudalens.sanitize_check import OriginalUnsafe, check_original, finding_line
+def _check_original(target, client, err: Console, progress):
+    """The compute-sanitizer check before optimizing (``cudalens.sanitize_check``): its
+    ``SanitizerStatus``; exits with ``EXIT_ORIGINAL_UNSAFE`` after printing each blocking
+    finding at its line."""
+    from cudalens.sanitize_check import OriginalUnsafe, check_original_status, finding_line
 
     def say(msg: str) -> None:
         if msg.startswith("note: "):
@@ -460,7 +468,7 @@ def _check_original(target, client, err: Console, progress) -> None:
             progress(msg)
 
     try:
-        check_original(target, client, say)
+        return check_original_status(target, client, say)[0]
     except OriginalUnsafe as exc:
         for located in exc.findings:
             err.print(escape(finding_line(str(target.path), located)), highlight=False,

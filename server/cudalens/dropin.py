@@ -77,18 +77,29 @@ def launch_change_of(candidate_launch: LaunchDecl, user: LaunchDecl) -> Optional
     return None if same_launch(candidate_launch, user) else LaunchChange(user, candidate_launch)
 
 
+def phrase(own: Optional[float], change_words: Optional[str], checked: bool,
+           drop_in: Optional[float]) -> str:
+    """The words of ``describe`` from plain values (a report read from JSON has no
+    ``DropIn``): ``own`` the candidate's speedup under its own launch, ``change_words`` its
+    new launch (``launch_words``; None: it keeps the user's launch), ``checked`` whether it
+    ran under the user's launch, ``drop_in`` its speedup there (None: wrong there)."""
+    own_text = "-" if own is None else f"{own:.2f}x"
+    if change_words is None:
+        return f"{own_text} as a drop-in"
+    new = f"{own_text} with {change_words}"
+    if not checked:
+        return f"{new} (not checked under your launch)"
+    if drop_in is not None:
+        return f"{drop_in:.2f}x as a drop-in; {new}"
+    return f"needs a new launch: {new}"
+
+
 def describe(speedup: Optional[Speedup], drop_in: Optional[DropIn],
              change: Optional[LaunchChange]) -> str:
     """One phrase for a verified candidate: ``2.31x as a drop-in`` (launch unchanged),
     ``1.80x as a drop-in; 14.8x with block = 64, grid = ceil_div(rows, 2)``, ``needs a new
     launch: 14.8x with block = ...`` or ``14.8x with block = ... (not checked under your
     launch)``. ``speedup`` is the candidate's own."""
-    own = "-" if speedup is None else f"{speedup.value:.2f}x"
-    if change is None:
-        return f"{own} as a drop-in"
-    new = f"{own} with {change.words}"
-    if drop_in is None:
-        return f"{new} (not checked under your launch)"
-    if drop_in.ok:
-        return f"{drop_in.speedup.value:.2f}x as a drop-in; {new}"
-    return f"needs a new launch: {new}"
+    return phrase(None if speedup is None else speedup.value,
+                  None if change is None else change.words, drop_in is not None,
+                  None if drop_in is None or not drop_in.ok else drop_in.speedup.value)

@@ -36,6 +36,7 @@ from cudalens.target import Target
 
 if TYPE_CHECKING:
     from cudalens.capture.replay import Replay
+    from cudalens.sanitizer_status import SanitizerStatus
 
 # A candidate wins only when the lower end of its speedup's 95% confidence interval is above
 # this: anything less is within measurement noise of the baseline.
@@ -85,6 +86,9 @@ class OptimizeResult:
     stop: str = ""
     # ``evaluation`` is the confirmation: the best of several batches timed again together.
     confirmed: bool = False
+    # The compute-sanitizer check of the original before the run (``cudalens.sanitizer_status``);
+    # None where the caller did not say (the flow itself does not run it).
+    sanitizer: Optional["SanitizerStatus"] = None
 
     @property
     def best_verified(self) -> Optional[Row]:

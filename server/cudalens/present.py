@@ -197,6 +197,8 @@ def result_record(result: OptimizeResult) -> dict:
         "diff": result.diff(),
         "pruned": [{"label": label, "reason": reason} for label, reason in result.pruned],
         "stop": result.stop,
+        # The compute-sanitizer check of the original: clean, findings, or not run and why.
+        "sanitizer": None if result.sanitizer is None else result.sanitizer.to_dict(),
         # Every runner evaluation with each variant's source, so a run can be replayed exactly
         # (tests/data/lsp/replay_runner.py) and its numbers tied to the code they measured.
         "evaluations": [_batch_record(b) for b in result.batches],

@@ -7,12 +7,14 @@ line in it is the file's line) and asks the runner (``RunnerClient.sanitize``). 
 places each finding in the file: 0-based line and column (the column of the line's first
 non-blank character), ``None`` for findings outside the file (a header, or no line info).
 
-``check_original`` is the check before optimizing: an original with a blocking finding (a race,
+``check_original_status`` (``check_original``: its findings alone) is the check before optimizing: an original with a blocking finding (a race,
 an invalid or out-of-bounds access, an uninitialized read, a barrier error; see
 ``gpu_runner.sanitizer_text.BLOCKING``) raises ``OriginalUnsafe`` naming the finding and its
 line; where no report can be made (no compute-sanitizer on the runner, a runner without the
 endpoint, a timeout) it says so through ``progress`` (a message starting ``note: ``) and lets
-the run go on; a client without ``sanitize`` (a replayed runner) is not checked.
+the run go on; a client without ``sanitize`` (a replayed runner) is not checked. Its
+``SanitizerStatus`` goes into the run's record, so a report can tell a clean original from one
+that was not checked.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from cudalens.errors import CudalensError
+from cudalens.sanitizer_status import SanitizerStatus, from_located, not_run
 from cudalens.spec.errors import SpecError
 from cudalens.spec.model import CheckDecl, KernelSpec
 from cudalens.target import Target
@@ -163,9 +166,12 @@ def finding_line(path: str, located: Located) -> str:
     return f"{located.position(path)}: {level}: {f.tool}: {f.summary}{outside}"
 
 
-def check_original(target: Target, client: Any,
-                   progress: Optional[Callable[[str], None]] = None) -> tuple[Located, ...]:
-    """The check before optimizing (module doc): the located findings when none blocks.
+def check_original_status(target: Target, client: Any,
+                          progress: Optional[Callable[[str], None]] = None
+                          ) -> tuple[SanitizerStatus, tuple[Located, ...]]:
+    """The check before optimizing (module doc): its status for the run's record
+    (``cudalens.sanitizer_status``: clean, findings that do not block, or not run and why) and
+    the located findings.
 
     Raises:
         OriginalUnsafe: a blocking finding; the message names each (at most 3) and its line.
@@ -174,17 +180,19 @@ def check_original(target: Target, client: Any,
     say = progress or (lambda _m: None)
     from cudalens.runner_client import RunnerError  # noqa: PLC0415
 
-    if not callable(getattr(client, "sanitize", None)):
-        return ()  # a client without the tool (a replayed runner): nothing to say
+    if not callable(getattr(client, "sanitize", None)):  # a replayed runner: nothing to say
+        return not_run("this runner connection cannot run compute-sanitizer (a replayed or "
+                       "recorded runner)"), ()
     say(f"checking the original {target.kernel.name} with compute-sanitizer")
     try:
-        located = sanitize_target(target, client).found
+        run = sanitize_target(target, client)
     except (CheckUnavailable, RunnerError) as exc:
         say(f"note: the original was not checked for races and memory errors: {exc}")
-        return ()
+        return not_run(str(exc)), ()
+    located = run.found
     blocking = tuple(loc for loc in located if loc.finding.blocking)
     if not blocking:
-        return located
+        return from_located(str(target.path), located, run.where()), located
     path = str(target.path)
     shown = "; ".join(finding_line(path, loc) for loc in blocking[:3])
     more = f" (and {len(blocking) - 3} more)" if len(blocking) > 3 else ""
@@ -193,3 +201,13 @@ def check_original(target: Target, client: Any,
         f"found {len(blocking)} problem(s) that make its output depend on timing or on memory "
         f"it does not own: {shown}{more}. Fix them, or skip this check with {DISABLE_HINT} "
         f"(the editor: the cudalens.sanitize setting)", blocking)
+
+
+def check_original(target: Target, client: Any,
+                   progress: Optional[Callable[[str], None]] = None) -> tuple[Located, ...]:
+    """``check_original_status``'s located findings alone (none when it did not run).
+
+    Raises:
+        OriginalUnsafe, CudalensError: as ``check_original_status``.
+    """
+    return check_original_status(target, client, progress)[1]

@@ -20,9 +20,12 @@
    best so far, is profiled with Nsight Compute and the round's feedback says where its time
    goes (achieved occupancy, DRAM throughput, the main stall reasons); a profile that fails
    is noted, never fatal.
-5. When verified candidates come from different batches, the best ``confirm_top`` are timed
-   again side by side, and the winner is picked from that batch (speedups from different
-   batches are never compared directly).
+5. When verified candidates come from different batches, or when one of the best changes the
+   launch, the best ``confirm_top`` are timed again side by side, and the winner is picked from
+   that batch (speedups from different batches are never compared directly). A candidate
+   launched otherwise than the user's program does (the spec's launch) also runs with its
+   source under the user's launch in that batch, so it says whether it is a drop-in
+   (``Row.drop_in``, ``cudalens.dropin``), as the built-in search's candidates do.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_param
                                    settings, substitute_launch)
 from cudalens.build import build_for, request_files
 from cudalens.errors import CudalensError
+from cudalens.dropin import launch_change_of
 from cudalens.optimize import OptimizeResult, Row, pick_winner, with_drop_in
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.errors import SpecError
@@ -523,8 +527,6 @@ class AgentLoop:
     def _finish(self, stop_reason: str) -> AgentResult:
         rows, evaluation, confirmed = self._final_rows()
         t = self.target
-        # which rows change the user's launch (not checked under it: drop_in None)
-        rows = [with_drop_in(r, t.spec.launch, None) for r in rows]
         optimize = OptimizeResult(target=t, device=self.device, problem=self.problem,
                                   evaluation=evaluation, rows=tuple(rows),
                                   winner=pick_winner(tuple(rows)))
@@ -541,9 +543,11 @@ class AgentLoop:
 
         Verified rows of one batch only: that batch's evaluation, with every failed row of the
         other batches (they carry no timing). Verified rows of several batches: the best of at
-        least two different candidates are timed again together (``_confirm``); if there are
-        fewer, if that is off (``confirm_top`` below 2) or fails, the batch holding the fastest
-        verified row is used as above.
+        least two different candidates are timed again together (``_confirm``); so are the best
+        when one of them changes the user's launch, to run it under that launch too. If there
+        are fewer, if that is off (``confirm_top`` below 2, or 0 for a launch change) or fails,
+        the batch holding the fastest verified row is used as above, and a launch-changing row
+        says it was not checked under the user's launch (``drop_in`` None).
         """
         def timed(row: Row) -> bool:
             return row.result.verdict.ok and row.result.speedup is not None
@@ -555,12 +559,17 @@ class AgentLoop:
             last = self.batches[-1].evaluation if self.batches else self.base_eval
             return all_rows, last, False
         top = self._top()
-        if len(fastest) > 1 and len(top) > 1 and not self.cancel.is_set():
-            confirmed = self._confirm(top)
+        user = self.target.spec.launch
+        moved = [r for r in top if launch_change_of(r.candidate.launch, user) is not None]
+        if ((len(fastest) > 1 and len(top) > 1) or moved) and not self.cancel.is_set():
+            confirmed = self._confirm(top, moved)
             if confirmed is not None:
-                return confirmed
+                rows, ev, done = confirmed
+                others = [with_drop_in(r, user, None) for r in all_rows if not timed(r)]
+                return rows + others, ev, done
         keep = max(fastest, key=fastest.get)
-        rows = [r for i, b in enumerate(self.batches) for r in b.rows if i == keep or not timed(r)]
+        rows = [with_drop_in(r, user, None) for i, b in enumerate(self.batches) for r in b.rows
+                if i == keep or not timed(r)]
         return rows, self.batches[keep].evaluation, False
 
     def _top(self) -> list[Row]:
@@ -580,15 +589,28 @@ class AgentLoop:
                 out.append(row)
         return out[:self.config.confirm_top]
 
-    def _confirm(self, top: list[Row]) -> Optional[tuple[list[Row], Evaluation, bool]]:
-        """The best candidates of different rounds timed again side by side."""
+    def _confirm(self, top: list[Row], moved: list[Row]
+                 ) -> Optional[tuple[list[Row], Evaluation, bool]]:
+        """The best candidates of different rounds timed again side by side, and each of
+        ``moved`` (those launched otherwise than the user's program does) also run with its
+        source under the user's launch (the spec's), as the built-in search's confirmation
+        does (``cudalens.optimize``): each row then carries its drop-in verdict. Rows whose
+        check under the user's launch did not come back keep ``drop_in`` None."""
+        user = self.target.spec.launch
         variants = []
         for i, row in enumerate(top, 1):
             c = row.candidate
             variants.append(build_variant(f"final{i}", c.source, c.kernel, self.target.spec,
                                           c.launch, self.device.sm_count,
                                           options=self.build.options, files=self.build.files))
-        self.say(f"timing the best {len(variants)} candidates side by side")
+        label_of = {id(row): f"final{i}" for i, row in enumerate(top, 1)}
+        for row in moved:
+            c = row.candidate
+            variants.append(build_variant(f"{label_of[id(row)]}@user", c.source, c.kernel,
+                                          self.target.spec, user, self.device.sm_count,
+                                          options=self.build.options, files=self.build.files))
+        also = f", {len(moved)} of them under your launch too" if moved else ""
+        self.say(f"timing the best {len(top)} candidates side by side{also}")
         try:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,
                                       repetitions=self.repetitions, progress=self._runner_progress)
@@ -601,7 +623,10 @@ class AgentLoop:
         if ev.error and not ev.candidates:
             self.notes.append(f"the final side-by-side timing failed: {ev.error}")
             return None
-        return [Row(r.candidate, res) for r, res in zip(top, ev.candidates)], ev, True
+        at_user = dict(zip((id(r) for r in moved), ev.candidates[len(top):]))
+        rows = [with_drop_in(Row(r.candidate, res), user, at_user.get(id(r)))
+                for r, res in zip(top, ev.candidates)]
+        return rows, ev, True
 
 
 def run_agent(target: Target, runner: Any, config: AgentConfig, *,

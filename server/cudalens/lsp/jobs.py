@@ -58,7 +58,8 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.optimize import optimize
-from cudalens.sanitize_check import OriginalUnsafe, check_original
+from cudalens.sanitize_check import OriginalUnsafe, check_original_status
+from cudalens.sanitizer_status import not_run
 from cudalens.store.from_optimize import profile_subject, run_record
 from cudalens.store.keys import device_id, result_key
 from cudalens.store.records import RunProfile, RunRecord
@@ -387,9 +388,11 @@ class Jobs:
                                       f"cudalens: optimizing {job.kernel} with {choice.reason}",
                                       types.MessageType.Warning)
         target = job.snapshot.target(job.view)
+        sanitizer = not_run("the cudalens.sanitize setting is off")
         if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
             try:
-                check_original(target, client, lambda message: report(message, None))
+                sanitizer = check_original_status(target, client,
+                                                  lambda message: report(message, None))[0]
             except OriginalUnsafe as exc:  # its findings go on their lines too
                 checks = getattr(self.session.server, "sanitizer", None)
                 if checks is not None:
@@ -410,7 +413,8 @@ class Jobs:
         provenance = getattr(client, "provenance", None) or _provenance(client, device)
         key = result_key(job.view.material, device_id(result.evaluation.device))
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        record = run_record(result, key=key, provenance=provenance, created=created,
+        record = run_record(dataclasses.replace(result, sanitizer=sanitizer), key=key,
+                            provenance=provenance, created=created,
                             budget=job.settings.budget, seed=job.settings.seed)
         if job.settings.profile:
             profile = take_profile(job, client, result, report)

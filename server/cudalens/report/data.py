@@ -19,14 +19,19 @@ same median, so their ratio is FLOPs / bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 import cattrs
 
+from cudalens import sanitizer_status
+from cudalens.dropin import launch_words, phrase
+from cudalens.sanitizer_status import SanitizerStatus
 from cudalens.errors import CudalensError
+from cudalens.spec.model import LaunchDecl
 from gpu_runner.report import DeviceInfo, Speedup, Timing, Verdict
 
 Role = Literal["original", "candidate", "winner"]
+UserLaunchKind = Literal["same", "drop_in", "new_launch", "not_checked"]
 
 
 class ReportInputError(CudalensError):
@@ -35,9 +40,34 @@ class ReportInputError(CudalensError):
 
 
 @dataclass(frozen=True)
+class UserLaunch:
+    """A verified candidate under the launch the user's program uses (``cudalens.dropin``).
+
+    ``kind``: ``"same"`` (it keeps the user's launch: a drop-in, its own speedup),
+    ``"drop_in"`` (timed with another launch and correct under the user's too, at
+    ``drop_in_speedup``), ``"new_launch"`` (wrong under the user's launch, ``reason`` says how:
+    it needs ``launch``) or ``"not_checked"`` (it was not run under the user's launch).
+    ``launch``: the candidate's launch in the spec's words (``block = 64, grid = ceil_div(rows,
+    2)``), "" for ``same``. ``words``: the phrase the CLI prints (``1.80x as a drop-in; 14.80x
+    with block = 64, grid = ceil_div(rows, 2)``)."""
+
+    kind: UserLaunchKind
+    words: str
+    launch: str = ""
+    drop_in_speedup: Optional[Speedup] = None
+    reason: str = ""
+
+    @property
+    def is_drop_in(self) -> bool:
+        return self.kind in ("same", "drop_in")
+
+
+@dataclass(frozen=True)
 class TimedPoint:
     """One timed variant: the original kernel (``key`` ``"original"``) or a verified candidate
-    (``key`` ``"c1"``, ``"c2"``, ... in the table's order). ``speedup`` None for the original."""
+    (``key`` ``"c1"``, ``"c2"``, ... in the table's order). ``speedup`` None for the original.
+    ``user_launch``: the candidate under the user's launch; None for the original and for
+    records written before cudalens checked it."""
 
     key: str
     label: str
@@ -45,6 +75,7 @@ class TimedPoint:
     timing: Timing
     speedup: Optional[Speedup] = None
     explanation: str = ""
+    user_launch: Optional[UserLaunch] = None
 
 
 @dataclass(frozen=True)
@@ -87,8 +118,9 @@ class KernelReport:
 
     ``bytes_moved``/``flops``: of the timed case, 0 when unknown. ``intensity``: FLOP/byte,
     None when the spec gives no FLOPs (the chart then shows bandwidth). ``points``: the
-    original first, then each verified, timed candidate. ``sanitizer``: the record's
-    ``sanitizer`` field as it is (None when absent), shown in its own section.
+    original first, then each verified, timed candidate. ``sanitizer``: the compute-sanitizer
+    check of the original before the run (``cudalens.sanitizer_status``: clean, findings with
+    their lines, or not run and why); None for a record written before runs kept it.
     """
 
     kernel: str
@@ -103,7 +135,7 @@ class KernelReport:
     failed: tuple[FailedCandidate, ...] = ()
     history: tuple[HistoryEntry, ...] = ()
     profile: Optional[ProfileView] = None
-    sanitizer: Any = None
+    sanitizer: Optional[SanitizerStatus] = None
     stop: str = ""
     notes: tuple[str, ...] = field(default=())
 
@@ -111,8 +143,52 @@ class KernelReport:
     def winner(self) -> Optional[TimedPoint]:
         return next((p for p in self.points if p.role == "winner"), None)
 
+    @property
+    def best_drop_in(self) -> Optional[TimedPoint]:
+        """The fastest candidate that is correct under the user's launch and faster there
+        beyond noise (95% CI above 1.0), as ``OptimizeResult.best_drop_in`` picks it."""
+        def there(p: TimedPoint) -> Optional[Speedup]:
+            u = p.user_launch
+            if u is None or not u.is_drop_in:
+                return None
+            return p.speedup if u.kind == "same" else u.drop_in_speedup
+
+        good = [(p, there(p)) for p in self.points if p.role != "original"]
+        good = [(p, s) for p, s in good if s is not None and s.ci_low > 1.0]
+        return max(good, key=lambda ps: ps[1].value, default=(None, None))[0]
+
+
+def user_launch_view(own: Optional[Speedup], new_launch: Optional[LaunchDecl],
+                     checked: bool, drop_in_ok: bool, drop_in_speedup: Optional[Speedup],
+                     reason: str = "") -> UserLaunch:
+    """The ``UserLaunch`` of a verified candidate: ``new_launch`` None when it keeps the user's
+    launch; ``checked`` whether it ran under the user's launch, ``drop_in_ok`` whether it
+    passed there (with ``drop_in_speedup``), ``reason`` the verdict there when it did not."""
+    if new_launch is None:
+        return UserLaunch("same", phrase(None if own is None else own.value, None, True, None))
+    words = launch_words(new_launch)
+    ok = checked and drop_in_ok and drop_in_speedup is not None
+    kind: UserLaunchKind = "drop_in" if ok else "new_launch" if checked else "not_checked"
+    return UserLaunch(kind, phrase(None if own is None else own.value, words, checked,
+                                   drop_in_speedup.value if ok else None),
+                      words, drop_in_speedup if ok else None, "" if ok else reason)
+
 
 _conv = cattrs.Converter()
+_WIRE_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _number(value: Any, _type: Any) -> Union[int, float]:
+    """A ``Mismatch``'s expected or actual value as the record writes it: a number, or NaN and
+    the infinities as the strings of the runner's JSON (``gpu_runner.service.schema``)."""
+    if isinstance(value, str) and value in _WIRE_FLOATS:
+        return _WIRE_FLOATS[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number (or 'NaN', 'Infinity'), found {value!r}")
+    return value
+
+
+_conv.register_structure_hook(Union[int, float], _number)
 
 
 def _structure(data: Any, cls: type, where: str):
@@ -217,9 +293,10 @@ def from_record(record: dict, where: str = "the record") -> KernelReport:
             continue
         label = str(c.get("label", f"candidate {i}"))
         role: Role = "winner" if (label, timing.median_us) == win_key else "candidate"
-        points.append(TimedPoint(f"c{i}", label, role, timing,
-                                 _speedup(c.get("speedup"), f"{here}: 'speedup'"),
-                                 str(c.get("explanation", ""))))
+        speedup = _speedup(c.get("speedup"), f"{here}: 'speedup'")
+        points.append(TimedPoint(f"c{i}", label, role, timing, speedup,
+                                 str(c.get("explanation", "")),
+                                 _user_launch_of(c, speedup, here)))
     history = []
     for n, ev in enumerate(record.get("evaluations") or [], 1):
         for v in (ev or {}).get("variants") or []:
@@ -239,8 +316,43 @@ def from_record(record: dict, where: str = "the record") -> KernelReport:
         intensity=_intensity(flops, nbytes, baseline), points=tuple(points),
         failed=tuple(failed), history=tuple(history),
         profile=_profile_view(record.get("profile"), where),
-        sanitizer=record.get("sanitizer"), stop=str(record.get("stop") or ""),
+        sanitizer=_sanitizer_of(record.get("sanitizer"), where),
+        stop=str(record.get("stop") or ""),
         notes=tuple(notes))
+
+
+def _sanitizer_of(data: Any, where: str) -> Optional[SanitizerStatus]:
+    if data is None:
+        return None
+    try:
+        return sanitizer_status.from_dict(data, f"{where}: 'sanitizer'")
+    except ValueError as exc:
+        raise ReportInputError(str(exc)) from None
+
+
+def _launch_decl(data: Any, where: str) -> LaunchDecl:
+    if not isinstance(data, dict) or not data.get("block") or not data.get("grid"):
+        raise ReportInputError(f"{where}: expected a launch object with 'block' and 'grid' "
+                               f"lists, found {data!r}")
+    return LaunchDecl(block=tuple(map(str, data["block"])), grid=tuple(map(str, data["grid"])),
+                      shared=str(data.get("shared") or "0"))
+
+
+def _user_launch_of(c: dict, own: Optional[Speedup], where: str) -> Optional[UserLaunch]:
+    """A record candidate's ``launch_change``/``drop_in`` fields (``present.result_record``) as
+    a ``UserLaunch``; None for a record that has neither (written before they existed)."""
+    if "launch_change" not in c and "drop_in" not in c:
+        return None
+    change, d = c.get("launch_change"), c.get("drop_in")
+    new = None if change is None else _launch_decl(
+        change.get("launch") if isinstance(change, dict) else None,
+        f"{where}: 'launch_change'")
+    if d is not None and not isinstance(d, dict):
+        raise ReportInputError(f"{where}: 'drop_in': expected an object or null, found {d!r}")
+    verdict = (d or {}).get("verdict") or {}
+    reason = f"{verdict.get('status', '?')}: {verdict.get('reason', '')}".rstrip(": ")
+    return user_launch_view(own, new, d is not None, bool((d or {}).get("ok")),
+                            _speedup((d or {}).get("speedup"), f"{where}: 'drop_in'"), reason)
 
 
 def _profile_view(data: Any, where: str) -> Optional[ProfileView]:
@@ -282,12 +394,18 @@ def from_run_record(run, element_types: tuple[str, ...] = ()) -> KernelReport:
         if not r.verdict.ok:
             failed.append(FailedCandidate(c.label, r.verdict.status, r.verdict.reason))
         elif r.timing is not None:
+            d = c.drop_in
+            new = (LaunchDecl(block=c.launch.block, grid=c.launch.grid, shared=c.launch.shared)
+                   if c.launch_changed else None)
+            view = user_launch_view(
+                r.speedup, new, d is not None, c.drop_in_ok, None if d is None else d.speedup,
+                "" if d is None else f"{d.verdict.status}: {d.verdict.reason}".rstrip(": "))
             points.append(TimedPoint(f"c{i}", c.label, "winner" if c.id == win_id else
-                                     "candidate", r.timing, r.speedup, c.explanation))
+                                     "candidate", r.timing, r.speedup, c.explanation, view))
     return KernelReport(
         kernel=run.kernel, file=run.path, device=run.device,
         provenance=f"{run.provenance}, {run.created[:19].replace('T', ' ')} UTC",
         bytes_moved=run.bytes_moved, flops=run.flops, element_types=tuple(element_types),
         intensity=_intensity(run.flops, run.bytes_moved, run.baseline), points=tuple(points),
-        failed=tuple(failed),
+        failed=tuple(failed), sanitizer=run.sanitizer,
         profile=None if run.profile is None else profile_view(run.profile))

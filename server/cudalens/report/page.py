@@ -7,15 +7,15 @@ offline and as a pull-request attachment. Colours come from the VS Code theme's 
 (``--vscode-editor-foreground`` ...) where the page is in a webview, with light defaults
 elsewhere. Sections: the chart with the failed candidates beside it, the candidates table
 (median, its 95% confidence interval, speedup with its 95% interval, achieved bandwidth and
-rate), the Nsight Compute profile when the run has one, the sanitizer findings when the
-record has a ``sanitizer`` field, and the search's history (every runner evaluation).
+rate, and whether it is a drop-in under the user's launch or needs a new one, with the launch:
+``cudalens.dropin``), the Nsight Compute profile when the run has one, the compute-sanitizer
+check of the original (clean, findings with their lines, or not run and why;
+``cudalens.sanitizer_status``), and the search's history (every runner evaluation).
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
-
 from cudalens.report.chart import peaks_of, rate, roofline_svg
 from cudalens.report.data import KernelReport, TimedPoint
 
@@ -84,14 +84,32 @@ def _candidates_table(report: KernelReport) -> str:
             f'<td class="num">{p.timing.achieved_gbps:,.0f} GB/s '
             f'({p.timing.percent_of_copy:.0f}%)</td>'
             f'<td class="num">{_rate_cell(report, p)}</td><td class="num">{p.timing.samples}</td>'
-            f'</tr>')
+            f'{_user_launch_cell(p)}</tr>')
     for f in report.failed:
         rows.append(f'<tr class="failed"><td>-</td><td>{escape(f.label)}</td>'
-                    f'<td colspan="6" class="bad">{escape(f.status)}: {escape(f.reason)}</td></tr>')
+                    f'<td colspan="7" class="bad">{escape(f.status)}: {escape(f.reason)}</td></tr>')
     return ('<table id="candidates"><thead><tr><th>#</th><th>variant</th><th>median</th>'
             '<th>95% CI of the median (us)</th><th>speedup [95% CI]</th>'
-            '<th>achieved (% of copy)</th><th>rate</th><th>samples</th></tr></thead><tbody>'
+            '<th>achieved (% of copy)</th><th>rate</th><th>samples</th>'
+            '<th>under your launch</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table>")
+
+
+def _user_launch_cell(p: TimedPoint) -> str:
+    """``drop-in`` (with the speedup under the user's launch) or ``needs a new launch`` (with
+    the exact launch), as ``cudalens.dropin.describe`` words it; the original: ``yours``."""
+    u = p.user_launch
+    if p.role == "original":
+        return '<td class="launch">your launch</td>'
+    if u is None:
+        return '<td class="launch muted">not recorded</td>'
+    tag = {"same": "drop-in", "drop_in": "drop-in", "new_launch": "needs a new launch",
+           "not_checked": "not checked under your launch"}[u.kind]
+    why = (f'<div class="muted">under your launch: {escape(u.reason)}</div>'
+           if u.kind == "new_launch" and u.reason else "")
+    cls = "launch" if u.is_drop_in else "launch bad"
+    return (f'<td class="{cls}" data-kind="{u.kind}"><b>{tag}</b>: {escape(u.words)}{why}'
+            f'</td>')
 
 
 def _failed_list(report: KernelReport) -> str:
@@ -122,44 +140,30 @@ def _profile(report: KernelReport) -> str:
                f'</tbody></table>' if stalls else ""))
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        import json
-
-        return f"<code>{escape(json.dumps(value, sort_keys=True))}</code>"
-    return escape(str(value))
-
-
 def _sanitizer(report: KernelReport) -> str:
-    """The ``sanitizer`` field: a list of finding objects (a table with their keys as columns),
-    an object of such lists by variant, or anything else shown as it is."""
-    data = report.sanitizer
-    if data is None:
-        return ""
-
-    def table(findings: list) -> str:
-        if not findings:
-            return '<p class="muted">no findings</p>'
-        if not all(isinstance(f, dict) for f in findings):
-            return "<ul>" + "".join(f"<li>{_cell(f)}</li>" for f in findings) + "</ul>"
-        cols: list[str] = []
-        for f in findings:
-            cols += [k for k in f if k not in cols]
-        head = "".join(f"<th>{escape(c)}</th>" for c in cols)
-        body = "".join("<tr>" + "".join(f"<td>{_cell(f.get(c, ''))}</td>" for c in cols) + "</tr>"
-                       for f in findings)
-        return (f'<table class="sanitizer"><thead><tr>{head}</tr></thead>'
-                f'<tbody>{body}</tbody></table>')
-
-    if isinstance(data, list):
-        inner = table(data)
-    elif isinstance(data, dict):
-        inner = "".join(f"<h3>{escape(str(k))}</h3>" + (table(v) if isinstance(v, list)
-                                                        else f"<p>{_cell(v)}</p>")
-                        for k, v in data.items())
-    else:
-        inner = f"<p>{_cell(data)}</p>"
-    return f'<section id="sanitizer"><h2>compute-sanitizer findings</h2>{inner}</section>'
+    """The compute-sanitizer check of the original before the run: clean (on what), its
+    findings with their lines, or not run and why; "not recorded" for an older record."""
+    st = report.sanitizer
+    head = '<section id="sanitizer"><h2>compute-sanitizer (the original, before the run)</h2>'
+    if st is None:
+        return (head + '<p class="muted" data-state="unknown">Not recorded: this record was '
+                'written before runs kept the check\'s outcome.</p></section>')
+    if st.state == "not_run":
+        return (head + f'<p class="bad" data-state="not_run">Not run: {escape(st.reason)}. '
+                f'The original was not checked for races and memory errors.</p></section>')
+    if st.state == "clean":
+        return (head + f'<p data-state="clean">Clean: no race, invalid or out-of-bounds '
+                f'access, uninitialized read or barrier error'
+                + (f" on {escape(st.reason)}" if st.reason else "") + ".</p></section>")
+    rows = "".join(
+        f'<tr><td>{escape(f.where)}</td><td>{escape(f.tool)}</td><td>{escape(f.kind)}</td>'
+        f'<td class="{"bad" if f.blocking else ""}">{"blocking" if f.blocking else "warning"}'
+        f'</td><td>{escape(f.summary)}</td></tr>' for f in st.findings)
+    return (head + f'<p data-state="findings">{len(st.findings)} finding(s)'
+            + (f" on {escape(st.reason)}" if st.reason else "") + ':</p>'
+            '<table class="sanitizer"><thead><tr><th>where</th><th>tool</th><th>kind</th>'
+            f'<th>level</th><th>finding</th></tr></thead><tbody>{rows}</tbody></table>'
+            '</section>')
 
 
 def _history(report: KernelReport) -> str:
@@ -198,6 +202,22 @@ def _caption(report: KernelReport) -> str:
             "median time.")
 
 
+def _winner_launch(report: KernelReport, win: TimedPoint) -> str:
+    """`` Under your launch: 1.80x as a drop-in; 14.80x with block = ...`` and, when the winner
+    is no drop-in, the fastest drop-in."""
+    u = win.user_launch
+    if u is None:
+        return ""
+    text = f' <span id="winner-launch">Under your launch: {escape(u.words)}.</span>'
+    drop = report.best_drop_in
+    if not u.is_drop_in and drop is not None and drop is not win:
+        s = drop.speedup if drop.user_launch.kind == "same" else drop.user_launch.drop_in_speedup
+        text += (f' <span id="best-drop-in">Best drop-in (no launch change): '
+                 f'<b>{escape(drop.label)}</b>, {s.value:.2f}x [{s.ci_low:.2f}, '
+                 f'{s.ci_high:.2f}].</span>')
+    return text
+
+
 def report_html(report: KernelReport) -> str:
     """The report page of ``report`` (module doc).
 
@@ -209,6 +229,7 @@ def report_html(report: KernelReport) -> str:
     if win is not None:
         verdict = (f"Winner: <b>{escape(win.label)}</b>, {_speedup(win)} faster, "
                    f"{_us(report.points[0].timing.median_us)} &rarr; {_us(win.timing.median_us)}.")
+        verdict += _winner_launch(report, win)
     else:
         verdict = "No verified candidate is faster than the original beyond noise."
     svg = roofline_svg(report)

@@ -47,7 +47,7 @@ def run_record(result: OptimizeResult, *, key: str, provenance: str, created: st
         bytes_moved=case.bytes_moved, flops=case.flops,
         threads_per_block=baseline_launch[0], shared_bytes=baseline_launch[1],
         spec_origin=target.spec_origin, provenance=provenance, created=created,
-        candidates=tuple(candidates), budget=budget, seed=seed)
+        candidates=tuple(candidates), budget=budget, seed=seed, sanitizer=result.sanitizer)
 
 
 def _baseline_launch(result: OptimizeResult) -> tuple[int, int]:

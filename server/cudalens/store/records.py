@@ -20,6 +20,7 @@ import cattrs
 
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.report import CandidateResult, CompileReport, DeviceInfo, Timing
+from cudalens.sanitizer_status import SanitizerStatus
 
 # A candidate is offered only when the low end of its speedup's 95% confidence interval is
 # above this (the CLI's rule, ``cudalens.optimize.SIGNIFICANT_SPEEDUP``).
@@ -114,6 +115,8 @@ class RunRecord:
     profile: the Nsight Compute profile taken after the run (of the winner, else the
         baseline), None when none was attempted (the runner cannot profile, or profiling is
         off). Stored in its own column (``sqlite``), not in the record's JSON.
+    sanitizer: the compute-sanitizer check of the original before the run (clean, findings,
+        or not run and why: ``cudalens.sanitizer_status``); None in records stored before it.
     """
 
     key: str
@@ -135,6 +138,7 @@ class RunRecord:
     seed: int = 0
     derived_from: str = ""
     profile: Optional[RunProfile] = None
+    sanitizer: Optional[SanitizerStatus] = None
 
     def candidate(self, candidate_id: str) -> CandidateRecord:
         """The candidate with ``candidate_id``.
