@@ -95,7 +95,7 @@ def pair_of(em: Elementwise) -> "half_pairs.PairType | None":
     return None
 
 
-def _pair_name(c_type: str, pair: "half_pairs.PairType") -> str:
+def pair_name(c_type: str, pair: "half_pairs.PairType") -> str:
     """``__half`` -> ``__half2`` (the user's spelling), ``half`` -> ``half2``, bfloat16 ->
     ``__nv_bfloat162``."""
     return "__half2" if pair is half_pairs.HALF and c_type.strip() == "__half" else pair.pair
@@ -294,7 +294,7 @@ def _vector_type(c_type: str, width: int, element_bytes: int, generic: bool,
                  pair: "half_pairs.PairType | None" = None) -> str:
     """The CUDA vector type moving ``width`` elements of ``c_type`` in one access."""
     if pair is not None:
-        return _pair_name(c_type, pair)
+        return pair_name(c_type, pair)
     if not generic and " ".join(c_type.split()) in _VECTOR_BASE:
         return f"{_VECTOR_BASE[' '.join(c_type.split())]}{width}"
     return {16: "int4", 8: "int2", 4: "int"}[width * element_bytes]

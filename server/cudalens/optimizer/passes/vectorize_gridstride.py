@@ -21,8 +21,8 @@ from typing import Optional
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.gridstride_rewrite import (paired_ops, pair_of, rewrite_vector,
-                                                   vector_width)
+from cudalens.optimizer.gridstride_rewrite import (pair_name, paired_ops, pair_of,
+                                                   rewrite_vector, vector_width)
 from cudalens.optimizer.passes import grid_choice
 
 name = "vectorize_gridstride"
@@ -64,9 +64,10 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = 8) -> PassResult:
                 if ops else "each element of the pair computed as written")
         guard = ("; the paired loop is compiled for sm_80 and newer (bfloat16 pair arithmetic), "
                  "older GPUs take the scalar loop" if pair.arch_guard else "")
-        explanation = (f"half-precision pairs ({pair.pair}: 2 x {types[0]} per 4-byte load/store) "
-                       f"and {math}, in a grid-stride loop with a scalar tail: 2x fewer memory "
-                       f"instructions{' and arithmetic instructions' if ops else ''}; "
+        shown = "/".join(sorted({pair_name(o.c_type, pair) for o in em.operands}))
+        explanation = (f"half-precision pairs ({shown}: 2 x {types[0]} per 4-byte load/store) "
+                       f"and {math}, in a grid-stride loop with a scalar tail: 2x fewer memory"
+                       f"{' and arithmetic' if ops else ''} instructions; "
                        f"{grid_choice.grid_words(blocks_per_sm, width)}{guard}")
     else:
         explanation = (f"16-byte vectorized loads/stores ({width} x {'/'.join(types)} per "
