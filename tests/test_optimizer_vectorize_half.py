@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -239,3 +240,18 @@ def test_half_mixed_with_bfloat16_is_refused():
     assert vectorize_gridstride.check(ctx) == (
         "half-precision pairs need one 2-byte float type for every operand, found x (half), "
         "y (bfloat16)")
+
+
+HAND = Path(__file__).resolve().parent.parent / "benchmarks" / "handwritten"
+
+
+def test_half_saxpy_rewrite_is_within_the_bound_of_a_hand_written_version():
+    sys.path.insert(0, str(HAND.parent))
+    import rewrite_lines as rl  # noqa: PLC0415 (benchmarks/rewrite_lines.py)
+
+    ctx, result = _apply("half_saxpy_ops.cu")
+    hand = (HAND / "half_saxpy_ops.vectorize_gridstride.cu").read_text(encoding="utf-8")
+    rewrite = rl.code_lines(rl.kernel_text(result.source, "hsaxpy"))
+    written = rl.code_lines(rl.kernel_text(hand, "hsaxpy"))
+    assert (rewrite, written) == (19, 13)
+    assert rewrite / written <= rl.RATIO_BOUND

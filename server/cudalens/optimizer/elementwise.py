@@ -544,8 +544,8 @@ def check_vectorizable(ctx: PassContext, em: Elementwise) -> None:
     Raises:
         NotElementwise: an element is not 4 or 8 bytes or a 2-byte float (``half``,
             ``__nv_bfloat16``: moved as pairs, all operands of the one type), templated
-            element types may differ in size, a write-only output is written only for some elements (a vector store would
-            also write the others), or a launch site aliases two pointers (loading all inputs
+            element types may differ in size, a write-only output is written only for some
+            elements (a vector store would also write the others), or a launch site aliases two pointers (loading all inputs
             before storing any output would change what the kernel reads).
     """
     paired = {dtypes.numpy_dtype(o.spec_type) for o in em.operands if o.element_bytes == 2
