@@ -5,7 +5,8 @@ threads cooperate (``__syncthreads``, ``__shared__``, warp shuffles).
 every block of the grid runs as one OS thread per CUDA thread (blocks one after another):
 ``__syncthreads()`` is a ``std::barrier`` over the block's threads, ``__shared__`` variables
 are function-local statics (one copy, shared by the block's threads; blocks do not overlap
-in time), ``threadIdx`` is thread-local, and the warp shuffles exchange values through a
+in time), ``threadIdx`` is thread-local, half and bfloat16 elements are emulated
+(``cuda_half_types``), and the warp shuffles exchange values through a
 per-warp slot array between two barriers over the warp's threads. That checks the data flow
 of a cooperative kernel (which thread reads which shared slot after which barrier, which
 lane's value a shuffle returns), not its timing or memory model. A shuffle executed by only
@@ -37,6 +38,7 @@ from cudalens.spec import expr as spec_expr
 from cudalens.spec.expr import Dim3
 from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl
 from cudalens.spec.resolve import resolve_launch
+from cuda_half_types import HALF_TYPES
 from cuda_vector_types import VECTOR_TYPES
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found on PATH")
@@ -47,8 +49,11 @@ DYNAMIC_SHARED_BYTES = 49152  # what an extern __shared__ array gets
 _C_TYPES = {"float": "float", "double": "double", "int": "int", "unsigned": "unsigned int",
             "size_t": "size_t", "int32": "int", "uint32": "unsigned int", "int64": "long long",
             "uint64": "unsigned long long", "long": "long", "float32": "float",
-            "float64": "double", "uint8": "unsigned char", "int8": "signed char"}
+            "float64": "double", "uint8": "unsigned char", "int8": "signed char",
+            "half": "__half", "float16": "__half", "bfloat16": "__nv_bfloat16",
+            "bf16": "__nv_bfloat16"}
 _FORMATS = {"float": "f", "double": "d"}
+_FLOATS = ("float", "double", "__half", "__nv_bfloat16")
 
 _HEADERS = """
 #include <algorithm>
@@ -79,7 +84,7 @@ static const int warpSize = 32;
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__ static
-""" + VECTOR_TYPES + r"""
+""" + VECTOR_TYPES + HALF_TYPES + r"""
 namespace sim {
 std::barrier<>* block_barrier;
 std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
@@ -185,7 +190,7 @@ def program(source: str, kernel: str, spec: KernelSpec) -> str:
                 f"    std::vector<{ctype}> buf_{p.name}({n} + {GUARD});",
                 f"    for (long long k = 0; k < {n} + {GUARD}; ++k) buf_{p.name}[k] = "
                 + (f"({ctype})(((k * 37 + {j} * 11) % 101) / 50.0 - 1.0);"
-                   if ctype in ("float", "double") else
+                   if ctype in _FLOATS else
                    f"({ctype})(lo_{p.name} + (k * 37 + {j}) % (hi_{p.name} - lo_{p.name}));"),
                 f"    for (long long k = {n}; k < {n} + {GUARD}; ++k) buf_{p.name}[k] = ({ctype})77;",
             ]
@@ -196,7 +201,7 @@ def program(source: str, kernel: str, spec: KernelSpec) -> str:
         else:
             assert isinstance(decl, ScalarDecl)
             ctype = _C_TYPES.get(decl.type, decl.type)
-            conv = "atof" if ctype in ("float", "double") else "atoll"
+            conv = "atof" if ctype in _FLOATS else "atoll"
             lines.append(f"    const {ctype} arg_{p.name} = ({ctype}){conv}(argv[a++]);")
             args.append(f"arg_{p.name}")
     lines += [
@@ -270,6 +275,10 @@ def _decode(bits: int, ctype: str):
         return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
     if ctype == "double":
         return struct.unpack("<d", struct.pack("<Q", bits))[0]
+    if ctype == "__half":
+        return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+    if ctype == "__nv_bfloat16":
+        return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
     return bits
 
 

@@ -25,6 +25,7 @@ import tree_sitter_cuda
 from cudalens.source.parser import parse_source
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
+from cuda_half_types import HALF_TYPES
 from cuda_vector_types import VECTOR_TYPES
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found on PATH")
@@ -42,11 +43,13 @@ static host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-""" + VECTOR_TYPES
+""" + VECTOR_TYPES + HALF_TYPES
 
 _C_TYPES = {"float": "float", "double": "double", "int": "int", "unsigned": "unsigned int",
             "size_t": "size_t", "int32": "int", "uint32": "unsigned int", "int64": "long long",
-            "uint64": "unsigned long long", "long": "long"}
+            "uint64": "unsigned long long", "long": "long", "half": "__half",
+            "float16": "__half", "bfloat16": "__nv_bfloat16", "bf16": "__nv_bfloat16"}
+_FLOATS = ("float", "double", "__half", "__nv_bfloat16")
 
 
 def _host_text(source: str) -> str:
@@ -96,7 +99,7 @@ def driver(source: str, kernel: str, spec: KernelSpec, size: str) -> str:
                 f"    {ctype}* buf_{p.name} = ({ctype}*)aligned_alloc(64, ((N + 8) * sizeof({ctype}) + 63) / 64 * 64);",
                 f"    for (long long k = 0; k < N + 8; ++k) buf_{p.name}[k] = "
                 + (f"({ctype})(((k * 37 + {len(args)} * 11) % 101) / 50.0 - 1.0);"
-                   if ctype in ("float", "double") else f"({ctype})((k * 37 + {len(args)}) % 201);"),
+                   if ctype in _FLOATS else f"({ctype})((k * 37 + {len(args)}) % 201);"),
             ]
             if decl.role == "out":
                 lines.append(f"    for (long long k = 0; k < N + 8; ++k) buf_{p.name}[k] = ({ctype})77;")

@@ -1,10 +1,10 @@
 """An in-process runner double for the drop-in flow: verdicts follow what each variant's
 source does under the launch it is sent with, as far as the warp-per-row rewrite goes.
 
-A warp-per-row source (the pass's ``cudalens warp_per_row:`` comment) sent under the user's
+A warp-per-row source (the pass's ``// One warp per`` comment) sent under the user's
 launch (a ``LABEL@user`` variant) covers only the rows of the first 1/32 of the warps it
 needs, so it fails verification with the runner's wording, unless it is the grid-stride form
-(``cudalens warp_per_row (grid-stride)``), which loops over the rows. Speedups: warp-per-row
+(its comment says ``the warps looping over the``), which loops over the rows. Speedups: warp-per-row
 under its own launch ``FAST`` (``FAST_GRIDSTRIDE`` for the grid-stride form), the grid-stride
 form under the user's launch ``DROP_IN``, any
 other candidate 1.02x with a CI reaching below 1 (never a winner).
@@ -20,8 +20,8 @@ from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evalu
 FAST = 14.8
 FAST_GRIDSTRIDE = 14.5  # the loop over the rows costs a little
 DROP_IN = 1.8
-WARP = "cudalens warp_per_row"
-GRIDSTRIDE = "cudalens warp_per_row (grid-stride)"
+WARP = "// One warp per "  # warp_per_row.comment
+GRIDSTRIDE = "the warps looping over the "
 
 
 class LaunchAwareClient:

@@ -64,7 +64,7 @@ def test_apply_rewrites_the_host_launch_and_the_spec_and_the_program_builds(tmp_
     assert main_cu.replace("<<<(n_rows + 4 - 1) / 4, 128>>>",
                            "<<<(n_rows + threads - 1) / threads, threads>>>") == \
         (HOST / "main.cu").read_text()
-    assert "cudalens warp_per_row" in (proj / "layernorm.cu").read_text()
+    assert "// One warp per row" in (proj / "layernorm.cu").read_text()
     spec = (proj / "layernorm.cu.spec").read_text()
     assert "\nblock = 128\ngrid = ceil_div(rows, 4)\n" in spec
     assert ("Rewrote the launch at main.cu:28:19: <<<(n_rows + threads - 1) / threads, "
@@ -108,7 +108,7 @@ def test_a_site_that_cannot_be_mapped_makes_apply_refuse_and_names_it(tmp_path, 
 
     done = _optimize(proj / "layernorm.cu", "--apply", "--accept-launch-change")
     assert done.exit_code == 0, done.output
-    assert "cudalens warp_per_row" in (proj / "layernorm.cu").read_text()
+    assert "// One warp per row" in (proj / "layernorm.cu").read_text()
     assert "\nblock = 128\ngrid = ceil_div(rows, 4)\n" in (proj / "layernorm.cu.spec").read_text()
     assert (proj / "launcher.cu").read_text() == before["launcher.cu"]
     assert (f"Not rewritten: launcher.cu:9:5: layernorm_rows<<<(rows + 255) / 256, "

@@ -90,7 +90,7 @@ async def test_apply_rewrites_the_launch_site_in_the_same_versioned_edit(tmp_pat
         changes = edit.edit.document_changes
         assert [(c.text_document.uri, c.text_document.version) for c in changes] == [
             (uri, 1), (main_uri, 1), ((ws / "layernorm.cu.spec").as_uri(), None)]
-        assert "cudalens warp_per_row" in client.text(uri)
+        assert "// One warp per row" in client.text(uri)
         assert client.text(main_uri) == (HOST / "main.cu").read_text().replace(
             "<<<(n_rows + threads - 1) / threads, threads>>>", "<<<(n_rows + 4 - 1) / 4, 128>>>")
         assert client.doc_version(main_uri) == 2
@@ -127,11 +127,11 @@ async def test_a_launch_that_cannot_be_rewritten_asks_first(tmp_path):
             f"launch; these launches of layernorm_rows cannot be rewritten: launcher.cu:9:5: "
             f"layernorm_rows<<<(rows + 255) / 256, 256>>>(args...)")
         assert client.applied_edits == []
-        assert "cudalens warp_per_row" not in client.text(uri)
+        assert "// One warp per row" not in client.text(uri)
 
         reply[0] = "Apply anyway"
         answer = await client.run(_command(lenses, "cudalens.apply"))
         assert answer["ok"] and answer["applied"], answer
-        assert "cudalens warp_per_row" in client.text(uri)
+        assert "// One warp per row" in client.text(uri)
         assert (ws / "launcher.cu").read_text() == (LAUNCHER / "launcher.cu").read_text()
         assert "change the launch at launcher.cu:9:5 yourself." in client.messages[-1].message

@@ -338,8 +338,9 @@ def test_called_device_function_using_thread_index_is_rejected():
 def test_two_byte_elements_are_not_vectorized():
     ctx = _snippet("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];",
                    xt="int16", yt="int16", params="const short* x, short* y, int n")
-    assert vectorize_gridstride.check(ctx) == \
-        "x holds 2-byte elements (int16); the pass vectorizes 4- and 8-byte elements"
+    assert vectorize_gridstride.check(ctx) == (
+        "x holds 2-byte elements (int16); the pass vectorizes 4- and 8-byte elements and "
+        "half/bfloat16 pairs")
     assert gridstride.check(ctx) is None
 
 

@@ -85,6 +85,9 @@ def test_every_rewrite_of_the_corpus_compiles():
     assert not failed, failed
 
 
+NARROW_TOLERANCE = {"half": 1e-2, "float16": 1e-2, "bfloat16": 2 ** -6, "bf16": 2 ** -6}
+
+
 def _close(a, b, rel):
     return len(a) == len(b) and all(
         x == y or (isinstance(x, float) and math.isclose(x, y, rel_tol=rel, abs_tol=rel))
@@ -102,9 +105,13 @@ def test_rewrite_computes_the_originals_outputs_on_cpu(v):
     before = block_sim.run(ctx.text, kernel, ctx.spec, sizes)
     after = block_sim.run(result.source, kernel, ctx.spec, sizes, result.launch)
     outputs = [d.name for d in ctx.spec.params if isinstance(d, BufferDecl) and d.role != "in"]
+    types = {d.name: d.type for d in ctx.spec.params if isinstance(d, BufferDecl)}
     for name, values in before.buffers.items():
         if name in outputs:
-            assert _close(values, after.buffers[name], 1e-5), name
+            # paired half intrinsics round once where the original rounded twice (__hfma2 for
+            # a * x + y): within the spec's default tolerances (README, "Harness spec")
+            rel = NARROW_TOLERANCE.get(types[name], 1e-5)
+            assert _close(values, after.buffers[name], rel), name
             n = len(values) - block_sim.GUARD
             assert 77 not in values[:n] or v.pass_name == "warp_reduce", name
             assert after.buffers[name][n:] == values[n:], name  # guards untouched

@@ -8,6 +8,11 @@
 // best and next-best offers' labels, speedups and sources, and the kernel report's number of
 // chart points, all from the optimizer's search run on saxpy against the model runner the
 // server uses, tests/data/lsp/model_runner.py).
+// The diff editor is checked as the user sees it: once a diff tab opens, the test waits (a
+// condition over the DOM, at most 30 s) until the left pane shows the original's removed lines
+// and the right pane the candidate's added lines, with Monaco's deleted/inserted marks, and
+// the Accept and Reject buttons are visible; only then is the screenshot taken. A blank or
+// half-rendered diff editor fails, naming the lines it lacks.
 // Exits 1 on the first failed check, naming it; screenshots taken so far stay in E2E_SHOTS.
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
@@ -79,13 +84,123 @@ const status = page.locator(".statusbar-item", { hasText: "cudalens:" });
 const toast = (text) => page.locator(".notifications-toasts .notification-toast", { hasText: text });
 const candidateTab = (label) => `saxpy.cu ↔ ${label} (candidate, read-only)`;
 
+/** Waits until the first "show diff" lens is one element that stays in the page for 500 ms
+ * (VS Code replaces the lens elements when it re-renders them after a refresh, and a click on
+ * an element being replaced is lost). */
+async function stableOfferLens() {
+  const first = () => lens("faster candidate: show diff").first().elementHandle({ timeout: 20000 });
+  let handle = await first();
+  for (let i = 0; i < 40; i += 1) {
+    await page.waitForTimeout(500);
+    const now = await first();
+    if (await handle.evaluate((a, b) => a === b && a.isConnected, now)) {
+      return;
+    }
+    step("the lens was re-rendered; waiting for it to settle");
+    handle = now;
+  }
+  throw new Error("check failed: the 'show diff' lens was re-rendered for 20 s without settling");
+}
+
+/** The non-blank lines of `a` (trimmed) that `b` does not have: what a diff from `a` to `b`
+ * shows as removed, or from `b` to `a` as added. */
+function linesOnlyIn(a, b) {
+  const other = new Set(b.split("\n").map((l) => l.trim()));
+  return a.split("\n").map((l) => l.trim()).filter((l) => l && !other.has(l));
+}
+
+/** The diff editor's two panes as the user sees them: each pane's rendered lines (Monaco's
+ * `.view-line` elements, in screen order, spaces normalized) and how many lines it marks as
+ * inserted (right) or deleted (left). */
+async function diffPanes() {
+  return page.evaluate(() => {
+    const norm = (t) => t.replace(/\u00a0/g, " ").trim();
+    const pane = (side, mark) => {
+      const ed = document.querySelector(`.monaco-diff-editor .editor.${side}`);
+      if (!ed) {
+        return null;
+      }
+      const rows = [...ed.querySelectorAll(".view-lines .view-line")]
+        .map((e) => ({ top: parseFloat(e.style.top || "0"), text: norm(e.textContent) }))
+        .sort((x, y) => x.top - y.top).map((r) => r.text);
+      const box = ed.getBoundingClientRect();
+      return { lines: rows, marked: ed.querySelectorAll(mark).length,
+        width: Math.round(box.width), height: Math.round(box.height) };
+    };
+    return { left: pane("original", ".line-delete, .char-delete"),
+      right: pane("modified", ".line-insert, .char-insert") };
+  });
+}
+
+/** Whether one of the rendered `lines` holds `text`: a rendered line also carries what the
+ * editor adds to it (the inlay hint after the kernel's signature, in the left pane). */
+function shows(lines, text) {
+  return lines.some((l) => l.includes(text));
+}
+
+/** Waits (at most 30 s) until the diff editor has rendered the candidate: the left pane shows
+ * every line of `original` the candidate removes and the right pane every line `candidate`
+ * adds, both panes are on screen and carry the diff's deleted/inserted marks. Fails naming
+ * the missing lines otherwise (a blank or half-rendered editor). */
+async function checkDiffRendered(original, candidate, label) {
+  const removed = linesOnlyIn(original, candidate);
+  const added = linesOnlyIn(candidate, original);
+  check(added.length > 0, `the candidate ${label} changes lines of saxpy.cu (${added.length} added, ${removed.length} removed)`);
+  const rendered = (panes, want) => {
+    const { left, right } = panes;
+    return left !== null && right !== null && left.width > 100 && right.width > 100 &&
+      left.height > 100 && right.height > 100 && right.marked > 0 &&
+      (want.removed.length === 0 || left.marked > 0) &&
+      want.removed.every((l) => shows(left.lines, l)) &&
+      want.added.every((l) => shows(right.lines, l));
+  };
+  const want = { removed, added };
+  const deadline = Date.now() + 30000;
+  let panes = await diffPanes();
+  while (!rendered(panes, want) && Date.now() < deadline) {
+    await page.waitForTimeout(250);
+    panes = await diffPanes();
+  }
+  if (!rendered(panes, want)) {
+    const missingLeft = panes.left ? removed.filter((l) => !shows(panes.left.lines, l)) : removed;
+    const missingRight = panes.right ? added.filter((l) => !shows(panes.right.lines, l)) : added;
+    throw new Error(`check failed: the diff editor did not render ${label} within 30 s: ` +
+      `left pane ${JSON.stringify(panes.left && { ...panes.left, lines: panes.left.lines.length })}, ` +
+      `missing ${JSON.stringify(missingLeft)}; right pane ` +
+      `${JSON.stringify(panes.right && { ...panes.right, lines: panes.right.lines.length })}, ` +
+      `missing ${JSON.stringify(missingRight)}`);
+  }
+  check(true, `the diff editor's left pane shows the original's ${removed.length} removed lines ` +
+    `(${panes.left.marked} marked deleted), the right pane the candidate's ${added.length} added ` +
+    `lines (${panes.right.marked} marked inserted), e.g. '${added[0]}'`);
+  for (const [name, text] of [["Accept", "Accept Candidate"], ["Reject", "Reject Candidate"]]) {
+    // a button on screen: laid out with a size, inside the window, not hidden by CSS (the
+    // title bar re-renders its actions, so the condition is polled over the DOM)
+    const box = await page.waitForFunction((label) => {
+      for (const a of document.querySelectorAll(`.editor-actions a[aria-label^='${label}']`)) {
+        const r = a.getBoundingClientRect();
+        const style = getComputedStyle(a);
+        if (r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight &&
+            r.left >= 0 && r.right <= window.innerWidth && style.visibility !== "hidden" &&
+            style.display !== "none" && a.checkVisibility()) {
+          return { x: Math.round(r.left), y: Math.round(r.top), width: Math.round(r.width),
+            height: Math.round(r.height) };
+        }
+      }
+      return null;
+    }, text, { timeout: 10000 }).then((h) => h.jsonValue(), () => null);
+    check(box !== null, `the ${name} button is visible in the diff editor's title bar (${JSON.stringify(box)})`);
+  }
+}
+
 /** Clicks the first "show diff" lens; the active diff tab's title once it is open. A click
- * that lands while VS Code re-renders the lenses (after a refresh) is lost: it clicks again,
- * for at most 20 s. */
+ * that lands while VS Code re-renders the lenses (after a refresh) is lost: it waits for the
+ * lens to settle (stableOfferLens) and clicks again, for at most 20 s. */
 async function openOfferedDiff() {
   const tab = page.locator(".tab.active", { hasText: "(candidate, read-only)" });
   const deadline = Date.now() + 20000;
   for (;;) {
+    await stableOfferLens();
     await lens("faster candidate: show diff").first().click();
     try {
       await tab.waitFor({ timeout: 3000 });
@@ -209,6 +324,7 @@ try {
   const diffTab = page.locator(".tab.active", { hasText: "(candidate, read-only)" });
   check(firstTab === candidateTab(EXPECT.best.label),
     `the diff editor opened on the winner: ${firstTab}`);
+  await checkDiffRendered(ORIGINAL, EXPECT.best.source, EXPECT.best.label);
   await screenshot("diff");
   await page.locator(".editor-actions a[aria-label^='Reject Candidate']").first().click();
   await toast("Rejected").first().waitFor({ timeout: 20000 });
@@ -232,6 +348,8 @@ try {
     secondTab = await openOfferedDiff();
   }
   check(secondTab === want, `the next-best candidate is offered: ${secondTab} (want ${want})`);
+  await checkDiffRendered(ORIGINAL, EXPECT.second.source, EXPECT.second.label);
+  await screenshot("diff-second");
   await page.locator(".editor-actions a[aria-label^='Accept Candidate']").first().click();
   await toast("Applied").first().waitFor({ timeout: 20000 });
   await page.locator(".tab", { hasText: "(candidate, read-only)" }).first()

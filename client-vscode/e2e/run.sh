@@ -3,8 +3,9 @@
 # packages the .vsix, installs it into a fresh code-server with a temporary workspace holding
 # examples/saxpy.cu (with its .cu.spec) and a broken copy, and drives it headless
 # (e2e/driver.mjs): code lens, compile-error squiggle, optimize against the deterministic model
-# runner (tests/data/lsp/model_runner.py: modelled times, NOT measurements; no GPU), diff
-# editor, reject, accept, and the kernel report webview.
+# runner (tests/data/lsp/model_runner.py: modelled times, NOT measurements; no GPU), the diff
+# editor (its two panes' rendered lines and the accept/reject buttons, waited for), reject,
+# accept, and the kernel report webview.
 # Screenshots of each step go to the folder printed at the end.
 #
 # Environment: CUDALENS_E2E_PYTHON (Python with cudalens installed; default .venv/bin/python

@@ -1,5 +1,6 @@
 """What the model is told about each proposal: refusals, compile errors with lines of its code,
-the first mismatching element, time, speedup and share of peak, and the best tuned setting."""
+the first mismatching element, time, speedup, share of the copy bandwidth and of the FP32
+peak, and the best tuned setting."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The agent loop: the model proposes, the runner measures, the findings go back, round by round.
 
-1. The original kernel is measured alone (the prompt gives its time and share of peak).
+1. The original kernel is measured alone (the prompt gives its time and share of the copy
+   bandwidth).
 2. Each round: the model is asked for up to ``candidates_per_round`` candidates (tool calls
    ``evaluate``, or fenced code blocks). Each proposal is checked (``guard``: signature, side
    effects), its launch block parsed, its ``@tune`` parameters expanded (``tuning``), spliced
@@ -12,7 +13,8 @@
 3. The round's accepted candidates (all their tuned settings) are verified and timed together in
    one runner batch; each result goes back (as the ``evaluate`` call's result, or in the round's
    feedback): compile errors at the lines of the model's code, the first mismatching element
-   with expected and actual values, or the time, speedup and shares of peak.
+   with expected and actual values, or the time, speedup and shares of the copy bandwidth and
+   of the FP32 peak.
 4. The loop stops after ``rounds`` rounds, or when the time or token budget is spent, the cancel
    event is set, or the model server or the runner fails.
    Where the runner can profile (it has ``profile(problem, variant)`` returning a

@@ -21,7 +21,8 @@ from cudalens.lsp.bottleneck import fp32_peak_gflops, occupancy, profile_summary
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.positions import contains
 from cudalens.lsp.results import KernelStatus
-from cudalens.lsp.wording import fmt_us, no_offer, speedup_ci, stale_note
+from cudalens.lsp.wording import (copy_bandwidth_note, fmt_us, no_offer, share_of_copy,
+                                  speedup_ci, stale_note)
 from cudalens.store.records import BASELINE
 
 
@@ -78,8 +79,8 @@ def _sections(st: KernelStatus, res: Optional[KernelResources]) -> list[str]:
                f"{t.q1_us:,.1f}-{t.q3_us:,.1f} us, {t.samples} launches), {run.created[:10]}  \n"
                f"_{run.provenance}_")
     peak = fp32_peak_gflops(dev.compute_capability, dev.sm_count, dev.sm_clock_mhz)
-    lines = [f"bandwidth: {t.achieved_gbps:,.0f} GB/s = {t.percent_of_copy:.0f}% of the measured "
-             f"copy bandwidth ({dev.copy_bandwidth_gbps:,.0f} GB/s)"]
+    lines = [f"bandwidth: {t.achieved_gbps:,.0f} GB/s = {share_of_copy(t)} "
+             f"({copy_bandwidth_note(dev)})"]
     if run.flops > 0:
         share = f" = {100 * t.gflops / peak:.1f}% of the FP32 peak ({peak / 1000:,.1f} TFLOP/s)" \
             if peak else ""

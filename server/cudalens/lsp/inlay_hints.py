@@ -1,6 +1,6 @@
 """Inlay hints after each kernel's signature: its time and share of the copy bandwidth.
 
-``saxpy(int n, ..., float* y)`` ``  118 us, 56% of peak`` when current results exist, and
+``saxpy(int n, ..., float* y)`` ``  118 us, 56% of copy bandwidth`` when current results exist, and
 ``  stale`` when only results for an earlier version of the kernel do.
 """
 
@@ -11,7 +11,7 @@ from lsprotocol import types
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.positions import contains
 from cudalens.lsp.results import KernelStatus
-from cudalens.lsp.wording import fmt_us, stale_note
+from cudalens.lsp.wording import copy_bandwidth_note, fmt_us, share_of_copy, stale_note
 
 
 def inlay_hints(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
@@ -28,10 +28,9 @@ def inlay_hints(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
         run = st.current
         if run is not None and run.baseline is not None:
             t = run.baseline
-            label = f"{fmt_us(t.median_us)}, {t.percent_of_copy:.0f}% of peak"
-            tooltip = (f"median of {t.samples} timed launches on {run.device.name}; peak = the "
-                       f"device-to-device copy bandwidth measured there "
-                       f"({run.device.copy_bandwidth_gbps:,.0f} GB/s)")
+            label = f"{fmt_us(t.median_us)}, {share_of_copy(t)}"
+            tooltip = (f"median of {t.samples} timed launches on {run.device.name}; "
+                       f"{copy_bandwidth_note(run.device)}")
         elif st.stale is not None:
             label = "stale"
             tooltip = stale_note(st.stale)

@@ -26,10 +26,28 @@ def fmt_us(us: float) -> str:
     return f"{us:.2f} us"
 
 
+# How the runner measures the copy bandwidth every share is of (gpu_runner/copy_bandwidth.py,
+# method "flushed"; README, "Results"): the fastest of three 16-byte kernels of different
+# read:write mixes, each timed the way kernels are.
+COPY_METHOD = ("the fastest of a 16-byte copy, vector add and read-only kernel, each timed "
+               "as kernels are, after an L2 flush")
+
+
+def share_of_copy(timing: Timing) -> str:
+    """``71% of copy bandwidth``: the achieved bandwidth against the device's copy bandwidth
+    (``COPY_METHOD``), never called a peak."""
+    return f"{timing.percent_of_copy:.0f}% of copy bandwidth"
+
+
+def copy_bandwidth_note(device: DeviceInfo) -> str:
+    """``copy bandwidth 4,388 GB/s on NVIDIA H200: the fastest of ...`` (``COPY_METHOD``)."""
+    return (f"copy bandwidth {device.copy_bandwidth_gbps:,.0f} GB/s on {device.name}: "
+            f"{COPY_METHOD}")
+
+
 def measurement(timing: Timing, device: DeviceInfo) -> str:
-    """``412 us, 71% of copy bandwidth, H200`` (the device-to-device copy bandwidth measured on it)."""
-    return (f"{fmt_us(timing.median_us)}, {timing.percent_of_copy:.0f}% of copy bandwidth, "
-            f"{short_device(device)}")
+    """``412 us, 71% of copy bandwidth, H200`` (``share_of_copy``)."""
+    return f"{fmt_us(timing.median_us)}, {share_of_copy(timing)}, {short_device(device)}"
 
 
 def speedup(c: CandidateRecord) -> str:

@@ -381,8 +381,12 @@ def _ancestors_until(node: tree_sitter.Node, roots: list[tree_sitter.Node]):
 
 
 def _element_bytes(spec_type: str) -> int:
-    return {"float16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "float32": 4,
+    return {"float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+            "float8_e4m3": 1, "float8_e5m2": 1, "float32": 4,
             "int32": 4, "uint32": 4}.get(dtypes.numpy_dtype(spec_type), 8)
+
+
+_PAIRED = ("float16", "bfloat16")  # 2-byte floats with toolkit pair types (half2, __nv_bfloat162)
 
 
 def match(ctx: PassContext) -> Elementwise:
@@ -538,15 +542,27 @@ def check_vectorizable(ctx: PassContext, em: Elementwise) -> None:
     """The extra conditions for vector loads and stores of a matched kernel.
 
     Raises:
-        NotElementwise: an element is not 4 or 8 bytes, templated element types may differ in
-            size, a write-only output is written only for some elements (a vector store would
-            also write the others), or a launch site aliases two pointers (loading all inputs
+        NotElementwise: an element is not 4 or 8 bytes or a 2-byte float (``half``,
+            ``__nv_bfloat16``: moved as pairs, all operands of the one type), templated
+            element types may differ in size, a write-only output is written only for some
+            elements (a vector store would also write the others), or a launch site aliases two pointers (loading all inputs
             before storing any output would change what the kernel reads).
     """
+    paired = {dtypes.numpy_dtype(o.spec_type) for o in em.operands if o.element_bytes == 2
+              and dtypes.numpy_dtype(o.spec_type) in _PAIRED}
+    if paired:
+        others = [o for o in em.operands if dtypes.numpy_dtype(o.spec_type) not in paired]
+        if len(paired) > 1 or others:
+            shown = ", ".join(f"{o.name} ({o.spec_type})" for o in em.operands)
+            raise _fail(f"half-precision pairs need one 2-byte float type for every operand, "
+                        f"found {shown}")
+        if em.template_types:
+            raise _fail(f"the element type {em.template_types[0]} is a template parameter; "
+                        f"half-precision pairs need the concrete type")
     for o in em.operands:
-        if o.element_bytes not in (4, 8):
+        if o.element_bytes not in (4, 8) and not paired:
             raise _fail(f"{o.name} holds {o.element_bytes}-byte elements ({o.spec_type}); the "
-                        f"pass vectorizes 4- and 8-byte elements")
+                        f"pass vectorizes 4- and 8-byte elements and half/bfloat16 pairs")
     if em.template_types and len({o.c_type for o in em.operands}) > 1:
         types = sorted({o.c_type for o in em.operands})
         raise _fail(f"element types {' and '.join(types)} may differ in size between template "

@@ -31,6 +31,23 @@ the index as a value and every element type has a CUDA vector type (``float4``, 
 (``alignas(16) float x_v[4]``) and BODY runs once per lane in an unrolled loop. Template
 element types ``T`` move as ``int4`` (16 bytes whatever ``sizeof(T)`` is).
 
+Elements of 2 bytes (``half``, ``__nv_bfloat16``) move as the toolkit's pairs (``half2``,
+``__nv_bfloat162``, 4-byte accesses), and a single expression of paired operations is computed
+by one paired intrinsic per pair (``cudalens.optimizer.half_pairs``), for half saxpy::
+
+    if (reinterpret_cast<size_t>(x) % 4 == 0 && reinterpret_cast<size_t>(y) % 4 == 0) {
+        const half2 a2 = __half2half2(a);
+        for (int v = i; v < n / 2; v += stride) {
+            half2 x2 = reinterpret_cast<const half2*>(x)[v];
+            half2 y2 = reinterpret_cast<half2*>(y)[v];
+            reinterpret_cast<half2*>(y)[v] = __hfma2(a2, x2, y2);
+        }
+        i += n / 2 * 2;
+    }
+
+(for bfloat16 inside ``#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800``, where its pair
+arithmetic is native); other bodies run per element of the pair (``x2.x``, ``x2.y``).
+
 Indices keep the user's type when it is 64-bit, or when it is 32-bit and the spec's sizes
 prove the loop cannot overflow it (``cudalens.optimizer.index_width``); otherwise the loop
 counts in ``long long`` and declares the user's ``i`` from it per element.
@@ -41,12 +58,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cudalens.optimizer import half_pairs
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.elementwise import Elementwise
 from cudalens.optimizer.index_width import int_fits
 from cudalens.optimizer.syntax import (Edit, apply_edits, fresh_name, identifiers,
                                        kernel_definition, line_indent, named_children, parse,
-                                       readable_body)
+                                       readable_body, walk)
 from cudalens.spec import dtypes
 
 VECTOR_BYTES = 16  # widest global load/store per thread: 128 bits (ld.global.v4.f32)
@@ -61,8 +79,92 @@ _CONST = re.compile(r"\bconst\s+")
 
 
 def vector_width(em: Elementwise) -> int:
-    """Elements per vector for the spec's element types: 16 bytes of the widest element."""
+    """Elements per vector for the spec's element types: 16 bytes of the widest element, or
+    2 for half-precision pairs (``pair_of``)."""
+    if pair_of(em) is not None:
+        return 2
     return VECTOR_BYTES // em.widest_bytes
+
+
+def pair_of(em: Elementwise) -> "half_pairs.PairType | None":
+    """The pair type when every operand holds the same 2-byte float type (``half2``,
+    ``__nv_bfloat162``), else None."""
+    kinds = {half_pairs.pair_type(o.spec_type) for o in em.operands}
+    if len(kinds) == 1 and None not in kinds and not em.template_types:
+        return kinds.pop()
+    return None
+
+
+def pair_name(c_type: str, pair: "half_pairs.PairType") -> str:
+    """``__half`` -> ``__half2`` (the user's spelling), ``half`` -> ``half2``, bfloat16 ->
+    ``__nv_bfloat162``."""
+    return "__half2" if pair is half_pairs.HALF and c_type.strip() == "__half" else pair.pair
+
+
+@dataclass(frozen=True)
+class _PairedStore:
+    """The paired form of a single-expression body: ``target`` the written operand, ``value``
+    the translation (``half_pairs.Paired``)."""
+
+    target: str
+    value: "half_pairs.Paired"
+
+
+def paired_store(ctx: PassContext, em: Elementwise, registers: dict[str, str],
+                 splat_names: dict[str, str]) -> "_PairedStore | None":
+    """The body ``y[i] = EXPR;`` (or ``y[i] op= EXPR;``) as one paired store, when ``EXPR``
+    translates (``half_pairs.translate``) with each read operand's access as
+    ``registers[name]`` and each scalar of ``splat_names`` as its pair; else None."""
+    pair = pair_of(em)
+    if pair is None or not em.single_expression or em.index_used:
+        return None
+    parsed = parse(ctx.text)
+    stmt = next((n for n in walk(parsed.tree.root_node) if n.type == "expression_statement"
+                 and n.start_byte >= em.body_start and n.end_byte <= em.body_end), None)
+    kids = named_children(stmt) if stmt is not None else []
+    if len(kids) != 1 or kids[0].type != "assignment_expression":
+        return None
+    assign = kids[0]
+    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    op = assign.child_by_field_name("operator").type
+    target = next((a for a in em.accesses
+                   if (a.start, a.end) == (left.start_byte, left.end_byte)), None)
+    if target is None:
+        return None
+    spans = {(a.start, a.end): registers[a.name] for a in em.accesses
+             if a.name in registers and (a.start, a.end) != (left.start_byte, left.end_byte)}
+    value = half_pairs.translate(right, parsed, spans, splat_names)
+    if value is None:
+        return None
+    if op != "=":
+        fn = {"+=": "__hadd2", "-=": "__hsub2", "*=": "__hmul2"}.get(op)
+        if fn is None or target.name not in registers:
+            return None
+        value = half_pairs.Paired(f"{fn}({registers[target.name]}, {value.text})", value.splats,
+                                  tuple(dict.fromkeys((fn,) + value.ops)))
+    return _PairedStore(target.name, value)
+
+
+def _splat_candidates(ctx: PassContext, em: Elementwise, taken: set[str]) -> dict[str, str]:
+    """Scalar parameters of the operands' 2-byte type -> a fresh name for their pair."""
+    pair = pair_of(em)
+    out = {}
+    for p in ctx.kernel.parameters:
+        spec = dtypes.spec_type_for_c(p.type) if not p.is_pointer else None
+        if spec is not None and half_pairs.pair_type(spec) is pair:
+            out[p.name] = fresh_name(f"{p.name}2", taken)
+    return out
+
+
+def paired_ops(ctx: PassContext, em: Elementwise) -> tuple[str, ...]:
+    """The paired intrinsics the vector rewrite computes the body with (``("__hfma2",)``), or
+    () when it moves pairs but runs the body per element (or has no pairs)."""
+    if pair_of(em) is None:
+        return ()
+    _, _, _, _, taken = _layout(ctx)
+    regs = {o.name: f"{o.name}2" for o in em.operands if o.read}
+    store = paired_store(ctx, em, regs, _splat_candidates(ctx, em, set(taken)))
+    return store.value.ops if store is not None else ()
 
 
 def _reindent(text: str, indent: str) -> list[str]:
@@ -188,8 +290,11 @@ def rewrite_scalar(ctx: PassContext, em: Elementwise) -> str:
     return _replace_body(ctx, body_node, w.lines)
 
 
-def _vector_type(c_type: str, width: int, element_bytes: int, generic: bool) -> str:
+def _vector_type(c_type: str, width: int, element_bytes: int, generic: bool,
+                 pair: "half_pairs.PairType | None" = None) -> str:
     """The CUDA vector type moving ``width`` elements of ``c_type`` in one access."""
+    if pair is not None:
+        return pair_name(c_type, pair)
     if not generic and " ".join(c_type.split()) in _VECTOR_BASE:
         return f"{_VECTOR_BASE[' '.join(c_type.split())]}{width}"
     return {16: "int4", 8: "int2", 4: "int"}[width * element_bytes]
@@ -208,14 +313,28 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     else:
         width, width_decl = str(vector_width(em)), ""
     w_int = vector_width(em)
-    vec = {o.name: _vector_type(o.c_type, w_int, o.element_bytes, generic) for o in em.operands}
+    pair = pair_of(em)
+    vec = {o.name: _vector_type(o.c_type, w_int, o.element_bytes, generic, pair)
+           for o in em.operands}
     per_component = (em.single_expression and not em.index_used and not generic and
-                     all(" ".join(o.c_type.split()) in _VECTOR_BASE for o in em.operands))
+                     (pair is not None or
+                      all(" ".join(o.c_type.split()) in _VECTOR_BASE for o in em.operands)))
     shown = "16-byte vector" if generic else "/".join(sorted(set(vec.values())))
+    splats = _splat_candidates(ctx, em, taken) if pair is not None else {}
+    pair_regs = {o.name: fresh_name(f"{o.name}{w_int}", set(taken) | set(splats.values()))
+                 for o in em.operands if o.read} if pair is not None else {}
+    store = paired_store(ctx, em, pair_regs, splats) if pair is not None else None
     w = _Writer(base, unit)
     w.lines.append("{")
-    w(1, f"// {shown} loads/stores (fewer, wider memory instructions) in a grid-stride loop;")
-    w(1, "// the tail, and every element when a pointer is unaligned, go one by one.")
+    if store is not None:
+        w(1, f"// {shown} loads/stores, paired math ({', '.join(store.value.ops)}), in a "
+             f"grid-stride loop;")
+    else:
+        w(1, f"// {shown} loads/stores (fewer, wider memory instructions) in a grid-stride loop;")
+    if pair is not None and pair.arch_guard:
+        w(1, "// the tail, unaligned pointers and GPUs before sm_80 go one element at a time.")
+    else:
+        w(1, "// the tail, and every element when a pointer is unaligned, go one by one.")
     w(1, idx.decl)
     w(1, _stride(idx, stride))
     if width_decl:
@@ -224,10 +343,23 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
               f" == 0" for o in em.operands]
     one_line = f"{base}{unit}if ({' && '.join(checks)}) {{"
     sep = " && " if len(one_line) <= 100 else " &&\n" + base + unit + "    "
+    if pair is not None and pair.arch_guard:
+        w.lines.append(pair.arch_guard)
     w(1, "if (" + sep.join(checks) + ") {")
     count = f"{_paren(em.bound)} / {width}"
+    if store is not None:
+        for name, reg in store.value.splats.items():
+            w(2, f"const {vec[store.target]} {reg} = {pair.splat}({name});")
     w(2, f"for ({idx.type} {v} = {idx.name}; {v} < {count}; {v} += {stride}) {{")
-    if per_component:
+    if store is not None:
+        for o in em.operands:
+            if o.read:
+                const = "" if o.written else "const "
+                w(3, f"{vec[o.name]} {pair_regs[o.name]} = "
+                     f"reinterpret_cast<{const}{vec[o.name]}*>({o.name})[{v}];")
+        w(3, f"reinterpret_cast<{vec[store.target]}*>({store.target})[{v}] = "
+             f"{store.value.text};")
+    elif per_component:
         regs = {o.name: fresh_name(f"{o.name}{w_int}", taken) for o in em.operands}
         for o in em.operands:
             t = vec[o.name]
@@ -270,6 +402,8 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     w(2, "}")
     w(2, f"{idx.name} += {count} * {width};")
     w(1, "}")
+    if pair is not None and pair.arch_guard:
+        w.lines.append("#endif")
     _scalar_loop(w, 1, em, _body_text(ctx, em, {}), idx, stride, "")
     w.lines.append(base + "}")
     return _replace_body(ctx, body_node, w.lines)

@@ -23,7 +23,7 @@ def run_record(result: OptimizeResult, *, key: str, provenance: str, created: st
 
     ``provenance`` says where the numbers come from; ``created`` is an ISO 8601 UTC time. The
     device is the one the evaluation reports (its copy bandwidth is what the timings' shares
-    of peak were computed against).
+    of copy bandwidth were computed against).
     The baseline's launch (threads per block, dynamic shared memory) is that of the timed case.
     """
     target = result.target

@@ -6,7 +6,9 @@ thread moves ``16 / sizeof(element)`` elements per load or store instruction (4 
 request covers 512 contiguous bytes (CUDA C++ Best Practices Guide, "Coalesced Access to
 Global Memory"; NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized
 Memory Access", 2013). Pointers not aligned to the vector size take the scalar grid-stride
-path, and the last ``n % width`` elements always do.
+path, and the last ``n % width`` elements always do. Half-precision elements (``half``,
+``__nv_bfloat16``) move as the toolkit's pairs, ``half2`` / ``__nv_bfloat162``, with paired
+arithmetic where the body allows (``cudalens.optimizer.half_pairs``).
 
 Parameters: ``blocks_per_sm`` (4, 8, 16, 32, or None for a grid that covers every vector).
 """
@@ -19,14 +21,16 @@ from typing import Optional
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.gridstride_rewrite import rewrite_vector, vector_width
+from cudalens.optimizer.gridstride_rewrite import (pair_name, paired_ops, pair_of,
+                                                   rewrite_vector, vector_width)
 from cudalens.optimizer.passes import grid_choice
 
 name = "vectorize_gridstride"
 
 
 def check(ctx: PassContext) -> Optional[str]:
-    """None when the kernel is elementwise with 4- or 8-byte elements, else the reason."""
+    """None when the kernel is elementwise with 4- or 8-byte elements, or 2-byte floats of one
+    type (``half``, ``__nv_bfloat16``: moved as pairs), else the reason."""
     return elementwise.check(ctx, vector=True)
 
 
@@ -53,10 +57,23 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = 8) -> PassResult:
     grid = grid_choice.grid_expr(em.bound_spec, width, blocks_per_sm)
     launch = dataclasses.replace(ctx.launch, grid=(grid,))
     types = sorted({o.spec_type for o in em.operands})
-    explanation = (f"16-byte vectorized loads/stores ({width} x {'/'.join(types)} per access) "
-                   f"in a grid-stride loop with a scalar tail: {width}x fewer memory "
-                   f"instructions, fully coalesced 512-byte warp requests; "
-                   f"{grid_choice.grid_words(blocks_per_sm, width)}")
+    pair = pair_of(em)
+    if pair is not None:
+        ops = paired_ops(ctx, em)
+        math = (f"paired arithmetic ({', '.join(ops)}: one instruction for both elements)"
+                if ops else "each element of the pair computed as written")
+        guard = ("; the paired loop is compiled for sm_80 and newer (bfloat16 pair arithmetic), "
+                 "older GPUs take the scalar loop" if pair.arch_guard else "")
+        shown = "/".join(sorted({pair_name(o.c_type, pair) for o in em.operands}))
+        explanation = (f"half-precision pairs ({shown}: 2 x {types[0]} per 4-byte load/store) "
+                       f"and {math}, in a grid-stride loop with a scalar tail: 2x fewer memory"
+                       f"{' and arithmetic' if ops else ''} instructions; "
+                       f"{grid_choice.grid_words(blocks_per_sm, width)}{guard}")
+    else:
+        explanation = (f"16-byte vectorized loads/stores ({width} x {'/'.join(types)} per "
+                       f"access) in a grid-stride loop with a scalar tail: {width}x fewer memory "
+                       f"instructions, fully coalesced 512-byte warp requests; "
+                       f"{grid_choice.grid_words(blocks_per_sm, width)}")
     return PassResult(source=source, launch=launch,
                       tags=(f"vec{width}+gridstride", grid_choice.grid_tag(blocks_per_sm)),
                       explanation=explanation)

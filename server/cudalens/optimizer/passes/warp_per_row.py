@@ -532,16 +532,16 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) 
     taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
     lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
     indent = line_indent(p.data, m.index_decl.start_byte)
+    shuffled = any(loop.accumulators for loop in m.loops)
     if gridstride:
         blocker = _gridstride_blocker(m)
         if blocker is not None:
             raise PassNotApplicable(f"{name} (grid-stride) on {ctx.kernel.name}: {blocker}")
-        edits = _gridstride_edits(m, lane, indent)
+        edits = _gridstride_edits(m, lane, indent, shuffled)
     else:
         edits = [
             Edit(m.index_decl.start_byte, m.index_decl.start_byte,
-                 f"// cudalens warp_per_row: one warp per {m.index}; lane L of the warp takes "
-                 f"columns L, L + {WARP}, ...\n{indent}"),
+                 f"{comment(m.index, False, shuffled, indent)}\n{indent}"),
             Edit(m.index_value.start_byte, m.index_value.end_byte,
                  f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u"),
             Edit(m.index_decl.end_byte, m.index_decl.end_byte,
@@ -561,8 +561,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) 
                 accumulated.append(acc)
             lines.append("}")
             text = "".join(f"\n{li}{l}" for l in lines)
-            edits.append(Edit(loop.node.end_byte, loop.node.end_byte,
-                              f"\n{li}// every lane gets the warp's combined value{text}"))
+            edits.append(Edit(loop.node.end_byte, loop.node.end_byte, text))
     for stmt in m.row_stores:
         edits.append(Edit(stmt.start_byte, stmt.start_byte, f"if ({lane} == 0) "))
     source = _reindent(apply_edits(p.data, edits))
@@ -592,7 +591,25 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) 
 _BEGIN, _END = "/*@cudalens-indent-begin@*/", "/*@cudalens-indent-end@*/"
 
 
-def _gridstride_edits(m: _Match, lane: str, indent: str) -> list[Edit]:
+def comment(index: str, gridstride: bool, shuffled: bool, indent: str = "") -> str:
+    """The one comment the rewrite adds, above the index: what changed and why, e.g.
+    ``// One warp per row: lane L reads columns L, L + 32, ... (coalesced), combined with
+    shuffles.`` (the shuffle clause only when a loop accumulates). The grid-stride form says
+    that the warps loop over the rows, so any launch covers them. Wrapped onto a second
+    ``//`` line (at ``indent``) where one line would pass 100 columns."""
+    loop = f", the warps looping over the {index}s (any launch covers them)" if gridstride else ""
+    combine = ", combined with shuffles" if shuffled else ""
+    text = (f"One warp per {index}{loop}: lane L reads columns L, L + {WARP}, ... "
+            f"(coalesced){combine}.")
+    words, lines = text.split(" "), [""]
+    for word in words:
+        if lines[-1] and len(indent) + 3 + len(lines[-1]) + 1 + len(word) > 100:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
+    return f"\n{indent}".join(f"// {line}" for line in lines)
+
+
+def _gridstride_edits(m: _Match, lane: str, indent: str, shuffled: bool) -> list[Edit]:
     """The index declaration and the guard become a loop over the rows, one warp per row per
     trip; with an exit guard the statements after it become the loop's body (indented by
     ``_reindent``)."""
@@ -600,9 +617,7 @@ def _gridstride_edits(m: _Match, lane: str, indent: str) -> list[Edit]:
     type_node = m.index_decl.child_by_field_name("type")
     ctype = p.text_of(type_node) if type_node is not None else "int"
     bound = p.text_of(m.bound)
-    header = (f"// cudalens warp_per_row (grid-stride): one warp per {m.index}, the grid's "
-              f"warps loop over the {m.index}s so any launch covers them all; lane L of the "
-              f"warp takes columns L, L + {WARP}, ...\n{indent}"
+    header = (f"{comment(m.index, True, shuffled, indent)}\n{indent}"
               f"const unsigned int {lane} = threadIdx.x % {WARP}u;\n{indent}"
               f"for ({ctype} {m.index} = (blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u; "
               f"{m.index} < {bound}; {m.index} += (gridDim.x * blockDim.x) / {WARP}u)")
