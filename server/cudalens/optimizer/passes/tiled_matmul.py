@@ -71,6 +71,7 @@ class _Match:
     x_type: str
     post: tuple[tree_sitter.Node, ...]
     coalesced: tuple[bool, bool]  # (y operand contiguous along p, x operand along x index)
+    polys: tuple[Poly, Poly] = (Poly(), Poly())  # (y operand's index, x operand's index)
 
 
 def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
@@ -191,7 +192,8 @@ def _match(ctx: PassContext) -> _Match:
                         f"matrix product")
         coef_k, _ = split_linear(p, var)
         coef_x, _ = split_linear(p, g.x.var)
-        reads[side] = (u, coef_k == Poly.const(1) if side == "y" else coef_x == Poly.const(1))
+        reads[side] = (u, coef_k == Poly.const(1) if side == "y" else coef_x == Poly.const(1),
+                       p)
     reads_nodes = {reads["y"][0].access, reads["x"][0].access}
     for n in walk(statement):
         if n.type == "identifier" and parsed.text_of(n) in (names | {var}) and \
@@ -206,7 +208,18 @@ def _match(ctx: PassContext) -> _Match:
     ry, rx = reads["y"][0], reads["x"][0]
     return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,
-                  ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]))
+                  ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]),
+                  (reads["y"][2], reads["x"][2]))
+
+
+def match(ctx: PassContext) -> _Match:
+    """The naive matrix product of ``ctx``'s kernel (module doc), for the passes that rewrite
+    it (this one and ``register_blocked_matmul``).
+
+    Raises:
+        index2d.NoMatch: the kernel does not fit; the message says why, with the line.
+    """
+    return _match(ctx)
 
 
 _ZERO = re.compile(r"^(0|0?\.0*|0\.0*[eE][+-]?\d+)[fF]?$")
