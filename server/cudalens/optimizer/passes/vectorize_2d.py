@@ -48,6 +48,7 @@ class _Match:
     index_text: dict  # buffer -> its index text (one per vectorized buffer)
     accesses: tuple  # (node, buffer) of every vectorized access
     col_used: bool  # the column index appears outside the vectorized accesses
+    locals_: tuple  # declarations of integer locals the indices use, in order
 
 
 def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
@@ -56,7 +57,8 @@ def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
 
 def _match(ctx: PassContext) -> _Match:
     g = index2d.match(ctx)
-    parsed, scope = g.parsed, Scope(macros=g.macros)
+    parsed = g.parsed
+    scope, local_decls = _index_locals(g)
     pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
     top = {(s.start_byte, s.end_byte) for s in g.statements}
     for stmt in g.statements:
@@ -128,7 +130,37 @@ def _match(ctx: PassContext) -> _Match:
                    for stmt in g.statements for n in walk(stmt))
     order = [p.name for p in ctx.kernel.parameters if p.name in vector]
     return _Match(g, tuple(order), frozenset(reads), frozenset(writes), index_text,
-                  tuple(accesses), col_used)
+                  tuple(accesses), col_used, local_decls)
+
+
+def _index_locals(g: index2d.Grid2D) -> tuple[Scope, tuple]:
+    """The scope with the guarded statements' integer locals (``size_t idx = row * n +
+    col;``, never assigned again) folded into the indices, and their declarations."""
+    parsed = g.parsed
+    assigned = set()
+    for stmt in g.statements:
+        for n in walk(stmt):
+            target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
+                n.child_by_field_name("argument") if n.type == "update_expression" else None
+            if target is not None:
+                assigned.add(parsed.text_of(target))
+    found, decls = {}, []
+    for stmt in g.statements:
+        if stmt.type != "declaration":
+            continue
+        spec = dtypes.spec_type_for_c(" ".join(parsed.text_of(stmt.child_by_field_name("type"))
+                                               .split()))
+        if spec is None or dtypes.is_float(spec):
+            continue
+        ds = stmt.children_by_field_name("declarator")
+        if len(ds) != 1 or ds[0].type != "init_declarator":
+            continue
+        var = parsed.text_of(ds[0].child_by_field_name("declarator"))
+        init = ds[0].child_by_field_name("value")
+        if var not in assigned and poly_of(init, parsed, Scope(g.macros, dict(found))) is not None:
+            found[var] = (parsed, init)
+            decls.append(stmt)
+    return Scope(macros=g.macros, locals=found), tuple(decls)
 
 
 def _plan(ctx: PassContext):
@@ -170,6 +202,8 @@ def apply(ctx: PassContext) -> PassResult:
     w(1, f"const {x_t} {c4} = (blockIdx.x * blockDim.x + threadIdx.x) * 4;")
     w(1, f"if ({row} < {g.y.bound} && {c4} + 3 < {g.x.bound}) {{")
     w(2, f"const {x_t} {col} = {c4};")
+    for decl in m.locals_:
+        w.text_block(2, p.text_of(decl))
     aligned = [f"reinterpret_cast<size_t>(&{b}[{m.index_text[b]}]) % 16 == 0" for b in m.vector]
     w(2, f"if ({aligned[0]}{' &&' if len(aligned) > 1 else ') {'}")
     for i, a in enumerate(aligned[1:], 1):
