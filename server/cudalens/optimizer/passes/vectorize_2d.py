@@ -69,6 +69,10 @@ def _match(ctx: PassContext) -> _Match:
         if call:
             raise _fail(f"the body calls {call}, which may have side effects")
         for n in walk(stmt):
+            if n.type in ("for_statement", "while_statement", "do_statement",
+                          "for_range_loop"):
+                raise _fail(f"the body has a loop (line {parsed.line_of(n)}): not one "
+                            f"element per thread", line=parsed.line_of(n))
             if n.type in ("return_statement", "goto_statement", "break_statement",
                           "continue_statement"):
                 raise _fail(f"the body has '{parsed.text_of(n)}' (line {parsed.line_of(n)})",
@@ -87,6 +91,11 @@ def _match(ctx: PassContext) -> _Match:
                 coef = split_linear(p, g.x.var)[0] if p is not None else None
             except ValueError:
                 coef = None
+            scalars = {q.name for q in ctx.kernel.parameters if not q.is_pointer}
+            other = sorted(_symbols(p) - scalars - {g.x.var, g.y.var}) if p is not None else []
+            if other:
+                raise _fail(f"the index of {shown} uses {other[0]}, not only {g.y.var}, "
+                            f"{g.x.var} and scalar parameters", line=u.line)
             if coef is None or coef not in (Poly(), Poly.const(1)):
                 raise _fail(f"{shown} is not at a fixed offset from {g.x.var}: not a 2D "
                             f"elementwise access", line=u.line)
@@ -131,6 +140,10 @@ def _match(ctx: PassContext) -> _Match:
     order = [p.name for p in ctx.kernel.parameters if p.name in vector]
     return _Match(g, tuple(order), frozenset(reads), frozenset(writes), index_text,
                   tuple(accesses), col_used, local_decls)
+
+
+def _symbols(p: Poly) -> set[str]:
+    return {s for m, _ in p.terms for s in m}
 
 
 def _index_locals(g: index2d.Grid2D) -> tuple[Scope, tuple]:
