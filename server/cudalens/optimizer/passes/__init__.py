@@ -20,11 +20,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from cudalens.optimizer.passes import (fast_math, gridstride, launch_bounds, launch_config,
-                                       register_blocked_matmul, restrict_const, tiled_matmul,
+                                       regblock_matmul, restrict_const, tiled_matmul,
                                        tiled_transpose, unroll, vectorize_2d,
                                        vectorize_gridstride, warp_per_row, warp_reduce)
 
-BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, register_blocked_matmul, tiled_matmul,
+BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, regblock_matmul, tiled_matmul,
                                          warp_reduce, warp_per_row, vectorize_2d,
                                          vectorize_gridstride, gridstride)
 

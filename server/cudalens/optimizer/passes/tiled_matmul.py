@@ -214,7 +214,7 @@ def _match(ctx: PassContext) -> _Match:
 
 def match(ctx: PassContext) -> _Match:
     """The naive matrix product of ``ctx``'s kernel (module doc), for the passes that rewrite
-    it (this one and ``register_blocked_matmul``).
+    it (this one and ``regblock_matmul``).
 
     Raises:
         index2d.NoMatch: the kernel does not fit; the message says why, with the line.

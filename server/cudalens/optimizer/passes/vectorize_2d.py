@@ -245,6 +245,7 @@ def apply(ctx: PassContext) -> PassResult:
     w(3, "return;")
     w(2, "}")
     w(1, "}")
+    w(1, "#pragma unroll")
     w(1, f"for (int {lane} = 0; {lane} < 4; ++{lane}) {{")
     w(2, f"const {x_t} {col} = {c4} + {lane};")
     w(2, f"if ({g.guard}) {{")

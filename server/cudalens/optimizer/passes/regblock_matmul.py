@@ -1,4 +1,4 @@
-"""Pass ``register_blocked_matmul``: a naive fp32 matrix product with 2D thread tiles.
+"""Pass ``regblock_matmul``: a naive fp32 matrix product with 2D thread tiles.
 
 ``tiled_matmul`` divides the global loads by the tile width, but every multiply-add still
 reads one operand from shared memory. Here a block computes a ``BM x BN`` tile of C; each of
@@ -39,7 +39,7 @@ from cudalens.optimizer.syntax import walk
 from cudalens.spec import dtypes
 from cudalens.spec.poly import Poly
 
-name = "register_blocked_matmul"
+name = "regblock_matmul"
 
 # (BM, BN, BK, TM, TN), the default first: 256 threads of 8x8 outputs; a deeper slab; half
 # the block (more blocks for small matrices); 4x4 outputs per thread.
@@ -103,6 +103,7 @@ def _loader(w, tile: str, read: str, along: str, d: tuple[str, str, str, str],
     c, dd, kk, e, v4 = names["c"], names["dd"], names["kk"], names["e"], names["v4"]
     width, p0, nt = names["width"], names["p0"], "kThreads"
     chunks = f"{width} * kBK / 4"
+    w(2, "#pragma unroll")
     w(2, f"for (int {c} = {names['tid']}; {c} < {chunks}; {c} += {nt}) {{")
     if along == "k":  # four consecutive k of one row/column: stored down the slab
         w(3, f"const int {dd} = {c} / (kBK / 4), {kk} = {c} % (kBK / 4) * 4;")
@@ -114,6 +115,7 @@ def _loader(w, tile: str, read: str, along: str, d: tuple[str, str, str, str],
         w(4, f"{tile}[{kk}][{dd}] = {v4}.x; {tile}[{kk} + 1][{dd}] = {v4}.y;")
         w(4, f"{tile}[{kk} + 2][{dd}] = {v4}.z; {tile}[{kk} + 3][{dd}] = {v4}.w;")
         w(3, "} else {")
+        w(4, "#pragma unroll")
         w(4, f"for (int {e} = 0; {e} < 4; ++{e}) {{")
         w(5, f"const {kt} {kv} = {p0} + {kk} + {e};")
         w(5, f"{tile}[{kk} + {e}][{dd}] = ({dv} < {dbound} && {kv} < {kbound}) ? {read} : 0.0f;")
@@ -126,6 +128,7 @@ def _loader(w, tile: str, read: str, along: str, d: tuple[str, str, str, str],
         w(4, f"*reinterpret_cast<float4*>(&{tile}[{kk}][{dd}]) =")
         w(5, f"*reinterpret_cast<const float4*>(&{read});")
         w(3, "} else {")
+        w(4, "#pragma unroll")
         w(4, f"for (int {e} = 0; {e} < 4; ++{e}) {{")
         w(5, f"const {dt} {dv} = {d0} + {dd} + {e};")
         w(5, f"{tile}[{kk}][{dd} + {e}] = ({kv} < {kbound} && {dv} < {dbound}) ? {read} : 0.0f;")
