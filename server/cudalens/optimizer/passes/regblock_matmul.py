@@ -35,6 +35,7 @@ from cudalens.optimizer.affine import split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import tiled_matmul
+from cudalens.optimizer.reasons import Reason
 from cudalens.optimizer.syntax import walk
 from cudalens.spec import dtypes
 from cudalens.spec.poly import Poly
@@ -71,8 +72,9 @@ def _plan(ctx: PassContext):
         if _along(poly, m.var, d) is None:
             node = m.read_y if side == "y" else m.read_x
             line = m.grid.parsed.line_of(node)
-            return (f"'{m.grid.parsed.text_of(node)}' (line {line}) is contiguous neither "
-                    f"along {m.var} nor along {d}: no 16-byte loads of {buf}"), None
+            return Reason(f"'{m.grid.parsed.text_of(node)}' (line {line}) is contiguous "
+                          f"neither along {m.var} nor along {d}: no 16-byte loads of {buf}",
+                          line), None
     return None, m
 
 

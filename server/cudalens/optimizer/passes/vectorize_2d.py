@@ -127,7 +127,8 @@ def _match(ctx: PassContext) -> _Match:
             raise _fail(f"{buf} is written under a condition or inside another statement "
                         f"({partial[buf]}): a vector store would also write the elements the "
                         f"original leaves untouched")
-    for buf in vector:
+    order = [p.name for p in ctx.kernel.parameters if p.name in vector]
+    for buf in order:
         decl = ctx.spec.param(buf)
         ctype = ctx.kernel.parameter(buf).type
         if not isinstance(decl, BufferDecl) or dtypes.numpy_dtype(decl.type) != "float32" or \
@@ -137,7 +138,6 @@ def _match(ctx: PassContext) -> _Match:
     col_used = any(n.type == "identifier" and parsed.text_of(n) == g.x.var and
                    not any(s <= n.start_byte < e for s, e in spans)
                    for stmt in g.statements for n in walk(stmt))
-    order = [p.name for p in ctx.kernel.parameters if p.name in vector]
     return _Match(g, tuple(order), frozenset(reads), frozenset(writes), index_text,
                   tuple(accesses), col_used, local_decls)
 
