@@ -30,7 +30,7 @@ import dataclasses
 import re
 from typing import Optional
 
-from cudalens.optimizer import index2d, structural
+from cudalens.optimizer import index2d, row_pointers, structural
 from cudalens.optimizer.affine import split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -58,6 +58,8 @@ def _along(poly: Poly, k: str, d: str) -> Optional[str]:
 
 
 def _plan(ctx: PassContext):
+    """(reason, match) for ``ctx`` with its row pointers folded (``row_pointers.inline``);
+    ``apply`` rewrites that folded text."""
     reason, m = structural.plan(ctx, tiled_matmul._early(ctx), tiled_matmul.match,
                                 index2d.NoMatch)
     if reason is not None:
@@ -81,7 +83,7 @@ def _plan(ctx: PassContext):
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a naive fp32 matrix product the pass can register-block,
     else the reason."""
-    return _plan(ctx)[0]
+    return _plan(row_pointers.inline(ctx))[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
@@ -150,6 +152,7 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
     if (bm, bn, bk, tm, tn) not in SHAPES:
         raise ValueError(f"(bm, bn, bk, tm, tn) must be one of {SHAPES}, found "
                          f"{(bm, bn, bk, tm, tn)!r}")
+    ctx = row_pointers.inline(ctx)
     reason, m = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")

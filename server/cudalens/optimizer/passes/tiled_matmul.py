@@ -38,7 +38,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import index2d, structural
+from cudalens.optimizer import index2d, row_pointers, structural
 from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -231,6 +231,8 @@ def _zero(ctype: str) -> str:
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    """(reason, match) for ``ctx``, which ``check`` and ``apply`` pass with its row pointers
+    folded (``row_pointers.inline``): ``apply`` rewrites that folded text."""
     return structural.plan(ctx, _early(ctx), _match, index2d.NoMatch)
 
 
@@ -245,7 +247,7 @@ def _early(ctx: PassContext) -> Optional[str]:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a naive matrix product the pass can tile, else the reason."""
-    return _plan(ctx)[0]
+    return _plan(row_pointers.inline(ctx))[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
@@ -263,6 +265,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     if (tile, rows_per_thread) not in SHAPES:
         raise ValueError(f"(tile, rows_per_thread) must be one of {SHAPES}, found "
                          f"{(tile, rows_per_thread)!r}")
+    ctx = row_pointers.inline(ctx)
     reason, m = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
