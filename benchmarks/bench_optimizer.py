@@ -25,8 +25,9 @@ Per example:
 The JSON output records the device, commit and date, and per kernel the four medians, the
 speedups, achieved bandwidth as a share of the runner's measured copy bandwidth (GFLOP/s for
 kernels with a ``flops`` line), Kernel Tuner's chosen block with its own reported time, and
-the issue's goals (at least Kernel Tuner's result, 85% of copy bandwidth for elementwise
-kernels, 2x for the transpose and the reductions). Results are written after every example.
+the issue's goals (at least Kernel Tuner's result, 85% and 90% of copy bandwidth for
+elementwise kernels, 2x for the transpose and the reductions, half of cuBLAS fp32's speed for
+the SGEMM: PyTorch's matmul with TF32 turned off). Results are written after every example.
 
 kernel_tuner and torch are imported only when needed; when one is missing the script says
 which and how to install it, and exits with status 2.
@@ -53,6 +54,7 @@ ELEMENTWISE = {"saxpy", "relu_bias"}
 # host launcher function next to the kernel, INFINITY from math.h (seen 2026-11-30).
 KT_BACKEND = "PYCUDA"
 TWO_X = {"transpose_naive", "block_sum", "block_max"}
+SGEMM = {"matmul_naive"}
 
 
 class MissingDependency(RuntimeError):
@@ -220,6 +222,10 @@ def time_torch(case, op_builder, l2_bytes: int, repetitions: int, warmup: int = 
     torch = need("torch", "torch", "timing the PyTorch operator")
     if not torch.cuda.is_available():
         raise MissingDependency("torch is installed but sees no CUDA device")
+    # cuBLAS fp32, not TF32 tensor cores: the naive kernels compute in fp32 (issue 14's SGEMM
+    # goal is against cuBLAS fp32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     from gpu_runner.inputs import make_inputs
     inputs = make_inputs(case, seed=1)
     tensors, scalars = {}, {}
@@ -247,7 +253,8 @@ def time_torch(case, op_builder, l2_bytes: int, repetitions: int, warmup: int = 
     times = sorted(s.elapsed_time(e) * 1000.0 for s, e in pairs)
     q = statistics.quantiles(times, n=4)
     return {"median_us": statistics.median(times), "q1_us": q[0], "q3_us": q[2],
-            "min_us": times[0], "samples": len(times), "torch": torch.__version__}
+            "min_us": times[0], "samples": len(times), "torch": torch.__version__,
+            "tf32": bool(torch.backends.cuda.matmul.allow_tf32)}
 
 
 # ---------------------------------------------------------------- one example
@@ -348,12 +355,19 @@ def goals(rec: dict) -> dict:
     kt = (rec["kernel_tuner"].get("speedup") or {}).get("value")
     pct = ((rec["ours"].get("timing") or {}).get("percent_of_copy"))
     ok_verdict = rec["ours"].get("verdict", "passed") == "passed"
+    ours_us = (rec["ours"].get("timing") or {}).get("median_us")
+    torch_us = (rec.get("pytorch") or {}).get("median_us")
     return {
         "verified": ok_verdict,
         "at_least_kernel_tuner": (ours >= kt) if ours is not None and kt is not None else None,
         "elementwise_85_percent_of_copy": (pct >= 85.0) if rec["kernel"] in ELEMENTWISE and
         pct is not None else None,
         "at_least_2x": (ours >= 2.0) if rec["kernel"] in TWO_X and ours is not None else None,
+        "elementwise_90_percent_of_copy": (pct >= 90.0) if rec["kernel"] in ELEMENTWISE and
+        pct is not None else None,
+        # time against cuBLAS (torch.mm, TF32 off): at least half its throughput
+        "sgemm_50_percent_of_cublas": (torch_us / ours_us >= 0.5) if rec["kernel"] in SGEMM
+        and ours_us and torch_us else None,
     }
 
 

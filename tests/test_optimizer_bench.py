@@ -88,10 +88,19 @@ def test_goals_for_one_record():
                                                  "timing": {"percent_of_copy": 70.0}},
            "kernel_tuner": {"speedup": {"value": 2.0}}}
     assert bench.goals(rec) == {"verified": True, "at_least_kernel_tuner": True,
-                                "elementwise_85_percent_of_copy": None, "at_least_2x": True}
+                                "elementwise_85_percent_of_copy": None, "at_least_2x": True,
+                                "elementwise_90_percent_of_copy": None,
+                                "sgemm_50_percent_of_cublas": None}
     rec = {"kernel": "saxpy", "ours": {"speedup": {"value": 1.2}, "verdict": "passed",
                                        "timing": {"percent_of_copy": 84.0}},
            "kernel_tuner": {"speedup": {"value": 1.3}}}
     got = bench.goals(rec)
     assert got["elementwise_85_percent_of_copy"] is False and got["at_least_2x"] is None
     assert got["at_least_kernel_tuner"] is False
+    assert got["elementwise_90_percent_of_copy"] is False
+    rec = {"kernel": "matmul_naive", "ours": {"speedup": {"value": 9.0}, "verdict": "passed",
+                                              "timing": {"median_us": 500.0}},
+           "kernel_tuner": {"speedup": {"value": 1.2}}, "pytorch": {"median_us": 260.0}}
+    assert bench.goals(rec)["sgemm_50_percent_of_cublas"] is True
+    rec["pytorch"]["median_us"] = 240.0  # cuBLAS more than twice as fast
+    assert bench.goals(rec)["sgemm_50_percent_of_cublas"] is False

@@ -16,9 +16,9 @@ def _summary(cands):
     return [(c.label, c.source, launch_key(c.launch), c.passes) for c in cands]
 
 
-ALL_PASSES = ["restrict_const", "tiled_transpose", "tiled_matmul", "warp_reduce",
-              "warp_per_row", "vectorize_gridstride", "gridstride", "unroll", "fast_math",
-              "launch_config", "launch_bounds"]
+ALL_PASSES = ["restrict_const", "tiled_transpose", "regblock_matmul", "tiled_matmul",
+              "warp_reduce", "warp_per_row", "vectorize_2d", "vectorize_gridstride",
+              "gridstride", "unroll", "fast_math", "launch_config", "launch_bounds"]
 
 
 def test_preconditions_name_every_pass():
@@ -71,7 +71,7 @@ def _example_ctx(name):
     ("transpose", "restrict tiled-transpose block=32x8"),
     ("reduce_sum", "restrict warp-reduce"),
     ("reduce_max", "restrict warp-reduce"),
-    ("matmul", "restrict tiled-matmul tile=32x4 block=32x8"),
+    ("matmul", "restrict regblock-matmul tile=128x128x8 thread=8x8 block=16x16"),
     ("softmax", "restrict warp-per-row unroll=4 block=128"),
     ("gemv", "restrict warp-per-row unroll=4 block=128"),
     ("stencil1d", "restrict unroll block=512"),

@@ -83,7 +83,7 @@ def test_not_applied_names_the_line_of_the_failing_condition():
                              "block's phases)")
     assert set(by_pass) == {"tiled_transpose", "tiled_matmul", "warp_per_row",
                             "vectorize_gridstride", "gridstride", "unroll", "fast_math",
-                            "launch_config"}
+                            "launch_config", "regblock_matmul", "vectorize_2d"}
 
 
 def test_reason_is_a_string_with_a_line():

@@ -17,11 +17,14 @@ ROOT = Path(__file__).resolve().parent / "data" / "variants"
 # ``size`` lines; pass folders not listed use the spec's own sizes.
 SIM_SIZES = {"tiled_transpose": (37, 45), "tiled_matmul": (19, 23, 17),
              "warp_reduce": (1000,), "warp_per_row": (37, 45),
-             "vectorize_gridstride": (1003,)}
-SIM_SIZES.update({"hist_privatize": (1000,), "coarsen_reduce": (1000,), "column_reduce": (37, 45)})  # issue 14 deeper passes (h/reduce)
-SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33)}
-SIM_SIZES_BY_FILE.update({"hist_privatize/early_return_ptr.cu": (1000, 37),
-                          "hist_privatize/weighted_float.cu": (1000, 13)})
+             "vectorize_gridstride": (1003,), "regblock_matmul": (19, 23, 17),
+             "vectorize_2d": (31, 33), "hist_privatize": (1000,), "coarsen_reduce": (1000,),
+             "column_reduce": (37, 45)}
+SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33),
+                     "vectorize_gridstride/relu_bias_mod.cu": (31, 33),
+                     "vectorize_gridstride/row_scale_div.cu": (31, 33),
+                     "hist_privatize/early_return_ptr.cu": (1000, 37),
+                     "hist_privatize/weighted_float.cu": (1000, 13)}
 
 
 @dataclass(frozen=True)

@@ -454,6 +454,8 @@ def match(ctx: PassContext) -> Elementwise:
     reads: set[str] = set()
     writes: dict[str, list[tree_sitter.Node]] = {}
     guarded_keys = {(g.start_byte, g.end_byte) for g in guarded}
+    written = {u.name for stmt in guarded for u in pointer_uses(stmt, parsed, pointers)
+               if u.kind in ("write", "update")}
     for stmt in guarded:
         for use in pointer_uses(stmt, parsed, pointers):
             shown = f"'{use.text}' at line {use.line}"
@@ -461,6 +463,9 @@ def match(ctx: PassContext) -> Elementwise:
                 raise _fail(f"{use.name} is used as a pointer value ({shown}); the pass needs "
                             f"every access to be {use.name}[{index}]", line=use.line)
             idx = unparen(use.index) if use.index is not None else None
+            if use.kind == "read" and use.form == "subscript" and idx is not None and \
+                    use.name not in written and _broadcast(idx, parsed, index):
+                continue  # bias[i % cols], scale[i / cols]: read in place, per element
             if use.form != "subscript" or idx is None or idx.type != "identifier" or \
                     parsed.text_of(idx) != index:
                 if use.kind in ("write", "update"):
@@ -536,6 +541,24 @@ def match(ctx: PassContext) -> Elementwise:
                        template_types=generic,
                        single_expression=len(guarded) == 1 and
                        guarded[0].type == "expression_statement")
+
+
+def _broadcast(idx: tree_sitter.Node, parsed: Parsed, index: str) -> bool:
+    """``idx`` uses ``index`` only as the left operand of ``%`` or ``/`` by an expression
+    without it (``i % cols``, ``i / cols``: a per-column or per-row operand of a flattened
+    matrix), and has no call or assignment."""
+    if any(n.type in ("call_expression", "assignment_expression", "update_expression",
+                      "comma_expression") for n in walk(idx)):
+        return False
+    inside: list[tuple[int, int]] = []
+    for n in walk(idx):
+        if n.type == "binary_expression" and n.child_by_field_name("operator").type in ("%", "/"):
+            right = n.child_by_field_name("right")
+            if not any(m.type == "identifier" and parsed.text_of(m) == index for m in walk(right)):
+                left = n.child_by_field_name("left")
+                inside.append((left.start_byte, left.end_byte))
+    uses = [n for n in walk(idx) if n.type == "identifier" and parsed.text_of(n) == index]
+    return bool(uses) and all(any(s <= n.start_byte < e for s, e in inside) for n in uses)
 
 
 def check_vectorizable(ctx: PassContext, em: Elementwise) -> None:

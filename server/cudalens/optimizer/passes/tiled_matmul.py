@@ -38,7 +38,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import index2d, structural
+from cudalens.optimizer import index2d, row_pointers, structural
 from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -71,6 +71,7 @@ class _Match:
     x_type: str
     post: tuple[tree_sitter.Node, ...]
     coalesced: tuple[bool, bool]  # (y operand contiguous along p, x operand along x index)
+    polys: tuple[Poly, Poly] = (Poly(), Poly())  # (y operand's index, x operand's index)
 
 
 def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
@@ -191,7 +192,8 @@ def _match(ctx: PassContext) -> _Match:
                         f"matrix product")
         coef_k, _ = split_linear(p, var)
         coef_x, _ = split_linear(p, g.x.var)
-        reads[side] = (u, coef_k == Poly.const(1) if side == "y" else coef_x == Poly.const(1))
+        reads[side] = (u, coef_k == Poly.const(1) if side == "y" else coef_x == Poly.const(1),
+                       p)
     reads_nodes = {reads["y"][0].access, reads["x"][0].access}
     for n in walk(statement):
         if n.type == "identifier" and parsed.text_of(n) in (names | {var}) and \
@@ -206,7 +208,18 @@ def _match(ctx: PassContext) -> _Match:
     ry, rx = reads["y"][0], reads["x"][0]
     return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,
-                  ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]))
+                  ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]),
+                  (reads["y"][2], reads["x"][2]))
+
+
+def match(ctx: PassContext) -> _Match:
+    """The naive matrix product of ``ctx``'s kernel (module doc), for the passes that rewrite
+    it (this one and ``regblock_matmul``).
+
+    Raises:
+        index2d.NoMatch: the kernel does not fit; the message says why, with the line.
+    """
+    return _match(ctx)
 
 
 _ZERO = re.compile(r"^(0|0?\.0*|0\.0*[eE][+-]?\d+)[fF]?$")
@@ -218,6 +231,8 @@ def _zero(ctype: str) -> str:
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
+    """(reason, match) for ``ctx``, which ``check`` and ``apply`` pass with its row pointers
+    folded (``row_pointers.inline``): ``apply`` rewrites that folded text."""
     return structural.plan(ctx, _early(ctx), _match, index2d.NoMatch)
 
 
@@ -232,7 +247,7 @@ def _early(ctx: PassContext) -> Optional[str]:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a naive matrix product the pass can tile, else the reason."""
-    return _plan(ctx)[0]
+    return _plan(row_pointers.inline(ctx))[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
@@ -250,6 +265,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     if (tile, rows_per_thread) not in SHAPES:
         raise ValueError(f"(tile, rows_per_thread) must be one of {SHAPES}, found "
                          f"{(tile, rows_per_thread)!r}")
+    ctx = row_pointers.inline(ctx)
     reason, m = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
