@@ -17,7 +17,7 @@ def _summary(cands):
 
 
 ALL_PASSES = ["restrict_const", "tiled_transpose", "tiled_matmul", "warp_reduce",
-              "warp_per_row", "vectorize_gridstride", "gridstride", "unroll", "fast_math",
+              "warp_per_row", "stencil_tile", "vectorize_gridstride", "gridstride", "unroll", "fast_math",
               "launch_config", "launch_bounds"]
 
 
@@ -74,7 +74,7 @@ def _example_ctx(name):
     ("matmul", "restrict tiled-matmul tile=32x4 block=32x8"),
     ("softmax", "restrict warp-per-row unroll=4 block=128"),
     ("gemv", "restrict warp-per-row unroll=4 block=128"),
-    ("stencil1d", "restrict unroll block=512"),
+    ("stencil1d", "restrict stencil-tile unroll block=256"),
 ])
 def test_structural_rewrites_lead_the_examples(name, first):
     cands = propose(_example_ctx(name), budget=24, seed=0)

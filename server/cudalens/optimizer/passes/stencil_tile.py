@@ -48,7 +48,8 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.optimizer import structural
-from cudalens.optimizer.affine import Scope, is_global_index, poly_of, split_linear
+from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
+                                       strip_casts)
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch
@@ -78,6 +79,7 @@ class _Tiled:
     reads: tuple[tree_sitter.Node, ...]  # the nodes replaced (subscript or __ldg call)
     index_nodes: tuple[tree_sitter.Node, ...]
     length: str  # the buffer's length as a C expression of the kernel's scalars
+    checked: tuple[tree_sitter.Node, ...] = ()  # clamped reads: tile when inside it, else global
 
 
 @dataclass(frozen=True)
@@ -230,16 +232,40 @@ def _read_node(access: tree_sitter.Node, parsed: Parsed) -> tree_sitter.Node:
     return access
 
 
+_CLAMPS = ("min", "max", "std::min", "std::max", "umin", "umax")
+
+
+def _unclamped(node: tree_sitter.Node, parsed: Parsed,
+               index: str) -> tuple[tree_sitter.Node, bool]:
+    """(A, True) for an index clamped with ``min``/``max`` (``min(max(A, 0), n - 1)``, any
+    nesting) where the other arguments do not use ``index``; else (node, False)."""
+    cur, clamped = strip_casts(node, parsed), False
+    while cur.type == "call_expression":
+        fn = cur.child_by_field_name("function")
+        args = named_children(cur.child_by_field_name("arguments"))
+        if fn is None or parsed.text_of(fn).replace(" ", "") not in _CLAMPS or len(args) != 2:
+            break
+        uses = [a for a in args if index in identifiers(a, parsed)]
+        if len(uses) != 1:
+            break
+        cur, clamped = strip_casts(uses[0], parsed), True
+    return cur, clamped
+
+
 def _buffer(ctx: PassContext, parsed: Parsed, body: tree_sitter.Node, buffer: str,
             index: str, scope: Scope, ranges: dict) -> _Tiled:
     uses = pointer_uses(body, parsed, {buffer})
     offsets: list[tuple[int, int]] = []
-    reads, idx_nodes = [], []
+    reads, idx_nodes, checked = [], [], []
     for u in uses:
         if u.kind != "read" or u.form != "subscript" or u.index is None:
             raise _fail(f"{buffer} is used as '{u.text}' (line {u.line}), not only read as "
                         f"{buffer}[{index} + offset]", line=u.line)
-        p = poly_of(u.index, parsed, scope)
+        node = strip_casts(u.index, parsed)
+        if node.type == "identifier" and parsed.text_of(node) in scope.locals:
+            node = scope.locals[parsed.text_of(node)][1]  # int j = min(max(i + d, 0), n - 1);
+        inner, clamped = _unclamped(node, parsed, index)
+        p = poly_of(inner, parsed, scope)
         try:
             coef, rest = split_linear(p, index) if p is not None else (None, None)
         except ValueError:
@@ -247,11 +273,13 @@ def _buffer(ctx: PassContext, parsed: Parsed, body: tree_sitter.Node, buffer: st
         got = _offset_range(rest, ranges) if coef == Poly.const(1) else None
         if got is None:
             raise _fail(f"the read '{u.text}' (line {u.line}) is not {buffer}[{index} + offset] "
-                        f"with an offset of constants and constant-bound loop variables",
-                        line=u.line)
+                        f"with an offset of constants and constant-bound loop variables "
+                        f"(or such an index clamped with min/max)", line=u.line)
         offsets.append(got)
         reads.append(_read_node(u.access, parsed))
         idx_nodes.append(u.index)
+        if clamped:
+            checked.append(reads[-1])
     lo = min(a for a, _ in offsets)
     hi = max(b for _, b in offsets)
     radius = max(-lo, hi, 0)
@@ -265,7 +293,7 @@ def _buffer(ctx: PassContext, parsed: Parsed, body: tree_sitter.Node, buffer: st
     if not isinstance(decl, BufferDecl) or decl.role != "in":
         raise _fail(f"the spec does not call {buffer} an input")
     return _Tiled(buffer, ctx.kernel.parameter(buffer).type, radius, (lo, hi), tuple(reads),
-                  tuple(idx_nodes), _length_in_kernel(ctx, buffer))
+                  tuple(idx_nodes), _length_in_kernel(ctx, buffer), tuple(checked))
 
 
 def _match(ctx: PassContext) -> _Match:
@@ -387,9 +415,12 @@ def apply(ctx: PassContext, block: int = 256) -> PassResult:
     for t in m.tiled:
         tile, base, k = fresh_name(f"{t.buffer}_tile", taken), \
             fresh_name(f"{t.buffer}_base", taken), fresh_name("t", taken)
-        span = f"{block} + {2 * t.radius}"
+        below, above = max(-t.offsets[0], 0), max(t.offsets[1], 0)
+        span = f"{block} + {below + above}"
+        start = f"({itype})blockIdx.x * blockDim.x" if wide else \
+            f"({itype})(blockIdx.x * blockDim.x)"
         lines += [f"__shared__ {t.ctype} {tile}[{span}];",
-                  f"const {itype} {base} = ({itype})(blockIdx.x * blockDim.x) - {t.radius};",
+                  f"const {itype} {base} = {start}" + (f" - {below};" if below else ";"),
                   f"for (int {k} = threadIdx.x; {k} < {span}; {k} += blockDim.x)",
                   f"    if ({base} + {k} >= 0 && {base} + {k} < {t.length}) "
                   f"{tile}[{k}] = {t.buffer}[{base} + {k}];"]
@@ -400,18 +431,25 @@ def apply(ctx: PassContext, block: int = 256) -> PassResult:
                 (i.type == "binary_expression" and
                  i.child_by_field_name("operator").type in ("+", "-", "*", "/", "%"))
             text = p.text_of(i) if simple else f"({p.text_of(i)})"
-            edits.append(Edit(read.start_byte, read.end_byte, f"{tile}[{text} - {base}]"))
-    radius = max(t.radius for t in m.tiled)
-    head = (f"\n{indent}// {', '.join(t.buffer for t in m.tiled)}: the block's elements and "
-            f"a halo of {radius} each side read once into shared memory")
+            slot = f"{text} - {base}"
+            if read in t.checked:  # a clamped index: in the tile unless the clamp moved it out
+                slot = (f"(unsigned {itype})({slot}) < {span} ? {tile}[{slot}] : "
+                        f"{p.text_of(read)}")
+                slot = f"({slot})"
+                edits.append(Edit(read.start_byte, read.end_byte, slot))
+                continue
+            edits.append(Edit(read.start_byte, read.end_byte, f"{tile}[{slot}]"))
+    halo = ", ".join(f"{t.buffer}[{t.offsets[0]:+d}..{t.offsets[1]:+d}]" for t in m.tiled)
+    head = (f"\n{indent}// the block's inputs with their halo ({halo}) read once into shared "
+            f"memory")
     lines.append("__syncthreads();")
     edits.append(Edit(m.index_decl.end_byte, m.index_decl.end_byte,
                       head + "".join(f"\n{indent}{l}" for l in lines)))
     source = apply_edits(p.data, edits)
     launch = dataclasses.replace(ctx.launch, block=(str(block),))
     names = ", ".join(f"{t.buffer} (offsets {t.offsets[0]}..{t.offsets[1]})" for t in m.tiled)
-    explanation = (f"the block stages {names} in shared memory once, {block} elements plus a "
-                   f"halo of {radius} on each side, with consecutive threads on consecutive "
+    explanation = (f"the block stages {names} in shared memory once, its {block} elements "
+                   f"plus the halo the offsets reach, with consecutive threads on consecutive "
                    f"elements: each input element is read from global memory about once "
                    f"instead of once per output that uses it; the original statements, "
                    f"guards and boundary cases are kept, their reads served by the tile; "
