@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent / "data" / "variants"
 # ``size`` lines; pass folders not listed use the spec's own sizes.
 SIM_SIZES = {"tiled_transpose": (37, 45), "tiled_matmul": (19, 23, 17),
              "warp_reduce": (1000,), "warp_per_row": (37, 45),
-             "vectorize_gridstride": (1003,), "stencil_tile": (1003,)}
+             "vectorize_gridstride": (1003,), "stencil_tile": (1003,),
+             "block_per_row": (5, 1100)}
 SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33)}
 
 

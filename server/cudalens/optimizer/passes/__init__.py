@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from cudalens.optimizer.passes import (fast_math, gridstride, launch_bounds, launch_config,
+from cudalens.optimizer.passes import (block_per_row, fast_math, gridstride, launch_bounds, launch_config,
                                        restrict_const, stencil_tile, tiled_matmul,
                                        tiled_transpose, unroll, vectorize_gridstride,
                                        warp_per_row, warp_reduce)
 
 BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, tiled_matmul, warp_reduce,
-                                         warp_per_row, stencil_tile, vectorize_gridstride,
+                                         block_per_row, warp_per_row, stencil_tile, vectorize_gridstride,
                                          gridstride)
 
 PASSES: tuple[ModuleType, ...] = (restrict_const, *BODY_REWRITES, unroll, fast_math,

@@ -93,8 +93,116 @@ def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str
     return unit[0]
 
 
+def _tile_loop(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
+    """The vendor sample's shape as a ``Grid2D``: ``x = blockIdx.x * TX + threadIdx.x``,
+    ``y = blockIdx.y * T + threadIdx.y`` and ``for (j = 0; j < T; j += BY) if (x < W && y + j <
+    H) {...}``, where the spec's block is ``TX x BY`` (so the loop covers the ``T`` rows of the
+    block's tile). Every index and bound uses ``y`` only as ``y + j``, so the element is row ``y
+    + j``: the rewrite names the row ``y`` and emits ``const int j = 0;``.
+
+    Raises:
+        NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
+    """
+    from cudalens.optimizer.macros import file_macros
+    from cudalens.optimizer.syntax import for_header, readable_body
+
+    try:
+        parsed, body = readable_body(ctx)
+    except Exception:
+        raise first from None
+    macros = file_macros(parsed)
+    scope = Scope(macros=macros)
+    stmts = named_children(body)
+    try:
+        bx, by = (int(b) for b in ctx.launch.block[:2])
+    except ValueError:
+        raise first from None
+    if len(stmts) != 3 or any(x.type != "declaration" for x in stmts[:2]) or \
+            stmts[2].type != "for_statement":
+        raise first
+    axes = {}
+    for stmt, axis in zip(stmts[:2], "xy"):
+        decls = stmt.children_by_field_name("declarator")
+        if len(decls) != 1 or decls[0].type != "init_declarator":
+            raise first
+        poly = poly_of(decls[0].child_by_field_name("value"), parsed, scope)
+        if poly is None:
+            raise first
+        try:
+            coef, rest = split_linear(poly, f"blockIdx.{axis}")
+        except ValueError:
+            raise first from None
+        if rest != Poly.sym(f"threadIdx.{axis}") or not coef.is_const():
+            raise first
+        type_node = stmt.child_by_field_name("type")
+        axes[axis] = (parsed.text_of(decls[0].child_by_field_name("declarator")),
+                      " ".join(parsed.text_of(type_node).split()), coef.constant)
+    head = for_header(stmts[2], parsed)
+    (xv, xt, tx), (yv, yt, ty) = axes["x"], axes["y"]
+    if head is None or tx != bx or by <= 0 or ty % by or \
+            _const(head.start, parsed, scope) != 0 or head.body is None:
+        raise first
+    j = head.var
+    cond = head.cond
+    upd = unparen(head.update)
+    if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" or \
+            parsed.text_of(unparen(cond.child_by_field_name("left"))) != j or \
+            _const(cond.child_by_field_name("right"), parsed, scope) != ty or \
+            upd.type != "assignment_expression" or upd.child_by_field_name("operator").type != "+=" \
+            or _const(upd.child_by_field_name("right"), parsed, scope) != by:
+        raise first
+    inner = head.body
+    while inner.type == "compound_statement" and len(named_children(inner)) == 1:
+        inner = named_children(inner)[0]
+    if inner.type != "if_statement" or inner.child_by_field_name("alternative") is not None:
+        raise first
+    guard = unparen(inner.child_by_field_name("condition"))
+    bounds = {}
+    for part in index2d._conjuncts(guard, "&&"):
+        if part.type != "binary_expression" or part.child_by_field_name("operator").type != "<":
+            raise first
+        lp = poly_of(part.child_by_field_name("left"), parsed, scope)
+        var = next((v for v, want in ((xv, Poly.sym(xv)), (yv, Poly.sym(yv) + Poly.sym(j)))
+                    if lp == want), None)
+        if var is None or var in bounds:
+            raise first
+        bounds[var] = part.child_by_field_name("right")
+    if set(bounds) != {xv, yv}:
+        raise first
+    consequence = inner.child_by_field_name("consequence")
+    statements = tuple(named_children(consequence)) \
+        if consequence.type == "compound_statement" else (consequence,)
+    for stmt in statements:  # y only as y + j, j nowhere else
+        for n in walk(stmt):
+            if n.type == "subscript_expression":
+                idx = named_children(n.child_by_field_name("indices"))
+                q = poly_of(idx[0], parsed, scope) if len(idx) == 1 else None
+                if q is None:
+                    raise first
+                q = q.substitute(lambda v: Poly.sym(yv) - Poly.sym(j) if v == yv else Poly.sym(v))
+                if j in q.symbols:
+                    raise first
+    made = {}
+    for axis, (var, ctype, _) in axes.items():
+        bnode = bounds[var]
+        made[axis] = index2d.Axis(var, ctype, axis, parsed.text_of(unparen(bnode)),
+                                  index2d.spec_text(bnode, parsed, ctx, macros),
+                                  poly_of(bnode, parsed, scope))
+    return index2d.Grid2D(x=made["x"], y=made["y"], guard=parsed.text_of(guard),
+                          statements=statements, parsed=parsed, body=body, macros=macros,
+                          fixed=(f"const int {j} = 0;  // the row is {yv} + {j}",))
+
+
+def _const(node, parsed: Parsed, scope: Scope) -> Optional[int]:
+    q = poly_of(node, parsed, scope)
+    return q.constant if q is not None and q.is_const() else None
+
+
 def _match(ctx: PassContext) -> _Match:
-    g = index2d.match(ctx)
+    try:
+        g = index2d.match(ctx)
+    except index2d.NoMatch as exc:
+        g = _tile_loop(ctx, exc)
     parsed = g.parsed
     if ctx.spec.atomics:
         raise _fail("the spec marks the kernel as using atomics")
@@ -295,6 +403,8 @@ def apply(ctx: PassContext, block_rows: int = 8) -> PassResult:
         lane_b = j if phase == "read" else "threadIdx.x"
         w(2, _decl_line(a, f"blockIdx.x * {tile_n} + {lane_a}"))
         w(2, _decl_line(b, f"blockIdx.y * {tile_n} + {lane_b}"))
+        for fixed in m.grid.fixed:
+            w(2, fixed)
         w(2, f"if ({m.grid.guard}) {{")
         for d in needed[phase]:
             w.text_block(3, parsed.text_of(d))
