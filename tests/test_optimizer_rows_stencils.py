@@ -52,9 +52,10 @@ def test_online_softmax_block_per_row_matches_the_original(name):
 
 
 @block_sim.needs_gxx
-@pytest.mark.parametrize("name", ONLINE)
-def test_online_softmax_warp_per_row_matches_the_original(name):
-    v = _variant("block_per_row", name)
+@pytest.mark.parametrize("folder,name", [("block_per_row", n) for n in ONLINE] +
+                         [("warp_per_row", "softmax_local_x.cu")])
+def test_online_softmax_warp_per_row_matches_the_original(folder, name):
+    v = _variant(folder, name)
     result = warp_per_row.apply(context(v), warps_per_block=2, online=True)
     assert result.tags == ("warp-per-row+online", "block=64")
     _same_outputs(v, result)
@@ -138,3 +139,54 @@ def test_stencil_tile_keeps_the_users_block_first_and_tiles_the_halo_the_offsets
     src = stencil_tile.apply(ctx, block=256).source
     assert "__shared__ float in_tile[256 + 6];" in src  # offsets 0..6: no halo below
     assert "in_base + t < n + 6" in src  # bounded by the buffer's length, not the output's
+
+
+TRANSPOSE_SPEC = """
+kernel k
+size h = 40
+size w = 50
+scalar w: int = w
+scalar h: int = h
+in a: float[h * w]
+out b: float[h * w]
+block = 32, 8
+grid = ceil_div(w, 32), ceil_div(h, 32)
+"""
+
+TRANSPOSE_NEAR_MISSES = [
+    # the tile loop steps by 4 with 8 rows of threads: rows overlap, not the tile's rows
+    """
+__global__ void k(const float* a, float* b, int w, int h) {
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 4)
+        if (x < w && y + j < h) b[x * h + y + j] = a[(y + j) * w + x];
+}""",
+    # j used apart from y + j
+    """
+__global__ void k(const float* a, float* b, int w, int h) {
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        if (x < w && y + j < h) b[x * h + y + j] = a[y * w + x + j];
+}""",
+    # a flat index split by two different divisors
+    """
+__global__ void k(const float* a, float* b, int w, int h) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < h * w) {
+        int r = i / w;
+        int c = i % h;
+        b[c * h + r] = a[i];
+    }
+}""",
+]
+
+
+@pytest.mark.parametrize("text", TRANSPOSE_NEAR_MISSES)
+def test_transpose_spellings_that_are_not_a_transpose_keep_the_plain_reason(text):
+    from cudalens.optimizer.passes import tiled_transpose
+
+    got = tiled_transpose.check(context_with_spec(text, "k", TRANSPOSE_SPEC))
+    assert got.startswith("expected the body to start with the two global indices"), got
+    assert line_of(got) == 3

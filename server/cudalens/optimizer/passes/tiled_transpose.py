@@ -45,7 +45,8 @@ from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import Parsed, identifiers, named_children, unparen, walk
+from cudalens.optimizer.syntax import (Parsed, identifiers, named_children, parse, unparen,
+                                       walk)
 from cudalens.spec import dtypes
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
@@ -198,11 +199,110 @@ def _const(node, parsed: Parsed, scope: Scope) -> Optional[int]:
     return q.constant if q is not None and q.is_const() else None
 
 
+def _grid1d(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
+    """A 1D grid over the 2D data as a ``Grid2D``: ``idx = blockIdx.x * blockDim.x +
+    threadIdx.x``, the guard ``idx < R * C`` (or ``if (idx >= R * C) return;``), then ``r = idx
+    / C`` and ``c = idx % C``: element (``r``, ``c``) for every ``r < R``, ``c < C``, and ``idx``
+    is ``r * C + c`` (emitted as a declaration after the two indices).
+
+    Raises:
+        NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
+    """
+    from cudalens.optimizer.affine import is_global_index
+    from cudalens.optimizer.macros import file_macros
+    from cudalens.optimizer.syntax import readable_body
+
+    try:
+        parsed, body = readable_body(ctx)
+    except Exception:
+        raise first from None
+    macros = file_macros(parsed)
+    scope = Scope(macros=macros)
+    stmts = named_children(body)
+    if len(stmts) < 2 or stmts[0].type != "declaration" or stmts[1].type != "if_statement" or \
+            stmts[1].child_by_field_name("alternative") is not None:
+        raise first
+    decls = stmts[0].children_by_field_name("declarator")
+    if len(decls) != 1 or decls[0].type != "init_declarator" or \
+            not is_global_index(poly_of(decls[0].child_by_field_name("value"), parsed, scope), "x"):
+        raise first
+    idx = parsed.text_of(decls[0].child_by_field_name("declarator"))
+    type_node = stmts[0].child_by_field_name("type")
+    idx_type = " ".join(parsed.text_of(type_node).split()) if type_node is not None else "int"
+    cond = unparen(stmts[1].child_by_field_name("condition"))
+    consequence = stmts[1].child_by_field_name("consequence")
+    inner = consequence
+    if inner.type == "compound_statement" and len(named_children(inner)) == 1:
+        inner = named_children(inner)[0]
+    exit_ = inner.type == "return_statement" and not named_children(inner)
+    if cond.type != "binary_expression" or \
+            cond.child_by_field_name("operator").type != (">=" if exit_ else "<") or \
+            parsed.text_of(unparen(cond.child_by_field_name("left"))) != idx:
+        raise first
+    total = unparen(cond.child_by_field_name("right"))
+    guarded = list(stmts[2:]) if exit_ else (
+        named_children(consequence) if consequence.type == "compound_statement" else [consequence])
+    if not exit_ and len(stmts) > 2:
+        raise first
+    if total.type != "binary_expression" or total.child_by_field_name("operator").type != "*" or \
+            len(guarded) < 3:
+        raise first
+    split: dict[str, tuple[str, str, tree_sitter.Node]] = {}  # "/" or "%" -> (var, type, divisor)
+    for d in guarded[:2]:
+        ds = d.children_by_field_name("declarator") if d.type == "declaration" else []
+        if len(ds) != 1 or ds[0].type != "init_declarator":
+            raise first
+        value = unparen(ds[0].child_by_field_name("value"))
+        if value.type != "binary_expression" or \
+                value.child_by_field_name("operator").type not in ("/", "%") or \
+                parsed.text_of(unparen(value.child_by_field_name("left"))) != idx:
+            raise first
+        t = d.child_by_field_name("type")
+        split[value.child_by_field_name("operator").type] = (
+            parsed.text_of(ds[0].child_by_field_name("declarator")),
+            " ".join(parsed.text_of(t).split()) if t is not None else "int",
+            unparen(value.child_by_field_name("right")))
+    if set(split) != {"/", "%"}:
+        raise first
+    (r, rtype, cdiv), (c, ctype, cmod) = split["/"], split["%"]
+    cols_text = parsed.text_of(cdiv)
+    if parsed.text_of(cmod) != cols_text:
+        raise first
+    left, right = unparen(total.child_by_field_name("left")), \
+        unparen(total.child_by_field_name("right"))
+    if parsed.text_of(right) == cols_text:
+        rows_node = left
+    elif parsed.text_of(left) == cols_text:
+        rows_node = right
+    else:
+        raise first
+    statements = tuple(guarded[2:])
+    for stmt in statements:
+        for n in walk(stmt):
+            t = n.child_by_field_name("left") if n.type == "assignment_expression" else \
+                n.child_by_field_name("argument") if n.type == "update_expression" else None
+            if t is not None and unparen(t).type == "identifier" and \
+                    parsed.text_of(unparen(t)) in (idx, r, c):
+                raise first
+    rows_text = parsed.text_of(rows_node)
+    axis = lambda var, ctyp, ax, node: index2d.Axis(
+        var, ctyp, ax, parsed.text_of(node), index2d.spec_text(node, parsed, ctx, macros),
+        poly_of(node, parsed, scope))
+    return index2d.Grid2D(
+        x=axis(c, ctype, "x", cdiv), y=axis(r, rtype, "y", rows_node),
+        guard=f"{r} < {rows_text} && {c} < {cols_text}", statements=statements, parsed=parsed,
+        body=body, macros=macros,
+        fixed=(f"const {dtypes.normalize_c_type(idx_type)} {idx} = {r} * {cols_text} + {c};",))
+
+
 def _match(ctx: PassContext) -> _Match:
     try:
         g = index2d.match(ctx)
     except index2d.NoMatch as exc:
-        g = _tile_loop(ctx, exc)
+        try:
+            g = _tile_loop(ctx, exc)
+        except index2d.NoMatch:
+            g = _grid1d(ctx, exc)
     parsed = g.parsed
     if ctx.spec.atomics:
         raise _fail("the spec marks the kernel as using atomics")
@@ -267,6 +367,12 @@ def _match(ctx: PassContext) -> _Match:
         raise _fail(f"expected the stored value to read one other buffer once as in[...], "
                     f"found reads {shown}")
     src = buffer_of(reads[0])
+    for text in g.fixed:  # declarations the rewrite adds (the flat index, the tile loop's j)
+        fp = parse("void f() { " + text + " }")
+        for n in walk(fp.tree.root_node):
+            if n.type == "init_declarator":
+                locals_[fp.text_of(n.child_by_field_name("declarator"))] = \
+                    (fp, n.child_by_field_name("value"))
     scope = Scope(macros=g.macros, locals=locals_)
     axes = (g.x, g.y)
 
