@@ -16,9 +16,11 @@ def _summary(cands):
     return [(c.label, c.source, launch_key(c.launch), c.passes) for c in cands]
 
 
-ALL_PASSES = ["restrict_const", "tiled_transpose", "regblock_matmul", "tiled_matmul",
-              "warp_reduce", "warp_per_row", "vectorize_2d", "vectorize_gridstride",
-              "gridstride", "unroll", "fast_math", "launch_config", "launch_bounds"]
+ALL_PASSES = ["restrict_const", "hist_privatize", "coarsen_reduce", "column_reduce",
+              "tiled_transpose", "regblock_matmul", "tiled_matmul", "warp_reduce",
+              "block_per_row", "warp_per_row", "stencil_tile", "vectorize_2d",
+              "vectorize_gridstride", "gridstride", "unroll", "fast_math", "launch_config",
+              "launch_bounds"]
 
 
 def test_preconditions_name_every_pass():
@@ -69,12 +71,12 @@ def _example_ctx(name):
 
 @pytest.mark.parametrize("name,first", [
     ("transpose", "restrict tiled-transpose block=32x8"),
-    ("reduce_sum", "restrict warp-reduce"),
-    ("reduce_max", "restrict warp-reduce"),
+    ("reduce_sum", "restrict warp-per-block"),
+    ("reduce_max", "restrict warp-per-block"),
     ("matmul", "restrict regblock-matmul tile=128x128x8 thread=8x8 block=16x16"),
-    ("softmax", "restrict warp-per-row unroll=4 block=128"),
-    ("gemv", "restrict warp-per-row unroll=4 block=128"),
-    ("stencil1d", "restrict unroll block=512"),
+    ("softmax", "restrict block-per-row+online unroll=4 block=256"),
+    ("gemv", "restrict block-per-row unroll=4 block=256"),
+    ("stencil1d", "restrict stencil-tile unroll block=256"),
 ])
 def test_structural_rewrites_lead_the_examples(name, first):
     cands = propose(_example_ctx(name), budget=24, seed=0)
@@ -89,15 +91,18 @@ def test_exact_families_before_approximate_ones_and_options_carried():
         if c.family not in seen:
             seen.add(c.family)
             reps.append(c)
-    # (each warp-per-row family has its grid-stride twin, correct under any launch)
-    assert [c.family for c in reps] == [
-        "restrict warp-per-row", "restrict warp-per-row+gridstride", "warp-per-row",
-        "warp-per-row+gridstride", "restrict warp-per-row intrinsics",
-        "restrict warp-per-row fastmath", "restrict warp-per-row+gridstride intrinsics",
-        "restrict warp-per-row+gridstride fastmath", "warp-per-row intrinsics",
-        "warp-per-row fastmath", "warp-per-row+gridstride intrinsics",
-        "warp-per-row+gridstride fastmath",
-        "restrict", "", "restrict intrinsics", "restrict fastmath", "intrinsics", "fastmath"]
+    # rows of 1024 columns: a block per row first (online softmax first), then a warp per row;
+    # each has its grid-stride twin, correct under any launch
+    assert [c.family for c in reps[:8]] == [
+        "restrict block-per-row+online", "restrict block-per-row",
+        "restrict block-per-row+online+gridstride", "restrict block-per-row+gridstride",
+        "restrict warp-per-row", "restrict warp-per-row+online",
+        "restrict warp-per-row+gridstride", "restrict warp-per-row+online+gridstride"]
+    approx = [i for i, c in enumerate(reps) if "intrinsics" in c.family or "fastmath" in c.family]
+    exact_body = [i for i, c in enumerate(reps) if "per-row" in c.family and i not in approx]
+    assert len(exact_body) == 16 and max(exact_body) < min(approx)
+    assert [c.family for c in reps[-6:]] == ["restrict", "", "restrict intrinsics",
+                                             "restrict fastmath", "intrinsics", "fastmath"]
     fast = [c for c in cands if "fastmath" in c.family]
     assert fast and all(c.options == ("-use_fast_math",) for c in fast)
     assert all(c.options == () for c in cands if "fastmath" not in c.family)

@@ -42,10 +42,10 @@ def _signature(source: str, kernel: str):
 def test_softmax_rewrite_in_place():
     ctx, kernel = _example("softmax")
     assert warp_per_row.check(ctx) is None
-    assert warp_per_row.parameter_space(ctx) == (
-        {"warps_per_block": 4}, {"warps_per_block": 8}, {"warps_per_block": 2},
-        {"warps_per_block": 4, "gridstride": True}, {"warps_per_block": 8, "gridstride": True},
-        {"warps_per_block": 2, "gridstride": True})
+    online = tuple({"warps_per_block": w, "online": True} for w in (4, 8, 2))
+    plain = ({"warps_per_block": 4}, {"warps_per_block": 8}, {"warps_per_block": 2}) + online
+    assert warp_per_row.parameter_space(ctx) == plain + tuple(
+        {**d, "gridstride": True} for d in plain)
     result = warp_per_row.apply(ctx, warps_per_block=4)
     src = result.source
     assert _signature(src, kernel) == _signature(ctx.text, kernel)

@@ -81,7 +81,12 @@ def test_not_applied_names_the_line_of_the_failing_condition():
     assert (unroll.line, unroll.at_kernel) == (7, True)
     assert unroll.reason == ("no loop to unroll: line 14 holds a barrier (its trips are the "
                              "block's phases)")
-    assert set(by_pass) == {"tiled_transpose", "tiled_matmul", "warp_per_row",
+    st = by_pass["stencil_tile"]
+    assert (st.line, st.at_kernel) == (9, False)
+    assert st.reason.startswith("expected the body to start with 'int i = blockIdx.x")
+    assert by_pass["block_per_row"].reason == by_pass["warp_per_row"].reason  # same recognizer
+    assert set(by_pass) == {"tiled_transpose", "tiled_matmul", "block_per_row", "warp_per_row",
+                            "stencil_tile",
                             "vectorize_gridstride", "gridstride", "unroll", "fast_math",
                             "launch_config", "regblock_matmul", "vectorize_2d"}
 

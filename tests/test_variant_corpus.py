@@ -24,10 +24,6 @@ from variant_corpus import context, sim_sizes, variants
 
 # variant id -> the start of the reason its pass gives, and the line it names
 MISSES = {
-    "tiled_transpose/grid1d.cu": (
-        "expected the body to start with the two global indices", 4),
-    "tiled_transpose/tile_loop.cu": (
-        "expected the body to start with the two global indices", 8),
 }
 
 VARIANTS = variants()

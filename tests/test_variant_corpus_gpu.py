@@ -65,3 +65,37 @@ def test_rewrites_verify_and_are_timed(runner, v):
         assert r.timing is not None and r.speedup is not None, f"{v.id} {label}: not timed"
         RESULTS.append(f"{v.id:45s} {label:45s} {r.speedup.value:6.2f}x "
                        f"[{r.speedup.ci_low:.2f}, {r.speedup.ci_high:.2f}]")
+
+
+ROW_FORMS = [v for v in HITS if v.pass_name in ("block_per_row", "warp_per_row")]
+
+
+@pytest.mark.parametrize("v", ROW_FORMS, ids=IDS(ROW_FORMS))
+def test_row_forms_verify_online_and_under_the_users_launch(runner, v):
+    """Every online-softmax form the row passes offer, under its own launch, and every
+    grid-stride form also under the user's (spec's) launch, where it claims to be a drop-in."""
+    ctx = context(v)
+    sm = runner.device_info().sm_count
+    kernel = ctx.kernel.qualified_name
+    p = get(v.pass_name)
+    forms = [d for d in p.parameter_space(ctx) if d.get("online") or d.get("gridstride")]
+    if not forms:
+        pytest.skip(f"{v.id}: no online or grid-stride form")
+    problem = build_problem(ctx.spec, ctx.kernel)
+    baseline = build_variant("baseline", ctx.text, kernel, ctx.spec, ctx.spec.launch, sm)
+    variants, labels = [], []
+    for i, params in enumerate(forms[:6]):
+        r = p.apply(ctx, **params)
+        variants.append(build_variant(f"own{i}", r.source, kernel, ctx.spec, r.launch, sm))
+        labels.append(f"{params} own launch")
+        if params.get("gridstride"):
+            variants.append(build_variant(f"user{i}", r.source, kernel, ctx.spec,
+                                          ctx.spec.launch, sm))
+            labels.append(f"{params} user's launch")
+    ev = runner.evaluate(problem, baseline, variants, repetitions=10, warmup=2,
+                         time_budget_s=4.0)
+    assert not ev.error, ev.error
+    for label, r in zip(labels, ev.candidates):
+        assert r.verdict.ok, f"{v.id} {label}: {r.verdict.status}: {r.verdict.reason}"
+        shown = f"{r.speedup.value:6.2f}x" if r.speedup is not None else "not timed"
+        RESULTS.append(f"{v.id:45s} {label:45s} {shown}")

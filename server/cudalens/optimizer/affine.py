@@ -115,6 +115,10 @@ def poly_of(node: Optional[tree_sitter.Node], parsed: Parsed, scope: Scope = Sco
             return left * right
         if op == "<<" and right.is_const() and 0 <= right.constant < 63:
             return left * Poly.const(1 << right.constant)
+        if op in ("/", "%") and left.is_const() and right.is_const() and right.constant:
+            a, b = left.constant, right.constant  # C's integer division truncates
+            q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
+            return Poly.const(q if op == "/" else a - q * b)
         return None
     if t == "call_expression":
         fn = node.child_by_field_name("function")

@@ -68,6 +68,7 @@ class Grid2D:
     parsed: Parsed
     body: tree_sitter.Node
     macros: dict[str, Macro]
+    fixed: tuple[str, ...] = ()  # C declarations a rewrite emits after the two indices
 
     def axis_of(self, var: str) -> Optional[Axis]:
         return self.x if var == self.x.var else self.y if var == self.y.var else None

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from cudalens.optimizer.passes import (fast_math, gridstride, launch_bounds, launch_config,
-                                       regblock_matmul, restrict_const, tiled_matmul,
-                                       tiled_transpose, unroll, vectorize_2d,
+from cudalens.optimizer.passes import (block_per_row, coarsen_reduce, column_reduce, fast_math,
+                                       gridstride, hist_privatize, launch_bounds, launch_config,
+                                       regblock_matmul, restrict_const, stencil_tile,
+                                       tiled_matmul, tiled_transpose, unroll, vectorize_2d,
                                        vectorize_gridstride, warp_per_row, warp_reduce)
-from cudalens.optimizer.passes import coarsen_reduce, column_reduce, hist_privatize  # noqa: E402
 
-BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, regblock_matmul, tiled_matmul,
-                                         warp_reduce, warp_per_row, vectorize_2d,
-                                         vectorize_gridstride, gridstride)
-BODY_REWRITES = (hist_privatize, coarsen_reduce, column_reduce) + BODY_REWRITES
+BODY_REWRITES: tuple[ModuleType, ...] = (hist_privatize, coarsen_reduce, column_reduce,
+                                         tiled_transpose, regblock_matmul, tiled_matmul,
+                                         warp_reduce, block_per_row, warp_per_row, stencil_tile,
+                                         vectorize_2d, vectorize_gridstride, gridstride)
 
 PASSES: tuple[ModuleType, ...] = (restrict_const, *BODY_REWRITES, unroll, fast_math,
                                   launch_config, launch_bounds)

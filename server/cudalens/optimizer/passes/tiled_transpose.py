@@ -45,7 +45,8 @@ from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import Parsed, identifiers, named_children, unparen, walk
+from cudalens.optimizer.syntax import (Parsed, identifiers, named_children, parse, unparen,
+                                       walk)
 from cudalens.spec import dtypes
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
@@ -93,8 +94,215 @@ def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str
     return unit[0]
 
 
+def _tile_loop(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
+    """The vendor sample's shape as a ``Grid2D``: ``x = blockIdx.x * TX + threadIdx.x``,
+    ``y = blockIdx.y * T + threadIdx.y`` and ``for (j = 0; j < T; j += BY) if (x < W && y + j <
+    H) {...}``, where the spec's block is ``TX x BY`` (so the loop covers the ``T`` rows of the
+    block's tile). Every index and bound uses ``y`` only as ``y + j``, so the element is row ``y
+    + j``: the rewrite names the row ``y`` and emits ``const int j = 0;``.
+
+    Raises:
+        NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
+    """
+    from cudalens.optimizer.macros import file_macros
+    from cudalens.optimizer.syntax import for_header, readable_body
+
+    try:
+        parsed, body = readable_body(ctx)
+    except Exception:
+        raise first from None
+    macros = file_macros(parsed)
+    scope = Scope(macros=macros)
+    stmts = named_children(body)
+    try:
+        bx, by = (int(b) for b in ctx.launch.block[:2])
+    except ValueError:
+        raise first from None
+    if len(stmts) != 3 or any(x.type != "declaration" for x in stmts[:2]) or \
+            stmts[2].type != "for_statement":
+        raise first
+    axes = {}
+    for stmt, axis in zip(stmts[:2], "xy"):
+        decls = stmt.children_by_field_name("declarator")
+        if len(decls) != 1 or decls[0].type != "init_declarator":
+            raise first
+        poly = poly_of(decls[0].child_by_field_name("value"), parsed, scope)
+        if poly is None:
+            raise first
+        try:
+            coef, rest = split_linear(poly, f"blockIdx.{axis}")
+        except ValueError:
+            raise first from None
+        if rest != Poly.sym(f"threadIdx.{axis}") or not coef.is_const():
+            raise first
+        type_node = stmt.child_by_field_name("type")
+        axes[axis] = (parsed.text_of(decls[0].child_by_field_name("declarator")),
+                      " ".join(parsed.text_of(type_node).split()), coef.constant)
+    head = for_header(stmts[2], parsed)
+    (xv, xt, tx), (yv, yt, ty) = axes["x"], axes["y"]
+    if head is None or tx != bx or by <= 0 or ty % by or \
+            _const(head.start, parsed, scope) != 0 or head.body is None:
+        raise first
+    j = head.var
+    cond = head.cond
+    upd = unparen(head.update)
+    if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" or \
+            parsed.text_of(unparen(cond.child_by_field_name("left"))) != j or \
+            _const(cond.child_by_field_name("right"), parsed, scope) != ty or \
+            upd.type != "assignment_expression" or upd.child_by_field_name("operator").type != "+=" \
+            or _const(upd.child_by_field_name("right"), parsed, scope) != by:
+        raise first
+    inner = head.body
+    while inner.type == "compound_statement" and len(named_children(inner)) == 1:
+        inner = named_children(inner)[0]
+    if inner.type != "if_statement" or inner.child_by_field_name("alternative") is not None:
+        raise first
+    guard = unparen(inner.child_by_field_name("condition"))
+    bounds = {}
+    for part in index2d._conjuncts(guard, "&&"):
+        if part.type != "binary_expression" or part.child_by_field_name("operator").type != "<":
+            raise first
+        lp = poly_of(part.child_by_field_name("left"), parsed, scope)
+        var = next((v for v, want in ((xv, Poly.sym(xv)), (yv, Poly.sym(yv) + Poly.sym(j)))
+                    if lp == want), None)
+        if var is None or var in bounds:
+            raise first
+        bounds[var] = part.child_by_field_name("right")
+    if set(bounds) != {xv, yv}:
+        raise first
+    consequence = inner.child_by_field_name("consequence")
+    statements = tuple(named_children(consequence)) \
+        if consequence.type == "compound_statement" else (consequence,)
+    for stmt in statements:  # y only as y + j, j nowhere else
+        for n in walk(stmt):
+            if n.type == "subscript_expression":
+                idx = named_children(n.child_by_field_name("indices"))
+                q = poly_of(idx[0], parsed, scope) if len(idx) == 1 else None
+                if q is None:
+                    raise first
+                q = q.substitute(lambda v: Poly.sym(yv) - Poly.sym(j) if v == yv else Poly.sym(v))
+                if j in q.symbols:
+                    raise first
+    made = {}
+    for axis, (var, ctype, _) in axes.items():
+        bnode = bounds[var]
+        made[axis] = index2d.Axis(var, ctype, axis, parsed.text_of(unparen(bnode)),
+                                  index2d.spec_text(bnode, parsed, ctx, macros),
+                                  poly_of(bnode, parsed, scope))
+    return index2d.Grid2D(x=made["x"], y=made["y"], guard=parsed.text_of(guard),
+                          statements=statements, parsed=parsed, body=body, macros=macros,
+                          fixed=(f"const int {j} = 0;  // the row is {yv} + {j}",))
+
+
+def _const(node, parsed: Parsed, scope: Scope) -> Optional[int]:
+    q = poly_of(node, parsed, scope)
+    return q.constant if q is not None and q.is_const() else None
+
+
+def _grid1d(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
+    """A 1D grid over the 2D data as a ``Grid2D``: ``idx = blockIdx.x * blockDim.x +
+    threadIdx.x``, the guard ``idx < R * C`` (or ``if (idx >= R * C) return;``), then ``r = idx
+    / C`` and ``c = idx % C``: element (``r``, ``c``) for every ``r < R``, ``c < C``, and ``idx``
+    is ``r * C + c`` (emitted as a declaration after the two indices).
+
+    Raises:
+        NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
+    """
+    from cudalens.optimizer.affine import is_global_index
+    from cudalens.optimizer.macros import file_macros
+    from cudalens.optimizer.syntax import readable_body
+
+    try:
+        parsed, body = readable_body(ctx)
+    except Exception:
+        raise first from None
+    macros = file_macros(parsed)
+    scope = Scope(macros=macros)
+    stmts = named_children(body)
+    if len(stmts) < 2 or stmts[0].type != "declaration" or stmts[1].type != "if_statement" or \
+            stmts[1].child_by_field_name("alternative") is not None:
+        raise first
+    decls = stmts[0].children_by_field_name("declarator")
+    if len(decls) != 1 or decls[0].type != "init_declarator" or \
+            not is_global_index(poly_of(decls[0].child_by_field_name("value"), parsed, scope), "x"):
+        raise first
+    idx = parsed.text_of(decls[0].child_by_field_name("declarator"))
+    type_node = stmts[0].child_by_field_name("type")
+    idx_type = " ".join(parsed.text_of(type_node).split()) if type_node is not None else "int"
+    cond = unparen(stmts[1].child_by_field_name("condition"))
+    consequence = stmts[1].child_by_field_name("consequence")
+    inner = consequence
+    if inner.type == "compound_statement" and len(named_children(inner)) == 1:
+        inner = named_children(inner)[0]
+    exit_ = inner.type == "return_statement" and not named_children(inner)
+    if cond.type != "binary_expression" or \
+            cond.child_by_field_name("operator").type != (">=" if exit_ else "<") or \
+            parsed.text_of(unparen(cond.child_by_field_name("left"))) != idx:
+        raise first
+    total = unparen(cond.child_by_field_name("right"))
+    guarded = list(stmts[2:]) if exit_ else (
+        named_children(consequence) if consequence.type == "compound_statement" else [consequence])
+    if not exit_ and len(stmts) > 2:
+        raise first
+    if total.type != "binary_expression" or total.child_by_field_name("operator").type != "*" or \
+            len(guarded) < 3:
+        raise first
+    split: dict[str, tuple[str, str, tree_sitter.Node]] = {}  # "/" or "%" -> (var, type, divisor)
+    for d in guarded[:2]:
+        ds = d.children_by_field_name("declarator") if d.type == "declaration" else []
+        if len(ds) != 1 or ds[0].type != "init_declarator":
+            raise first
+        value = unparen(ds[0].child_by_field_name("value"))
+        if value.type != "binary_expression" or \
+                value.child_by_field_name("operator").type not in ("/", "%") or \
+                parsed.text_of(unparen(value.child_by_field_name("left"))) != idx:
+            raise first
+        t = d.child_by_field_name("type")
+        split[value.child_by_field_name("operator").type] = (
+            parsed.text_of(ds[0].child_by_field_name("declarator")),
+            " ".join(parsed.text_of(t).split()) if t is not None else "int",
+            unparen(value.child_by_field_name("right")))
+    if set(split) != {"/", "%"}:
+        raise first
+    (r, rtype, cdiv), (c, ctype, cmod) = split["/"], split["%"]
+    cols_text = parsed.text_of(cdiv)
+    if parsed.text_of(cmod) != cols_text:
+        raise first
+    left, right = unparen(total.child_by_field_name("left")), \
+        unparen(total.child_by_field_name("right"))
+    if parsed.text_of(right) == cols_text:
+        rows_node = left
+    elif parsed.text_of(left) == cols_text:
+        rows_node = right
+    else:
+        raise first
+    statements = tuple(guarded[2:])
+    for stmt in statements:
+        for n in walk(stmt):
+            t = n.child_by_field_name("left") if n.type == "assignment_expression" else \
+                n.child_by_field_name("argument") if n.type == "update_expression" else None
+            if t is not None and unparen(t).type == "identifier" and \
+                    parsed.text_of(unparen(t)) in (idx, r, c):
+                raise first
+    rows_text = parsed.text_of(rows_node)
+    axis = lambda var, ctyp, ax, node: index2d.Axis(
+        var, ctyp, ax, parsed.text_of(node), index2d.spec_text(node, parsed, ctx, macros),
+        poly_of(node, parsed, scope))
+    return index2d.Grid2D(
+        x=axis(c, ctype, "x", cdiv), y=axis(r, rtype, "y", rows_node),
+        guard=f"{r} < {rows_text} && {c} < {cols_text}", statements=statements, parsed=parsed,
+        body=body, macros=macros,
+        fixed=(f"const {dtypes.normalize_c_type(idx_type)} {idx} = {r} * {cols_text} + {c};",))
+
+
 def _match(ctx: PassContext) -> _Match:
-    g = index2d.match(ctx)
+    try:
+        g = index2d.match(ctx)
+    except index2d.NoMatch as exc:
+        try:
+            g = _tile_loop(ctx, exc)
+        except index2d.NoMatch:
+            g = _grid1d(ctx, exc)
     parsed = g.parsed
     if ctx.spec.atomics:
         raise _fail("the spec marks the kernel as using atomics")
@@ -159,6 +367,12 @@ def _match(ctx: PassContext) -> _Match:
         raise _fail(f"expected the stored value to read one other buffer once as in[...], "
                     f"found reads {shown}")
     src = buffer_of(reads[0])
+    for text in g.fixed:  # declarations the rewrite adds (the flat index, the tile loop's j)
+        fp = parse("void f() { " + text + " }")
+        for n in walk(fp.tree.root_node):
+            if n.type == "init_declarator":
+                locals_[fp.text_of(n.child_by_field_name("declarator"))] = \
+                    (fp, n.child_by_field_name("value"))
     scope = Scope(macros=g.macros, locals=locals_)
     axes = (g.x, g.y)
 
@@ -295,6 +509,8 @@ def apply(ctx: PassContext, block_rows: int = 8) -> PassResult:
         lane_b = j if phase == "read" else "threadIdx.x"
         w(2, _decl_line(a, f"blockIdx.x * {tile_n} + {lane_a}"))
         w(2, _decl_line(b, f"blockIdx.y * {tile_n} + {lane_b}"))
+        for fixed in m.grid.fixed:
+            w(2, fixed)
         w(2, f"if ({m.grid.guard}) {{")
         for d in needed[phase]:
             w.text_block(3, parsed.text_of(d))

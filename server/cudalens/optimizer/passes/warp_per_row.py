@@ -493,9 +493,15 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     allows it (no ``return`` after the guard)."""
     plain = tuple({"warps_per_block": w} for w in WARPS_PER_BLOCK)
     reason, m = _plan(ctx)
-    if reason is not None or _gridstride_blocker(m) is not None:
+    if reason is not None:
         return plain
-    return plain + tuple({"warps_per_block": w, "gridstride": True} for w in WARPS_PER_BLOCK)
+    from cudalens.optimizer.passes.block_per_row import online_pair
+
+    if online_pair(m) is not None:  # single-pass online softmax, after the plain form
+        plain += tuple({"warps_per_block": w, "online": True} for w in WARPS_PER_BLOCK)
+    if _gridstride_blocker(m) is not None:
+        return plain
+    return plain + tuple({**d, "gridstride": True} for d in plain)
 
 
 def _gridstride_blocker(m: _Match) -> Optional[str]:
@@ -513,7 +519,8 @@ def _combine(acc: str, kind: str, other: str) -> str:
     return f"{acc} += {other};" if kind == "+" else f"{acc} = {kind}({acc}, {other});"
 
 
-def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) -> PassResult:
+def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
+          online: bool = False) -> PassResult:
     """The warp-per-row kernel. ``gridstride``: the warps loop over the rows
     (``for (row = warp; row < rows; row += warps in the grid)``), so that any launch whose
     block is a multiple of 32 threads covers every row, the user's original one included.
@@ -530,6 +537,8 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) 
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
     p = m.parsed
     taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
+    if online:
+        return _online(ctx, m, warps_per_block, gridstride, taken)
     lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
     indent = line_indent(p.data, m.index_decl.start_byte)
     shuffled = any(loop.accumulators for loop in m.loops)
@@ -586,6 +595,30 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False) 
                       tags=("warp-per-row" + ("+gridstride" if gridstride else ""),
                             f"block={WARP * warps_per_block}"),
                       explanation=explanation)
+
+
+def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
+            taken: set) -> PassResult:
+    """The warp-per-row kernel with the max and sum-of-exponentials loops fused
+    (``cudalens.optimizer.passes.block_per_row``, online softmax)."""
+    from cudalens.optimizer.passes.block_per_row import rewrite
+
+    source, o = rewrite(ctx, m, "warp", True, gridstride, taken)
+    launch = dataclasses.replace(ctx.launch, block=(str(WARP * warps_per_block),),
+                                 grid=(f"ceil_div({m.bound_spec}, {warps_per_block})",))
+    explanation = (f"one warp per {m.index} instead of one thread (coalesced reads, 32x the "
+                   f"threads); {o.m} and {o.s} in one pass over the {m.index} (online softmax: "
+                   f"the sum is rescaled when the running maximum grows; Milakov & Gimelshein "
+                   f"2018), so the {m.index} is read twice instead of three times; partial "
+                   f"results merged across the warp with __shfl_xor_sync; block "
+                   f"{WARP * warps_per_block} (sums are added in a different order: results "
+                   f"may differ in the last bits, within the tolerance the runner checks)")
+    if gridstride:
+        explanation += (f"; the warps loop over the {m.index}s (grid-stride), so the kernel is "
+                        f"also correct under any launch whose block is a multiple of 32 threads")
+    return PassResult(source=source, launch=launch,
+                      tags=("warp-per-row+online" + ("+gridstride" if gridstride else ""),
+                            f"block={WARP * warps_per_block}"), explanation=explanation)
 
 
 _BEGIN, _END = "/*@cudalens-indent-begin@*/", "/*@cudalens-indent-end@*/"
