@@ -26,7 +26,7 @@ from cudalens.optimizer.passes import coarsen_reduce, column_reduce, hist_privat
 
 BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, tiled_matmul, warp_reduce,
                                          warp_per_row, vectorize_gridstride, gridstride)
-BODY_REWRITES = (hist_privatize, coarsen_reduce, column_reduce) + BODY_REWRITES
+BODY_REWRITES += (hist_privatize, coarsen_reduce, column_reduce)
 
 PASSES: tuple[ModuleType, ...] = (restrict_const, *BODY_REWRITES, unroll, fast_math,
                                   launch_config, launch_bounds)
