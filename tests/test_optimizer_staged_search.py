@@ -17,8 +17,9 @@ def _summary(cands):
 
 
 ALL_PASSES = ["restrict_const", "tiled_transpose", "tiled_matmul", "warp_reduce",
-              "warp_per_row", "vectorize_gridstride", "gridstride", "unroll", "fast_math",
-              "launch_config", "launch_bounds"]
+              "warp_per_row", "vectorize_gridstride", "gridstride",
+              "hist_privatize", "coarsen_reduce", "column_reduce",  # issue 14 (h/reduce)
+              "unroll", "fast_math", "launch_config", "launch_bounds"]
 
 
 def test_preconditions_name_every_pass():
