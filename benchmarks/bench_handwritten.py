@@ -4,7 +4,8 @@ For every ``benchmarks/handwritten/EXAMPLE.PASS.cu`` whose pass applies to
 ``examples/EXAMPLE.cu`` (or only the files named on the command line), one runner evaluation
 verifies and times, interleaved with the original: the pass's default rewrite and the
 hand-written kernel, both under the rewrite's launch (a hand-written file is written for the
-launch its pass chooses). Prints one line per file and writes JSON with the device, commit
+launch its pass chooses at its default parameters; one written for another launch fails
+verification here, and the line says so). Prints one line per file and writes JSON with the device, commit
 and date, per file both speedups with their 95% intervals and ``rewrite_vs_hand`` (the
 rewrite's speedup over the hand-written one's: the issue's goal is at least 0.8).
 

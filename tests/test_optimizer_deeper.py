@@ -65,7 +65,8 @@ def test_coarsened_reduction_keeps_the_grid_with_one_warp_per_block():
     result = coarsen_reduce.apply(_example("reduce_sum"))
     assert result.launch.block == ("32",)
     assert result.launch.grid == ("ceil_div(n, 256)",)
-    assert "for (unsigned int tid = threadIdx.x; tid < 256; tid += 32) {" in result.source
+    assert "    #pragma unroll\n    for (int k = 0; k < 8; ++k) {\n" \
+           "        unsigned int tid = threadIdx.x + k * 32;\n" in result.source
     assert "__syncthreads" not in result.source and "__shared__" not in result.source
 
 

@@ -16,11 +16,10 @@ def _summary(cands):
     return [(c.label, c.source, launch_key(c.launch), c.passes) for c in cands]
 
 
-ALL_PASSES = ["restrict_const", "hist_privatize", "coarsen_reduce", "column_reduce",
-              "tiled_transpose", "regblock_matmul", "tiled_matmul", "warp_reduce",
-              "block_per_row", "warp_per_row", "stencil_tile", "vectorize_2d",
-              "vectorize_gridstride", "gridstride", "unroll", "fast_math", "launch_config",
-              "launch_bounds"]
+ALL_PASSES = ["restrict_const", "tiled_transpose", "regblock_matmul", "tiled_matmul",
+              "warp_reduce", "block_per_row", "warp_per_row", "stencil_tile", "vectorize_2d",
+              "vectorize_gridstride", "gridstride", "hist_privatize", "coarsen_reduce",
+              "column_reduce", "unroll", "fast_math", "launch_config", "launch_bounds"]
 
 
 def test_preconditions_name_every_pass():
@@ -71,8 +70,8 @@ def _example_ctx(name):
 
 @pytest.mark.parametrize("name,first", [
     ("transpose", "restrict tiled-transpose block=32x8"),
-    ("reduce_sum", "restrict warp-per-block"),
-    ("reduce_max", "restrict warp-per-block"),
+    ("reduce_sum", "restrict warp-reduce"),
+    ("reduce_max", "restrict warp-reduce"),
     ("matmul", "restrict regblock-matmul tile=128x128x8 thread=8x8 block=16x16"),
     ("softmax", "restrict block-per-row+online unroll=4 block=256"),
     ("gemv", "restrict block-per-row unroll=4 block=256"),

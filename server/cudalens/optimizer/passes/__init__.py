@@ -25,10 +25,10 @@ from cudalens.optimizer.passes import (block_per_row, coarsen_reduce, column_red
                                        tiled_matmul, tiled_transpose, unroll, vectorize_2d,
                                        vectorize_gridstride, warp_per_row, warp_reduce)
 
-BODY_REWRITES: tuple[ModuleType, ...] = (hist_privatize, coarsen_reduce, column_reduce,
-                                         tiled_transpose, regblock_matmul, tiled_matmul,
+BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, regblock_matmul, tiled_matmul,
                                          warp_reduce, block_per_row, warp_per_row, stencil_tile,
-                                         vectorize_2d, vectorize_gridstride, gridstride)
+                                         vectorize_2d, vectorize_gridstride, gridstride,
+                                         hist_privatize, coarsen_reduce, column_reduce)
 
 PASSES: tuple[ModuleType, ...] = (restrict_const, *BODY_REWRITES, unroll, fast_math,
                                   launch_config, launch_bounds)
