@@ -112,6 +112,7 @@ def test_cli_prints_the_plan_and_writes_json(tmp_path):
                         f"runner call")
     assert lines[1].startswith(" *  1. restrict warp-reduce") and \
         "passes: restrict_const, warp_reduce;  block (256), grid (ceil_div(n, 256))" in lines[1]
+    assert lines[2].startswith("        why: __restrict__ on ")  # the passes' explanation
     assert ("  * = the first batch (5 candidates), sent before anything is measured; later "
             "batches depend on the measurements") in lines
     assert f"  unroll                {src}:7 (the kernel): no loop to unroll: line 14 holds a " \
@@ -120,6 +121,7 @@ def test_cli_prints_the_plan_and_writes_json(tmp_path):
     assert set(data) == {"kernel", "candidates", "not_applied", "batch", "notes"}
     assert data["kernel"] == "block_sum"
     assert data["candidates"][0]["passes"] == ["restrict_const", "warp_reduce"]
+    assert "warp" in data["candidates"][0]["explanation"]
     assert data["candidates"][0]["launch"] == {"block": ["256"], "grid": ["ceil_div(n, 256)"],
                                                "shared": "0"}
     assert {"pass": "tiled_transpose", "line": 9, "at": "condition"}.items() <= \

@@ -1,6 +1,7 @@
 """``cudalens plan FILE [--kernel NAME] [--json PATH]``: what the built-in search would time for
 a kernel, without a GPU (``cudalens.optimizer.plan``): the candidates in search order, the
-first batch marked, and every pass that does not apply with its reason and line.
+first batch marked (each with the passes' explanation), and every pass that does not apply
+with its reason and line.
 
 Exit statuses as the other commands: 0 with a plan (even one with no candidates), 2 when
 FILE, the kernel, its spec or the --json path cannot be used.
@@ -34,6 +35,8 @@ def describe(plan: Plan, file: Path) -> list[str]:
             mark = "*" if c.first_batch else " "
             lines.append(f" {mark}{i:3d}. {c.label:<{width}}  passes: {', '.join(c.passes)};  "
                          f"{_launch_text(c)}")
+            if c.first_batch and c.explanation:
+                lines.append(f"        why: {c.explanation}")
         lines.append(f"  * = the first batch ({len(plan.first_batch)} candidates), sent before "
                      f"anything is measured; later batches depend on the measurements")
     else:
