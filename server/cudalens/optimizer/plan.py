@@ -29,13 +29,15 @@ class PlannedCandidate:
     """One candidate the search may time: ``label`` as ``optimize`` shows it, ``passes`` in
     the order applied, ``parameters`` the label's ``name=value`` settings (``{"block": "512"}``),
     ``launch`` its block, grid and dynamic shared memory (spec expressions), ``batch_position``
-    its place (0-based) in the search's first runner call, None when it is not in it."""
+    its place (0-based) in the search's first runner call, None when it is not in it;
+    ``explanation`` what the passes changed and why it should be faster, one clause per pass."""
 
     label: str
     passes: tuple[str, ...]
     parameters: dict[str, str]
     launch: LaunchDecl
     batch_position: Optional[int]
+    explanation: str = ""
 
     @property
     def first_batch(self) -> bool:
@@ -46,7 +48,8 @@ class PlannedCandidate:
                 "parameters": dict(self.parameters),
                 "launch": {"block": list(self.launch.block), "grid": list(self.launch.grid),
                            "shared": self.launch.shared},
-                "first_batch": self.first_batch, "first_batch_position": self.batch_position}
+                "first_batch": self.first_batch, "first_batch_position": self.batch_position,
+                "explanation": self.explanation}
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ def make_plan(ctx: PassContext, *, seed: int = 0, batch: int = 8) -> Plan:
     pool = ordered(ctx, seed)
     first = {c.key: i for i, c in enumerate(first_batch(pool, batch))}
     candidates = tuple(PlannedCandidate(c.label, c.passes, parameters_of(c.label), c.launch,
-                                        first.get(c.key)) for c in pool)
+                                        first.get(c.key), c.explanation) for c in pool)
     used = {name for c in pool for name in c.passes}
     kernel_line = ctx.kernel.name_range.start.line + 1
     missing: list[NotApplied] = []
