@@ -190,3 +190,16 @@ def test_transpose_spellings_that_are_not_a_transpose_keep_the_plain_reason(text
     got = tiled_transpose.check(context_with_spec(text, "k", TRANSPOSE_SPEC))
     assert got.startswith("expected the body to start with the two global indices"), got
     assert line_of(got) == 3
+
+
+def test_plan_explains_the_new_candidates():
+    from cudalens.optimizer.plan import make_plan
+
+    plan = make_plan(context(_variant("block_per_row", "logsumexp.cu")))
+    first = plan.first_batch[0]
+    assert first.passes[-1] == "block_per_row" or "block_per_row" in first.passes
+    rec = first.record()
+    assert "online softmax" in rec["explanation"] and "Milakov" in rec["explanation"]
+    plan = make_plan(context(_variant("stencil_tile", "conv1d_mask.cu")))
+    tiled = next(c for c in plan.candidates if "stencil_tile" in c.passes)
+    assert "input (offsets -2..2) in shared memory once" in tiled.explanation
