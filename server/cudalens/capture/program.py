@@ -1,15 +1,16 @@
 """Run the user's command with the recorder injected, and collect what it left.
 
 The command runs as given (an argument list, never through a shell), in the current
-directory (or ``cwd``), in a process group of its own, with the environment of cudalens plus ``CUDA_INJECTION64_PATH`` (the recorder
-library) and the ``CUDALENS_CAPTURE_*`` settings the recorder reads. Its stdout is the user's
-terminal; its stderr is passed through line by line and its last ``STDERR_TAIL_LINES`` lines
-are kept for the report of a failing program.
+directory (or ``cwd``), with the environment of cudalens plus ``CUDA_INJECTION64_PATH``
+(the recorder library) and the ``CUDALENS_CAPTURE_*`` settings the recorder reads. Its stdout
+is the user's terminal; its stderr is passed through line by line and its last
+``STDERR_TAIL_LINES`` lines are kept for the report of a failing program.
 
-``cancel`` (a ``threading.Event``, the editor's cancel): once set, the program's whole process
-group (the program and every child it started: a launcher script's python, a test runner's
-workers) gets SIGTERM, then SIGKILL after ``KILL_GRACE_S`` seconds, and ``ProgramCancelled``
-is raised: nothing it left is used.
+``cancel`` (a ``threading.Event``, the editor's cancel): the program then runs in a process
+group of its own, without stdin and with its stdout discarded (no terminal); once set, the
+whole group (the program and every child it started: a launcher script's python, a test
+runner's workers) gets SIGTERM, then SIGKILL after ``KILL_GRACE_S`` seconds, and
+``ProgramCancelled`` is raised: nothing it left is used.
 """
 
 from __future__ import annotations
@@ -89,10 +90,12 @@ def run_program(command: Sequence[str], env: dict[str, str], out_dir: Path,
     to this process's stderr). Raises ``ProgramNotRun`` when the command cannot start and
     ``ProgramCancelled`` when ``cancel`` was set before it ended (module doc)."""
     write = echo or (lambda line: (sys.stderr.write(line), sys.stderr.flush()))
-    stdout = subprocess.DEVNULL if cancel is not None else None  # no terminal in the editor
+    # in the editor (cancel given) there is no terminal: the server's stdin and stdout carry
+    # the LSP messages, which the program must neither read nor write into
+    quiet = subprocess.DEVNULL if cancel is not None else None
     try:
         proc = subprocess.Popen(list(command), env=env, stderr=subprocess.PIPE, text=True,
-                                errors="replace", cwd=cwd, stdout=stdout,
+                                errors="replace", cwd=cwd, stdin=quiet, stdout=quiet,
                                 start_new_session=cancel is not None)
     except OSError as exc:
         raise ProgramNotRun(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None

@@ -197,7 +197,8 @@ def listed(root: Path, snapshot: DocumentSnapshot, view: KernelView) -> list[Lis
     """The captures of ``view``'s kernel under ``root``, current ones first, newest first."""
     from cudalens.capture.sources import capture_key, matches
 
-    found = [(p, m) for p, m in _MANIFESTS.all(captures_dir(root)) if matches(view.kernel, m.kernel)]
+    found = [(p, m) for p, m in _MANIFESTS.all(captures_dir(root))
+             if matches(view.kernel, m.kernel)]
     if not found:
         return []
     key = capture_key(snapshot.source, view.kernel)

@@ -2,7 +2,9 @@
 injected recorder, it writes what the recorder would (``tests/capture_fakes.write_saxpy_record``:
 one launch of ``saxpy`` with ``n`` elements) into ``$CUDALENS_CAPTURE_DIR``.
 
-Options: ``--n N`` (elements, default 1000); ``--fail STATUS`` (write two stderr lines and exit
+It also writes an LSP-looking header to stdout and reads stdin to its end, as a program may:
+under the language server neither may reach the LSP stream. Options: ``--n N`` (elements,
+default 1000); ``--fail STATUS`` (write two stderr lines and exit
 with STATUS, recording nothing); ``--hang PIDFILE`` (start a child process, write both process
 ids to PIDFILE, print a line to stderr every 0.1 s and never end, for cancel tests).
 """
@@ -41,6 +43,12 @@ def main() -> int:
             sys.stderr.write(f"training step {step}\n")
             sys.stderr.flush()
             time.sleep(0.1)
+    # a real program prints to stdout and may read stdin: under the language server neither
+    # may touch the LSP stream (stdin at once at its end, stdout discarded)
+    sys.stdout.write("Content-Length: 5\r\n\r\nhello epoch 1: loss 0.25\n")
+    sys.stdout.flush()
+    read = sys.stdin.read()
+    sys.stderr.write(f"stdin gave {len(read)} bytes\n")
     write_saxpy_record(Path(os.environ["CUDALENS_CAPTURE_DIR"]), args.n)
     sys.stderr.write("done\n")
     return 0
