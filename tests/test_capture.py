@@ -245,12 +245,20 @@ def test_kernel_names_match_with_or_without_namespace_and_template(wanted, deman
 
 # -- the command line --------------------------------------------------------------------
 
-def _cli(args, cwd, env_extra=None, timeout=240):
+# The CLI with the driver check passed (TEST-ONLY): these tests run programs that launch no
+# kernel, to see what the CLI reports, on machines without a CUDA driver too.
+WITHOUT_DRIVER_CHECK = ("import sys, cudalens.capture.session as s; "
+                        "s.check_driver = lambda *a: None; sys.argv[0] = 'cudalens'; "
+                        "from cudalens.cli import main; main()")
+
+
+def _cli(args, cwd, env_extra=None, timeout=240, driver_check=True):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "server"), str(ROOT)]
                                         + [p for p in [env.get("PYTHONPATH")] if p])
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "cudalens", *args], capture_output=True,
+    start = ["-m", "cudalens"] if driver_check else ["-c", WITHOUT_DRIVER_CHECK]
+    return subprocess.run([sys.executable, *start, *args], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=timeout, check=False)
 
 
@@ -259,7 +267,8 @@ def test_cli_a_failing_program_reports_its_status_and_stderr_tail(tmp_path):
     ws = _workspace(tmp_path)
     done = _cli(["capture", "--kernel", "saxpy", "--", sys.executable, "-c",
                  "import sys; sys.stderr.write('loading data\\nValueError: bad shape\\n'); "
-                 "sys.exit(7)"], ws, {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")})
+                 "sys.exit(7)"], ws, {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")},
+               driver_check=False)
     assert done.returncode == 1, done.stderr
     assert ("error: the program failed with exit status 7; nothing was saved. The end of its "
             "stderr:\n  loading data\n  ValueError: bad shape") in done.stderr
@@ -270,7 +279,7 @@ def test_cli_a_failing_program_reports_its_status_and_stderr_tail(tmp_path):
 def test_cli_a_program_without_cuda_launches_nothing(tmp_path):
     ws = _workspace(tmp_path)
     done = _cli(["capture", "--", sys.executable, "-c", "print('hi')"], ws,
-                {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")})
+                {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")}, driver_check=False)
     assert done.returncode == 1 and done.stdout.startswith("hi")
     assert "note: the recorder was not loaded" in done.stderr
     assert ("error: kernel saxpy: not captured: it was never launched; the program launched no "
@@ -282,10 +291,26 @@ def test_cli_a_command_that_does_not_exist(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
     done = _cli(["capture", "--kernel", "saxpy", "--", str(tmp_path / "no-such-program")], ws,
-                {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")})
+                {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")}, driver_check=False)
     assert done.returncode == 2
     assert f"error: cannot run '{tmp_path / 'no-such-program'}': No such file or directory" \
         in " ".join(done.stderr.split())
+
+
+def test_cli_without_a_cuda_driver_says_so_and_runs_nothing(tmp_path):
+    if _has_libcuda():
+        pytest.skip("a CUDA driver is installed here")
+    ws = _workspace(tmp_path)
+    done = _cli(["capture", "--kernel", "saxpy", "--", sys.executable, "-c", "print('hi')"], ws,
+                {"CUDALENS_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == ""  # the program was not run
+    err = " ".join(done.stderr.split())
+    assert err.startswith("error: no CUDA driver found: libcuda.so.1 cannot be loaded (")
+    assert err.endswith("capturing needs a machine with an NVIDIA GPU and its driver, where the "
+                        "program runs its kernels")
+    assert "recorder" not in err
+    assert not (tmp_path / "cache").exists()  # nor the recorder built
 
 
 # -- replay: optimize --capture ------------------------------------------------------------

@@ -26,6 +26,8 @@ from cudalens.lsp.incoming import without_lone_surrogates  # noqa: E402
 
 asyncio_test = pytest.mark.asyncio
 
+FRESH = ["Optimize", "Capture a real launch"]  # the lenses of a kernel never optimized
+
 
 def _command(log: Path) -> list[str]:
     """The server at its default log level, logging to ``log`` too."""
@@ -51,12 +53,12 @@ async def test_a_lone_surrogate_does_not_break_later_requests(tmp_path):
     path = copy_example(tmp_path, "saxpy.cu")
     async with editor(tmp_path) as client:
         u = client.open(path)
-        [lens] = await client.code_lenses(u)
+        lens, _capture = await client.code_lenses(u)
         line = lens.range.start.line
         client.change(u, "// \ud800 x\n" + client.text(u))
         lenses = await client.code_lenses(u)
         assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
-            (line + 1, "Optimize")]
+            (line + 1, "Optimize"), (line + 1, "Capture a real launch")]
         hover = await client.text_document_hover_async(types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=u), position=lenses[0].range.start))
         assert hover is not None
@@ -69,7 +71,7 @@ async def test_a_lone_surrogate_does_not_break_later_requests(tmp_path):
                 text="\ud800\n")]))
         lenses = await client.code_lenses(u)
         assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
-            (line + 2, "Optimize")]
+            (line + 2, "Optimize"), (line + 2, "Capture a real launch")]
         assert _errors(client) == []
         warned = [m.message for m in client.log_messages if "surrogate" in m.message]
         assert warned == [f"cudalens: textDocument/didChange for {u} carried 1 lone UTF-16 "
@@ -85,7 +87,7 @@ async def test_a_change_for_a_document_never_opened_is_logged_not_popped_up(tmp_
             text_document=types.VersionedTextDocumentIdentifier(uri=stray, version=2),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text="x")]))
         u = client.open(path)
-        assert [lens.command.title for lens in await client.code_lenses(u)] == ["Optimize"]
+        assert [lens.command.title for lens in await client.code_lenses(u)] == FRESH
         logged = await client.wait_for(lambda: [m.message for m in client.log_messages
                                                 if "never_opened.cu" in m.message],
                                        what="a log message about the stray change")
@@ -211,7 +213,7 @@ async def test_malformed_requests_log_one_line_each_at_the_default_level(tmp_pat
                 command=cmd.OPTIMIZE, arguments=[{"uri": u, "kernel": "saxpy",
                                                   "version": "x"}]))
         assert info.value.code == -32602
-        assert [lens.command.title for lens in await client.code_lenses(u)] == ["Optimize"]
+        assert [lens.command.title for lens in await client.code_lenses(u)] == FRESH
     logged = _logged(log)
     assert logged[:2] == [
         "WARNING cudalens.lsp.protocol: textDocument/hover: invalid params: Position.line "
@@ -234,10 +236,10 @@ async def test_a_huge_document_is_not_analyzed_and_does_not_stall_others(tmp_pat
                    encoding="utf-8")
     async with editor(tmp_path) as client:
         u = client.open(path)
-        assert [lens.command.title for lens in await client.code_lenses(u)] == ["Optimize"]
+        assert [lens.command.title for lens in await client.code_lenses(u)] == FRESH
         b = client.open(big)
         start = time.perf_counter()
-        assert [lens.command.title for lens in await client.code_lenses(u)] == ["Optimize"]
+        assert [lens.command.title for lens in await client.code_lenses(u)] == FRESH
         assert time.perf_counter() - start < 2.0
         assert await client.code_lenses(b) == []
         size = big.stat().st_size

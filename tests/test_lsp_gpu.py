@@ -85,7 +85,9 @@ async def test_live_optimize_and_apply_on_the_gpu(tmp_path):
     assert original.splitlines()[KERNEL_LINE].startswith(f"__global__ void {KERNEL}(")
     async with editor(tmp_path, settings=SETTINGS, command=LIVE_COMMAND) as client:
         uri = client.open(path)
-        assert titles(await client.code_lenses(uri)) == [("Optimize", "cudalens.optimize")]
+        assert titles(await client.code_lenses(uri)) == [
+            ("Optimize", "cudalens.optimize"),
+            ("Capture a real launch", "cudalens.captureLaunch")]
 
         started = await optimize_live(client, uri)
         reports = client.progress_reports[started["token"]]
@@ -104,7 +106,8 @@ async def test_live_optimize_and_apply_on_the_gpu(tmp_path):
         # the lens offers the same candidate the progress announced
         lenses = titles(await client.code_lenses(uri))
         assert [name for _, name in lenses] == ["", "cudalens.optimize", "cudalens.showDiff",
-                                                "cudalens.apply", "cudalens.reject"], lenses
+                                                "cudalens.apply", "cudalens.reject",
+                                                "cudalens.captureLaunch"], lenses
         assert re.fullmatch(r"[\d,.]+ us, \d+% of copy bandwidth, .+", lenses[0][0]), lenses
         # (a candidate timed with another launch says how it runs under the spec's launch)
         assert re.fullmatch(rf"{best:.2f}x faster candidate: show diff( \((\d+\.\d\dx as a "

@@ -89,7 +89,8 @@ async def test_shutdown_during_a_job_ends_its_progress_and_keeps_nothing(tmp_pat
     async with _server(work, nowhere, tmp_path / "server2.log") as client:
         doc = client.open(path)
         lenses = await client.code_lenses(doc)
-    assert [lens.command.command for lens in lenses if lens.command] == ["cudalens.optimize"]
+    assert [lens.command.command for lens in lenses if lens.command] == ["cudalens.optimize",
+                                                                   "cudalens.captureLaunch"]
 
 
 async def test_apply_to_a_crlf_document_keeps_crlf(tmp_path):

@@ -165,7 +165,8 @@ async def test_the_llm_proposes_gets_feedback_and_its_winner_is_offered_and_appl
             lenses = titles(await client.code_lenses(uri))
             assert lenses[1:] == [("Optimize again", "cudalens.optimize"),
                                   ("1.90x faster candidate: show diff", "cudalens.showDiff"),
-                                  ("apply", "cudalens.apply"), ("reject", "cudalens.reject")]
+                                  ("apply", "cudalens.apply"), ("reject", "cudalens.reject"),
+                                  ("Capture a real launch", "cudalens.captureLaunch")]
             actions = await client.code_actions(uri, 5)
             assert [a.title for a in actions] == [
                 f"Optimize kernel saxpy again (LLM {endpoint})",

@@ -114,4 +114,5 @@ def test_the_readme_neovim_snippet_starts_cudalens_on_cuda_buffers(tmp_path, nvi
     steps = log.read_text() if log.exists() else ""
     assert proc.returncode == 0, f"nvim exited {proc.returncode}\n{steps}\n{proc.stderr[-2000:]}"
     assert steps.splitlines() == ["filetype: cuda", "lens: line 3: Optimize",
+                                  "lens: line 3: Capture a real launch",
                                   "second buffer: same client"], steps

@@ -76,7 +76,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
     async with editor(tmp_path) as client:
         uri = client.open(path)
         lenses = await client.code_lenses(uri)
-        assert titles(lenses) == [("Optimize", "cudalens.optimize")]
+        assert titles(lenses) == [("Optimize", "cudalens.optimize"), ("Capture a real launch", "cudalens.captureLaunch")]
         assert lenses[0].range.start == types.Position(3, 0)
         assert [a.title for a in await client.code_actions(uri, 5)] == \
             ["Optimize kernel saxpy (built-in passes)", CHECK_TITLE]
@@ -106,7 +106,7 @@ async def test_optimize_shows_lenses_diagnostics_hints_hover_and_actions(tmp_pat
         assert titles(await client.code_lenses(uri)) == [
             (MEASURED, ""), ("Optimize again", "cudalens.optimize"),
             (offer_lens(BEST), "cudalens.showDiff"),
-            ("apply", "cudalens.apply"), ("reject", "cudalens.reject")]
+            ("apply", "cudalens.apply"), ("reject", "cudalens.reject"), ("Capture a real launch", "cudalens.captureLaunch")]
         info = await client.wait_for(lambda: [d for d in client.diagnostics_for(uri)
                                               if d.source == "cudalens"], what="results")
         assert [(d.severity, d.range, d.message) for d in info] == [
@@ -226,7 +226,8 @@ async def test_stale_candidate_is_refused_with_a_message_and_can_be_rerun(tmp_pa
             (NAME, f"saxpy: results from {today()} on {SHORT} are stale: the kernel, its spec or "
                    "the device changed since; run Optimize again")]
         assert titles(await client.code_lenses(uri)) == [
-            (f"stale: results from {today()} on {SHORT}", ""), ("Optimize", "cudalens.optimize")]
+            (f"stale: results from {today()} on {SHORT}", ""), ("Optimize", "cudalens.optimize"),
+            ("Capture a real launch", "cudalens.captureLaunch")]
         assert [a.title for a in await client.code_actions(uri, 5)] == [
             "Optimize kernel saxpy (built-in passes, results are stale)", CHECK_TITLE]
 
@@ -282,7 +283,7 @@ async def test_reject_offers_the_next_candidate_and_results_survive_restart(tmp_
         assert titles(await client.code_lenses(uri)) == [
             (MEASURED, ""), ("Optimize again", "cudalens.optimize"),
             (offer_lens(SECOND), "cudalens.showDiff"),
-            ("apply", "cudalens.apply"), ("reject", "cudalens.reject")]
+            ("apply", "cudalens.apply"), ("reject", "cudalens.reject"), ("Capture a real launch", "cudalens.captureLaunch")]
         assert (await _offered(client, uri))[2] == f"Show diff of candidate ({SECOND['label']})"
         assert client.progress_reports == {}
 
@@ -324,8 +325,8 @@ async def test_cancel_a_running_job_and_a_queued_one(tmp_path):
         end = await client.wait_for(lambda: ended(client, second["token"]), what="second cancel")
         assert end[0].message == "transpose_naive: cancelled; no results kept"
         await asyncio.sleep(0.3)  # the worker thread notices at the runner's next message
-        assert titles(await client.code_lenses(s_uri)) == [("Optimize", "cudalens.optimize")]
-        assert titles(await client.code_lenses(t_uri)) == [("Optimize", "cudalens.optimize")]
+        assert titles(await client.code_lenses(s_uri)) == [("Optimize", "cudalens.optimize"), ("Capture a real launch", "cudalens.captureLaunch")]
+        assert titles(await client.code_lenses(t_uri)) == [("Optimize", "cudalens.optimize"), ("Capture a real launch", "cudalens.captureLaunch")]
     with sqlite3.connect(tmp_path / ".cudalens" / "results.db") as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
@@ -432,8 +433,10 @@ async def test_two_kernels_get_a_lens_each(tmp_path):
     async with editor(tmp_path) as client:
         uri = client.open(src)
         lenses = await client.code_lenses(uri)
+        lenses = sorted(lenses, key=lambda lens: lens.range.start.line)  # stable: per line
         assert [(lens.range.start.line, lens.command.title, lens.command.arguments[0]["kernel"])
-                for lens in lenses] == [(0, "Optimize", "a"), (3, "Optimize", "b")]
+                for lens in lenses] == [(0, "Optimize", "a"), (0, "Capture a real launch", "a"),
+                                        (3, "Optimize", "b"), (3, "Capture a real launch", "b")]
 
 
 async def test_unreachable_runner_is_reported(tmp_path):
@@ -451,4 +454,4 @@ async def test_unreachable_runner_is_reported(tmp_path):
                                            "be used: cannot reach the GPU runner at "
                                            "http://127.0.0.1:9")
         assert "t0k3n" not in error[0].message
-        assert titles(await client.code_lenses(uri)) == [("Optimize", "cudalens.optimize")]
+        assert titles(await client.code_lenses(uri)) == [("Optimize", "cudalens.optimize"), ("Capture a real launch", "cudalens.captureLaunch")]

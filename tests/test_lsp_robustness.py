@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 from harness import copy_example, editor  # noqa: E402
 
 from cudalens.lsp import commands as cmd  # noqa: E402
+from cudalens.lsp.capture_action import CAPTURE, TITLE as CAPTURE_TITLE  # noqa: E402
 from cudalens.lsp.code_lens import code_lenses  # noqa: E402
 from cudalens.lsp.diagnostics import publish_version  # noqa: E402
 from cudalens.lsp.documents import analyze, path_to_uri  # noqa: E402
@@ -232,7 +233,7 @@ async def test_server_answers_bad_requests_and_commands(tmp_path):
             assert info.value.data is None  # no traceback
         # the server is still serving
         lenses = await client.code_lenses(u)
-        assert [lens.command.title for lens in lenses] == ["Optimize"]
+        assert [lens.command.title for lens in lenses] == ["Optimize", "Capture a real launch"]
 
 
 @asyncio_test
@@ -241,7 +242,8 @@ async def test_lenses_survive_a_mid_edit_parse_and_actions_are_refused(tmp_path)
     async with editor(tmp_path) as client:
         u = client.open(path)
         assert [(lens.command.title, lens.command.command)
-                for lens in await client.code_lenses(u)] == [("Optimize", cmd.OPTIMIZE)]
+                for lens in await client.code_lenses(u)] == [("Optimize", cmd.OPTIMIZE),
+                                                             (CAPTURE_TITLE, CAPTURE)]
         client.change(u, MID_EDITS["cut expression"])
         lenses = await client.code_lenses(u)
         assert [(lens.range.start.line, lens.command.title, lens.command.command)
@@ -256,7 +258,8 @@ async def test_lenses_survive_a_mid_edit_parse_and_actions_are_refused(tmp_path)
                                     "again")
         client.change(u, SAXPY.replace(BODY, "y[i] = a * x[i] + 2 * y[i];"))
         assert [(lens.command.title, lens.command.command)
-                for lens in await client.code_lenses(u)] == [("Optimize", cmd.OPTIMIZE)]
+                for lens in await client.code_lenses(u)] == [("Optimize", cmd.OPTIMIZE),
+                                                             (CAPTURE_TITLE, CAPTURE)]
 
 
 @asyncio_test
@@ -268,7 +271,8 @@ async def test_broken_spec_lens_opens_the_spec(tmp_path):
         u = client.open(path)
         lenses = await client.code_lenses(u)
         assert [(lens.command.title, lens.command.command) for lens in lenses] == [
-            ("harness spec has errors: see saxpy.cu.spec", cmd.OPEN_SPEC)]
+            ("harness spec has errors: see saxpy.cu.spec", cmd.OPEN_SPEC),
+            (CAPTURE_TITLE, CAPTURE)]
         assert await client.run(lenses[0].command) == {"shown": True}
         assert [(d.uri, d.take_focus) for d in client.shown_documents] == [
             (path_to_uri(spec), True)]

@@ -340,14 +340,17 @@ __global__ void scale(T* x, T a, int n) {
 """
     sf = parse_source(source, "t.cu")
     spec = infer_spec(sf.kernels[0], source, sf.launch_sites)
-    assert spec.kernel == "ops::scale" and spec.source == "inferred"
+    # no instance in the file: drafted for a named guessed one, its arguments kept
+    assert spec.kernel == "ops::scale<float>" and spec.source == "inferred"
     assert buffers(spec) == {"x": ("inout", "float", "n")}
     assert scalars(spec) == {"a": ("float", "0.5"), "n": ("int", "n")}
-    assert spec.notes[:3] == ("template scale: no instance found in the file; types of "
-                              "template parameters assumed float",
-                              "x: element type 'T' unknown, assumed float",
-                              "scalar a: type 'T' cannot be expressed; assumed float 0.5; "
-                              "GUESS, confirm")
+    assert spec.notes[:3] == ("template scale: no instance found in the file; drafted for "
+                              "scale<float> (T = float): GUESS, confirm the arguments, or name "
+                              "the instance with --kernel 'scale<ARGS>'; the file must "
+                              "instantiate it (template __global__ void ops::scale<float>(...);) "
+                              "for the runner to find it",
+                              "x: element type T is float",
+                              "scalar a = 0.5: GUESS (no launch site passes a value), confirm it")
 
 
 def test_stencil_bounds_with_offsets():

@@ -10,7 +10,10 @@ import { CandidateCommands, CandidateDocuments } from "./common/candidates";
 import { SCHEME } from "./common/candidateUri";
 import { missingServerHelp } from "./common/interpreter";
 import { onPythonInterpreterChange, resolveInterpreter } from "./common/python";
-import { optimizeArgsAt, runServerCommand, settingsChanged, startServer } from "./common/server";
+import { CAPTURE_COMMAND } from "./common/captureLens";
+import {
+  captureArgsAtLine, optimizeArgsAt, runServerCommand, settingsChanged, startServer,
+} from "./common/server";
 import { SECRET_LLM_API_KEY, SECRET_RUNNER_TOKEN } from "./common/serverSettings";
 import { RESTART_SETTINGS, SECTION, Secrets } from "./common/settings";
 import { ReportPanels, RUN_STORED } from "./common/report";
@@ -108,6 +111,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
       await runServerCommand(client, "cudalens.optimize", args);
       await status.refresh();
+    })),
+    vscode.commands.registerCommand("cudalens.captureAtCursor", guarded(async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor || editor.document.languageId !== "cuda-cpp") {
+        throw new Error("open a CUDA file and put the cursor in a kernel");
+      }
+      if (!client?.isRunning()) {
+        throw new Error("the cudalens language server is not running (see the cudalens output)");
+      }
+      const args = await captureArgsAtLine(client, editor.document, editor.selection.active.line);
+      if (!args) {
+        throw new Error("no kernel at the cursor");
+      }
+      await runServerCommand(client, CAPTURE_COMMAND, args);
     })),
     vscode.commands.registerCommand("cudalens.setRunnerToken", guarded(async () => {
       await secrets.prompt(SECRET_RUNNER_TOKEN, "runner token");

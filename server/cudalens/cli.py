@@ -120,6 +120,16 @@ def optimize(file: Path, apply_: bool, **options) -> None:
         _fail(Console(stderr=True), f"interrupted (Ctrl-C); {state}", EXIT_INTERRUPTED)
 
 
+def _check_build(target) -> None:
+    """The kernel's build (``compile_commands.json`` or the project file's ``[build]`` table)
+    and the project headers it sends, read before any work: a refused table, an unreadable
+    database or a header the runner would refuse stops the run here (``CudalensError``), not
+    after the runner has started and the sanitizer has run."""
+    from cudalens.build import build_for, request_files
+
+    request_files(target.path, target.text, build_for(target.path))
+
+
 def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launch_change: bool,
               budget: int, seed: int,
               seconds: Optional[float], repetitions: int, json_path: Optional[Path],
@@ -161,6 +171,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             _fail(err, f"--report {report_path}: {exc}")
     try:
         target = load_target(file, kernel_name)
+        _check_build(target)
         config = config_from_cli(file, agent_config=agent_config, **agent)
         choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
@@ -378,8 +389,9 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     memory errors with compute-sanitizer.
 
     Exit status: 0 when FILE compiles (warnings allowed), 1 when it does not (the errors are
-    shown at their lines), 2 for bad input (no such file), 3 when nvcc cannot be run or did not
-    finish within --timeout, 130 after Ctrl-C (nvcc is stopped either way)."""
+    shown at their lines), 2 for bad input (no such file, no kernel compiled), 3 when nvcc
+    cannot be run or did not finish within --timeout, 130 after Ctrl-C (nvcc is stopped
+    either way)."""
     from cudalens.build import local_nvcc_options
     from cudalens.check import CheckError, compile_check, format_check
 
@@ -411,9 +423,24 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     except KeyboardInterrupt:
         _fail(err, f"interrupted (Ctrl-C): nvcc was stopped; {file} was not checked",
               EXIT_INTERRUPTED)
+    if result.ok and not result.kernels:  # as spec, plan and optimize refuse such a file
+        _fail(err, f"{file}: expected at least one __global__ kernel, found none"
+                   + _no_kernel_hint(file))
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _no_kernel_hint(file: Path) -> str:
+    """Why nvcc compiled no kernel of a file that defines template kernels ("" otherwise)."""
+    from cudalens.source.parser import parse_source
+
+    templates = [k.name for k in parse_source(read_text_file(file), str(file)).kernels
+                 if k.template_parameters]
+    if not templates:
+        return ""
+    return (f" compiled: the template kernel(s) {', '.join(templates)} are compiled only where "
+            f"instantiated (add template __global__ void {templates[0]}<ARGS>(...);)")
 
 
 def _check_gpu(file: Path, kernel_name: Optional[str], err: Console) -> None:

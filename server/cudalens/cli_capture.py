@@ -12,6 +12,7 @@ from rich.markup import escape
 
 EXIT_FOUND_PROBLEMS = 1
 EXIT_INPUT = 2
+EXIT_NO_GPU = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -34,7 +35,7 @@ def capture(kernels: tuple[str, ...], launch: int, max_bytes: Optional[int],
     configuration, every parameter, and the device memory each pointer points into, before and
     after the launch. Each capture is a NumPy .npz file with a JSON manifest, for
     `cudalens optimize FILE --capture MANIFEST`."""
-    from cudalens.capture.session import DEFAULT_DIR, capture_program
+    from cudalens.capture.session import DEFAULT_DIR, NoCudaDriver, capture_program
     from cudalens.errors import CudalensError
 
     err = Console(stderr=True)
@@ -42,6 +43,10 @@ def capture(kernels: tuple[str, ...], launch: int, max_bytes: Optional[int],
     try:
         outcome = capture_program(list(command), list(kernels), launch=launch,
                                   max_bytes=max_bytes, out_dir=out_dir or DEFAULT_DIR)
+    except NoCudaDriver as exc:  # nothing was run
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
+                  soft_wrap=True)
+        sys.exit(EXIT_NO_GPU)
     except CudalensError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
                   soft_wrap=True)

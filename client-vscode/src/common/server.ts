@@ -8,9 +8,10 @@
  */
 import * as vscode from "vscode";
 import {
-  CodeActionRequest, Command, DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient,
-  LanguageClientOptions, ServerOptions, TransportKind,
+  CodeActionRequest, CodeLensRequest, Command, DidChangeConfigurationNotification, ExecuteCommandRequest,
+  LanguageClient, LanguageClientOptions, ServerOptions, TransportKind,
 } from "vscode-languageclient/node";
+import { captureArgsAt, opensBeside } from "./captureLens";
 import { Interpreter } from "./interpreter";
 import { showProgressAsNotifications } from "./progress";
 import { serverLaunch } from "./launch";
@@ -62,6 +63,17 @@ export async function startServer(interpreter: Interpreter, secrets: Secrets,
     outputChannel: log,
     traceOutputChannel: log,
     middleware: {
+      window: {
+        // the spec a capture drafted opens beside the kernel, without taking focus
+        showDocument: async (params, token, next) => {
+          if (!opensBeside(params)) {
+            return next(params, token);
+          }
+          await vscode.window.showTextDocument(vscode.Uri.parse(params.uri),
+            { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: false });
+          return { success: true };
+        },
+      },
       workspace: {
         configuration: async (params, token, next) => {
           const answer = await next(params, token);
@@ -111,6 +123,14 @@ export function settingsChanged(client: LanguageClient): Promise<void> {
 export function runServerCommand<T>(client: LanguageClient, command: string, arg?: object): Promise<T> {
   return client.sendRequest(ExecuteCommandRequest.type,
     { command, arguments: arg === undefined ? [] : [arg] }) as Promise<T>;
+}
+
+/** The argument of the server's capture lens of the kernel at `line` of `document`, if any. */
+export async function captureArgsAtLine(client: LanguageClient, document: vscode.TextDocument,
+  line: number): Promise<object | undefined> {
+  const lenses = await client.sendRequest(CodeLensRequest.type,
+    { textDocument: { uri: client.code2ProtocolConverter.asUri(document.uri) } });
+  return captureArgsAt(lenses ?? [], line);
 }
 
 /** The argument of the server's optimize action at `selection` of `document`, if any. */

@@ -61,6 +61,7 @@ test("the declared defaults reach the server in config.py's shape", () => {
     check: { enabled: true, arch: "sm_90", nvcc: "nvcc", debounceMs: 400, options: [] },
     profile: true,
     sanitize: true,
+    capture: { command: "" },
     server: { args: [], env: {}, logLevel: "warning" },
     trace: { server: "off" },
     workspaceTrusted: false,
@@ -102,7 +103,7 @@ test("settings that choose where a secret goes or what runs are restricted in an
   assert.equal(capability.supported, "limited");
   for (const id of ["cudalens.llm.baseUrl", "cudalens.llm.apiKeyEnv", "cudalens.runner.url",
     "cudalens.check.nvcc", "cudalens.check.options", "cudalens.interpreter",
-    "cudalens.server.args", "cudalens.server.env"]) {
+    "cudalens.server.args", "cudalens.server.env", "cudalens.capture.command"]) {
     assert.ok(capability.restrictedConfigurations.includes(id), id);
   }
 });

@@ -21,6 +21,7 @@ from cudalens.capture.container import write_capture
 from cudalens.capture.program import ProgramRun, recorder_env, run_program
 from cudalens.capture.raw import RawLaunch
 from cudalens.capture.sources import find_kernels, matches
+from cudalens.errors import CudalensError
 
 DEFAULT_DIR = Path(".cudalens") / "captures"
 
@@ -93,14 +94,45 @@ def _why_missing(name: str, run: ProgramRun, launch: int) -> str:
     return f"launch {launch} was not reached (the program did not exit normally)"
 
 
+class NoCudaDriver(CudalensError):
+    """No CUDA driver on this machine: nothing can be captured here."""
+
+
+DRIVER_LIBRARY = "libcuda.so.1"
+
+
+def check_driver(library: str = DRIVER_LIBRARY) -> None:
+    """Raises ``NoCudaDriver`` when the CUDA driver library cannot be loaded (no NVIDIA GPU
+    driver installed): the recorder reads launches through it, and the program could not
+    launch a kernel anyway."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(library)
+    except OSError as exc:
+        raise NoCudaDriver(f"no CUDA driver found: {library} cannot be loaded ({exc}); "
+                           f"capturing needs a machine with an NVIDIA GPU and its driver, where "
+                           f"the program runs its kernels") from None
+
+
+def prepare_recorder(nvcc: str = "nvcc") -> Path:
+    """The recorder library to inject, after checking that a driver is there
+    (``check_driver``); built on first use (``build.recorder_library``)."""
+    check_driver()
+    return recorder_library(nvcc)
+
+
 def capture_program(command: Sequence[str], kernels: Sequence[str], *, launch: int = 1,
                     max_bytes: Optional[int] = None, out_dir: Path = DEFAULT_DIR,
                     workspace: Path = Path("."), nvcc: str = "nvcc",
-                    echo=None) -> CaptureOutcome:
+                    echo=None, cwd: Optional[Path] = None,
+                    cancel=None) -> CaptureOutcome:
     """Capture launch ``launch`` of each kernel in ``kernels`` (default: every kernel defined
-    in the workspace's ``.cu``/``.cuh`` files) while running ``command``. Raises
-    ``CudalensError`` subclasses: recorder build failures, a command that cannot start, no
-    kernel to capture."""
+    in the workspace's ``.cu``/``.cuh`` files) while running ``command`` (in ``cwd``; with
+    ``cancel``, a ``threading.Event``, in its own process group, ended when it is set:
+    ``program.run_program``). Raises ``CudalensError`` subclasses: no CUDA driver
+    (``NoCudaDriver``, before the program runs), recorder build failures, a command that
+    cannot start, no kernel to capture, ``ProgramCancelled``."""
     from cudalens.errors import CudalensError
 
     names = list(kernels)
@@ -109,10 +141,10 @@ def capture_program(command: Sequence[str], kernels: Sequence[str], *, launch: i
         if not names:
             raise CudalensError(f"no __global__ kernel found in the .cu/.cuh files under "
                                 f"{workspace.resolve()}; name the kernel with --kernel NAME")
-    library = recorder_library(nvcc)
+    library = prepare_recorder(nvcc)
     with tempfile.TemporaryDirectory(prefix="cudalens-capture-") as tmp:
         env = recorder_env(library, Path(tmp), names, launch, max_bytes)
-        run = run_program(command, env, Path(tmp), echo=echo)
+        run = run_program(command, env, Path(tmp), echo=echo, cwd=cwd, cancel=cancel)
         return _collect(run, names, command, launch, out_dir, workspace)
 
 
@@ -123,7 +155,10 @@ def _collect(run: ProgramRun, names: list[str], command: Sequence[str], launch: 
     out = run.output
     launched = tuple(_without_params(d) for _, d in out.launched)
     notes = list(out.errors)
-    if not out.ready:
+    if any(DRIVER_LIBRARY in e for e in out.errors):
+        notes.append("no CUDA driver found: the recorder could not load " + DRIVER_LIBRARY
+                     + "; capturing needs a machine with an NVIDIA GPU and its driver")
+    elif not out.ready:
         notes.append("the recorder was not loaded: the program never initialized CUDA, or "
                      "CUDA_INJECTION64_PATH was overridden")
     if out.runtime_only:

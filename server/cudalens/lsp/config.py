@@ -15,6 +15,7 @@ notification (``{"cudalens": {...}}``) is read directly. Shape, with defaults::
                    "debounceMs": 400},
       "profile":  true,                           # Nsight Compute profile after a run
       "sanitize": true,                           # compute-sanitizer on the original first
+      "capture":  {"command": ""},                # "python train.py" or ["python", "train.py"]
       "workspaceTrusted": false                   # the user trusts the workspace's files
     }
 
@@ -29,6 +30,11 @@ API key is sent (``base_url``) and which variable holds it (``api_key_env``); ot
 are ignored with a warning (``cudalens.agent.trust``). Project files are looked for from the
 kernel up to the innermost workspace folder holding it (``Settings.workspace_roots``, from
 ``initialize``, not a setting), never above.
+
+``capture.command``: the program the "Capture a real launch" lens runs
+(``cudalens.lsp.capture_action``), as a string split like a shell would (``shlex``, no shell
+runs it) or a list of arguments; "" is unset (then ``[capture] command`` of the project file
+counts, in a trusted workspace only).
 
 ``profile``: after an optimize job, ask the runner for an Nsight Compute profile of the
 winner (else the baseline) and show it in the hover; where the runner cannot profile (no
@@ -92,6 +98,7 @@ class Settings:
     # the workspace folders of ``initialize`` (set by the session, not read from the client)
     workspace_roots: tuple[Path, ...] = ()
     sanitize: bool = True
+    capture_command: tuple[str, ...] = ()
 
     def agent_settings(self) -> dict[str, Any]:
         """The ``llm`` values that were set, by ``AgentConfig`` field name (the editor's layer
@@ -162,6 +169,21 @@ def _options(value: Any) -> Optional[tuple[str, ...]]:
     return None
 
 
+def _command(value: Any) -> Optional[tuple[str, ...]]:
+    import shlex
+
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError:  # an unclosed quote
+            return None
+    return None
+
+
+_command.expected = ("a command line (a string such as \"python train.py\", or a list of "  # type: ignore[attr-defined]
+                     "arguments) with balanced quotes")
 _string.expected = "a string"  # type: ignore[attr-defined]
 _bool.expected = "true or false"  # type: ignore[attr-defined]
 _arch.expected = "an architecture like 'sm_90'"  # type: ignore[attr-defined]
@@ -194,6 +216,7 @@ _FIELDS: dict[tuple[str, ...], tuple[str, Callable[[Any], Any]]] = {
     ("profile",): ("profile", _bool),
     ("workspaceTrusted",): ("workspace_trusted", _bool),
     ("sanitize",): ("sanitize", _bool),
+    ("capture", "command"): ("capture_command", _command),
 }
 
 assert {f for f, _ in _FIELDS.values()} | {"workspace_roots"} == {f.name for f in fields(Settings)}

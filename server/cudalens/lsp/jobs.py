@@ -389,6 +389,9 @@ class Jobs:
                                       types.MessageType.Warning)
         target = job.snapshot.target(job.view)
         sanitizer = not_run("the cudalens.sanitize setting is off")
+        from cudalens.lsp.capture_action import replay_for  # a current capture is replayed
+        target, replay = replay_for(self.session, job.snapshot, job.view, target, choice.kind,
+                                    report)
         if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
             try:
                 sanitizer = check_original_status(target, client,
@@ -407,7 +410,8 @@ class Jobs:
             result = agent.optimize
         else:
             result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
-                              repetitions=job.settings.repetitions, progress=progress)
+                              repetitions=job.settings.repetitions, progress=progress,
+                              replay=replay)
         if job.cancel.is_set():
             raise JobCancelled()
         provenance = getattr(client, "provenance", None) or _provenance(client, device)

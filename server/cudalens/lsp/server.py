@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from cudalens.lsp import candidates, code_actions, code_lens, commands, config, hover, inlay_hints
-from cudalens.lsp import editor_support, plan_hover, report_view, sanitize_action
+from cudalens.lsp import capture_action, editor_support, plan_hover, report_view, sanitize_action
 from cudalens.lsp.commands import CommandError, parse_args
 from cudalens.lsp.config import Settings
 from cudalens.lsp.jobs import RunnerFactory
@@ -58,6 +58,7 @@ class CudalensServer(LanguageServer):
         self.runner_factory = runner_factory
         self.session: Optional[Session] = None
         self.sanitizer: Optional[sanitize_action.SanitizerChecks] = None
+        self.captures: Optional[capture_action.Captures] = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """pygls's reporter, except that a message body that is not JSON is answered with a
@@ -82,6 +83,7 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     def initialize(ls: CudalensServer, params: types.InitializeParams) -> None:
         ls.session = Session(ls, ls.runner_factory, workspace_roots(params))
         ls.sanitizer = sanitize_action.SanitizerChecks(ls.session)
+        ls.captures = capture_action.Captures(ls.session)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CudalensServer, params: types.InitializedParams) -> None:
@@ -92,6 +94,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     def shutdown(ls: CudalensServer, params: None) -> None:
         if ls.sanitizer is not None:
             ls.sanitizer.shutdown()
+        if ls.captures is not None:
+            ls.captures.shutdown()
         if ls.session is not None:
             ls.session.shutdown()
 
@@ -129,7 +133,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
                      if (job := s.jobs.active(snap.uri, st.name)) is not None}
         return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri), held,
                                      held_statuses, held_jobs,
-                                     open_spec=s.supports("window", "show_document", "support"))
+                                     open_spec=s.supports("window", "show_document", "support")) \
+            + capture_action.lenses(s, snap)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=code_actions.KINDS))
@@ -167,6 +172,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         job = session().jobs.find(str(params.token))
         if job is not None:
             session().jobs.cancel(job)
+        elif ls.captures is not None:
+            ls.captures.cancel(str(params.token))
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -215,6 +222,10 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     @server.command(sanitize_action.CHECK)
     async def cmd_sanitize(ls: CudalensServer, *args: Any) -> dict:
         return await ls.sanitizer.start(kernel_args(sanitize_action.CHECK, args))
+
+    @server.command(capture_action.CAPTURE)
+    async def cmd_capture(ls: CudalensServer, *args: Any) -> dict:
+        return await ls.captures.start(kernel_args(capture_action.CAPTURE, args))
 
     @server.command(editor_support.CANDIDATE_SOURCE)
     def cmd_candidate_source(ls: CudalensServer, *args: Any) -> dict:

@@ -68,6 +68,7 @@ from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, names_in
 from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl, SizeDecl
 from cudalens.spec.poly import Poly
+from cudalens.spec.tile_step import tile_step
 
 INFERRED = "inferred"
 SIZE_1D = "1 << 24"
@@ -87,6 +88,11 @@ NAMED_FLOATS = {
     "grad_scale": "1.0", "beta1_correction": "0.1", "beta2_correction": "0.001",
 }
 _RESERVED = ("block", "sm_count")
+# A draft's default sizes keep every buffer at most this long (2^26 elements): three sizes of
+# 4096, 4096 and 1024 would make 2^34, past what a kernel's int index or an int product of
+# its sizes can hold (2^31 - 1), and tens of GiB per buffer.
+MAX_DRAFT_ELEMENTS = 1 << 26
+_DEFAULTS = (SIZE_1D, SIZE_2D, SIZE_OTHER)
 _MAX_DEPTH = 8
 
 
@@ -98,6 +104,73 @@ class _Length:
     polys: tuple[Poly, ...] = ()
     grid_axis: str = ""
     why: str = ""
+
+
+_TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
+
+
+def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[str]]]:
+    """An instance of template ``kernel`` to draft for when the file names none: ``float``
+    for each type parameter, 256 for each integer one (the default block), ``false`` for a
+    bool; None when the template's parameter list cannot be read."""
+    m = None
+    pattern = re.compile(_TEMPLATE_HEAD + r"(?:__\w+__\s*)*(?:static\s+)?(?:__global__)[^;{]*?"
+                         rf"(?<![\w:]){re.escape(kernel.name)}\s*\(")
+    m = next(pattern.finditer(source[:kernel.end_byte]), None)
+    if m is None:
+        return None
+    params = templates.split_args(m.group("params"))
+    if len(params) != len(kernel.template_parameters):
+        return None
+    args = []
+    for text in params:
+        head = text.split("=")[0].split()
+        if not head:
+            return None
+        if head[0] in ("typename", "class"):
+            args.append("float")
+        elif head[0] == "bool":
+            args.append("false")
+        else:
+            args.append(str(DEFAULT_BLOCK_1D[0]))
+    return templates.instance_text(kernel.name, args), args
+
+
+def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDecl],
+                  constants: dict[str, int]) -> tuple[list[SizeDecl], str]:
+    """``sizes`` with the defaulted ones halved, largest first, until no buffer is longer
+    than ``MAX_DRAFT_ELEMENTS``; and the longest length before (``"B * T * C =
+    17,179,869,184"``), or "" when nothing changed. Sizes the kernel or a launch gave stay."""
+    from cudalens.spec.expr import evaluate
+
+    def longest(current: list[SizeDecl]) -> tuple[int, str]:
+        env: dict[str, object] = dict(constants)
+        for s in current:
+            env[s.name] = int(evaluate(s.expr, env))
+        best = (0, "")
+        for p in params:
+            if isinstance(p, BufferDecl):
+                n = int(evaluate(p.length, env))
+                best = max(best, (n, p.length))
+        return best
+
+    try:
+        first, expr = longest(sizes)
+    except (ExprError, ValueError, TypeError, ZeroDivisionError):
+        return sizes, ""
+    if first <= MAX_DRAFT_ELEMENTS:
+        return sizes, ""
+    current = list(sizes)
+    values = {s.name: int(evaluate(s.expr, dict(constants))) for s in sizes
+              if s.expr in _DEFAULTS}
+    while values and longest(current)[0] > MAX_DRAFT_ELEMENTS:
+        name = max(values, key=lambda n: (values[n], -list(values).index(n)))
+        if values[name] <= 1:
+            break
+        values[name] //= 2
+        current = [SizeDecl(s.name, str(values[s.name])) if s.name in values else s
+                   for s in current]
+    return current, f"{expr} = {first:,}"
 
 
 def infer_spec(kernel: Kernel, source_text: str,
@@ -255,9 +328,20 @@ class _Drafter:
             return asked
         found = templates.instances(k.name, self.source)
         if not found:
-            self.notes.append(f"template {k.name}: no instance found in the file; types of "
-                              f"template parameters assumed float")
-            return None
+            guessed = _guessed_instance(k, self.source)
+            if guessed is None:
+                self.notes.append(f"template {k.name}: no instance found in the file; types "
+                                  f"of template parameters assumed float")
+                return None
+            inst, args = guessed
+            self.notes.append(
+                f"template {k.name}: no instance found in the file; drafted for {inst} "
+                f"({', '.join(f'{p} = {a}' for p, a in zip(k.template_parameters, args))}): "
+                f"GUESS, confirm the arguments, or name the instance with --kernel "
+                f"'{k.name}<ARGS>'; the file must instantiate it (template __global__ void "
+                f"{k.qualified_name or k.name}{inst[inst.index('<'):]}(...);) for the runner "
+                f"to find it")
+            return inst
         if len(found) > 1:
             self.notes.append(f"drafted for {found[0]}, the first of {len(found)} instances "
                               f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
@@ -463,9 +547,13 @@ class _Drafter:
         if atomics:
             self.notes.append(f"atomics: the kernel calls {', '.join(atomics)}, so outputs may "
                               f"depend on the order threads run in")
+        sizes, shrunk = _fit_defaults(sizes, params, self.constants)
         if sizes:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in sizes)
-            self.notes.append(f"sizes are defaults ({listed}): set them to your problem")
+            self.notes.append(f"sizes are defaults ({listed}): set them to your problem"
+                              + (f"; made smaller so that no buffer has more than "
+                                 f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
+                                 f"overflow the kernel's 32-bit int indices)" if shrunk else ""))
         shared = self.shared(rename, block)
         name = k.qualified_name or k.name
         if self.instance:
@@ -631,6 +719,15 @@ class _Drafter:
             value = self.constants.get(name)
             if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
                 return (value,), f"template argument {name} = {value} of {self.instance}"
+        body = self.source[self.kernel.start_byte:self.kernel.end_byte] \
+            if self.source.isascii() else \
+            self.source.encode()[self.kernel.start_byte:self.kernel.end_byte].decode(
+                errors="replace")
+        step = tile_step(body, self.constants, self.kernel.range.start.line + 1)
+        if step is not None and "threadIdx.y" not in self.facts.builtins:
+            return (step.value,), (f"the loop at line {step.line} steps {step.var} by "
+                                   f"{step.step} (= {step.value}) from threadIdx.x, so the "
+                                   f"kernel covers its elements with exactly {step.value} threads")
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
             return DEFAULT_BLOCK_2D, "default for a body that uses threadIdx.y " \
                                      "(no launch site with a literal block)"

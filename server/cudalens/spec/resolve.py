@@ -25,6 +25,7 @@ whose value is unusable, with the sizes it was evaluated with.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
@@ -355,6 +356,39 @@ def _flops(ctx: _Context, spec: KernelSpec, line: int) -> int:
     return int(round(v))
 
 
+INT32_MAX = 2**31 - 1
+_INT32_TYPES = ("int", "int32", "unsigned", "uint32")
+
+
+def _check_int_lengths(ctx: _Context, spec: KernelSpec,
+                       args: Sequence[Union[Buffer, Scalar]]) -> None:
+    """A buffer longer than ``INT32_MAX`` elements whose length is made of sizes the kernel
+    takes as 32-bit integers is refused at its line: the kernel computes that length (or an
+    index up to it) in ``int``, which wraps silently (``B * T * C`` of 4096, 4096 and 1024 is
+    2^34, 0 in 32 bits)."""
+    as_int = {d.expr.strip(): d.name for d in spec.params
+              if isinstance(d, ScalarDecl) and d.type in _INT32_TYPES}
+    lengths = {a.name: a.length for a in args if isinstance(a, Buffer)}
+    for decl in spec.params:
+        if not isinstance(decl, BufferDecl) or lengths.get(decl.name, 0) <= INT32_MAX:
+            continue
+        try:
+            used = names_in(decl.length)
+        except ExprError:
+            continue
+        names = list(dict.fromkeys(n for n in re.findall(r"[A-Za-z_]\w*", decl.length)
+                                   if n in used and n in as_int))
+        if not names:
+            continue
+        values = ", ".join(f"{n} = {ctx.sizes[n]}" for n in names if n in ctx.sizes)
+        raise ctx.error(decl.line, (
+            f"expected {decl.name}: {decl.type}[{decl.length}] to have at most {INT32_MAX} "
+            f"elements, found {lengths[decl.name]} ({values}): the kernel takes "
+            f"{', '.join(as_int[n] for n in names)} as 32-bit int, so its index arithmetic up "
+            f"to {decl.length} overflows int; choose smaller sizes, or make the kernel's sizes "
+            f"and indices 64-bit (size_t, long long){ctx.run()}"))
+
+
 def _check_total_bytes(ctx: _Context, spec: KernelSpec,
                        args: Sequence[Union[Buffer, Scalar]]) -> None:
     """Raises at the kernel header when the buffers of one case hold more than
@@ -402,6 +436,7 @@ def resolve_case(spec: KernelSpec, kernel: Kernel, sizes: Mapping[str, int],
     ctx = _Context(_path(spec), label, sizes, _hidden(spec))
     block = _block(ctx, spec.launch.block, spec.launch.line)
     args = tuple(_argument(ctx, spec.param(p.name), block) for p in kernel.parameters)
+    _check_int_lengths(ctx, spec, args)
     _check_total_bytes(ctx, spec, args)
     moved = bytes_moved(args, _moved(ctx, spec, "reads"), _moved(ctx, spec, "writes"))
     return Case(label=label, args=args, bytes_moved=moved, flops=_flops(ctx, spec, spec.line))

@@ -30,6 +30,7 @@ from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.syntax import Parsed, find_definition, parse, walk
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
+from cudalens.spec.tile_step import tile_step
 
 name = "launch_config"
 
@@ -158,6 +159,11 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]
     if shared:
         return (f"the kernel declares the fixed-size shared array {shared}, which usually "
                 f"assumes the block size"), ()
+    step = tile_step(parsed.text_of(body), _int_macros(parsed), parsed.line_of(body))
+    if step is not None:  # the body fixes the block (cudalens.spec.tile_step)
+        return (f"the loop at line {step.line} steps {step.var} by {step.step} (= {step.value}) "
+                f"from threadIdx.x, not by blockDim.x: the kernel covers its elements with "
+                f"exactly {step.value} threads, so the block cannot change"), ()
     base = baseline_block(ctx)
     if base is not None:
         macros = _int_macros(parsed)
