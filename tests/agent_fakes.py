@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
+from gpu_runner.events import Note
 from gpu_runner.problem import Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Mismatch,
                                Speedup, Timing, Verdict)
@@ -99,10 +100,10 @@ class FakeRunner:
     def device_info(self) -> DeviceInfo:
         return DEVICE
 
-    def evaluate(self, problem, baseline, candidates, *, repetitions=50, progress=None):
+    def evaluate(self, problem, baseline, candidates, *, repetitions=50, on_event=None):
         self.calls.append(list(candidates))
-        if progress is not None:
-            progress(f"timing {len(candidates)} candidates")
+        if on_event is not None:
+            on_event(Note(f"timing {len(candidates)} candidates"))
         return Evaluation(device=DEVICE,
                           baseline_compile=CompileReport("baseline", True, registers=16),
                           baseline=timing("baseline", BASELINE_US),

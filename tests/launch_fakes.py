@@ -56,7 +56,7 @@ class LaunchAwareClient:
         return CandidateResult(CompileReport(v.label, True), Verdict(v.label, "passed", "ok"), t,
                                speedup)
 
-    def evaluate(self, problem, baseline, variants, repetitions=50, progress=None):
+    def evaluate(self, problem, baseline, variants, repetitions=50, on_event=None):
         self.calls.append(list(variants))
         base = Timing("baseline", 100.0, 99.0, 101.0, 98.0, repetitions, 1000.0, 25.0)
         return Evaluation(self.device_info(), CompileReport("baseline", True), base,

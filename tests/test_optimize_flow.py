@@ -24,7 +24,7 @@ class PassEverything:
         return DeviceInfo("test GPU", (9, 0), 132, 50 << 20, 1024, 49152, 1980, 3201, "test",
                           13000, 4000.0)
 
-    def evaluate(self, problem, baseline, candidates, repetitions=50, progress=None):
+    def evaluate(self, problem, baseline, candidates, repetitions=50, on_event=None):
         first = len(self.sent)
         self.sent.extend(candidates)
         self.calls.append(list(candidates))

@@ -137,6 +137,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
               written: list[Path], capture_path: Optional[Path] = None,
               capture_only: bool = False, no_sanitize: bool = False, **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
+    from cudalens.engine.events import status_text
     from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
                                     config_from_cli, config_warnings, offline_choice,
                                     run_llm_proposer, summary_lines)
@@ -222,6 +223,11 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             def progress(msg: str) -> None:
                 status.update(escape(msg))
 
+            def on_event(event) -> None:
+                text = status_text(event)
+                if text is not None:
+                    progress(text)
+
             # --capture-only: the spec's random inputs cannot drive the kernel (CSR indices...),
             # so a sanitizer run on them would report accesses the real inputs never make
             if no_sanitize or capture_only:
@@ -234,11 +240,11 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
 
             if choice.kind == "llm":
                 agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
-                                                progress=progress)
+                                                on_event=on_event)
                 result = agent_result.optimize
             else:
                 result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
-                                      repetitions=repetitions, progress=progress, replay=replay)
+                                      repetitions=repetitions, on_event=on_event, replay=replay)
         result = dataclasses.replace(result, sanitizer=sanitizer)
     except CudalensError as exc:
         _fail(err, str(exc))
@@ -250,7 +256,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
     # says so.
     stopped = agent_result.stop_reason if agent_result is not None else ""
     interrupted = stopped == "cancelled"
-    failed = stopped.startswith(("the runner failed", "the model server failed"))
+    failed = agent_result is not None and agent_result.failed
     applied = False
     refused = ""
     host_lines: tuple[str, ...] = ()

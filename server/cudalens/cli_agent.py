@@ -268,7 +268,7 @@ def agent_record(result: Any) -> dict[str, Any]:
 
 
 def run_llm_proposer(target: Any, client: Any, config: AgentConfig, *, repetitions: int = 50,
-                     progress: Optional[Callable[[str], None]] = None,
+                     on_event: Optional[Callable[[Any], None]] = None,
                      cancel: Optional[threading.Event] = None) -> Any:
     """Runs the agent loop for the CLI with Ctrl-C cancelling it (``sigint_cancels``); returns
     the ``AgentResult`` (its ``optimize`` is printed like the built-in search's result).
@@ -278,8 +278,10 @@ def run_llm_proposer(target: Any, client: Any, config: AgentConfig, *, repetitio
     """
     from cudalens.agent.loop import run_agent
 
+    from cudalens.engine.events import Note
+
     cancel = cancel or threading.Event()
-    say = progress or (lambda _m: None)
-    with sigint_cancels(cancel, say):
-        return run_agent(target, client, config, cancel=cancel, progress=say,
+    say = on_event or (lambda _e: None)
+    with sigint_cancels(cancel, lambda text: say(Note(text))):
+        return run_agent(target, client, config, cancel=cancel, on_event=say,
                          repetitions=repetitions)

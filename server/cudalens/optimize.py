@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
 from cudalens.dropin import DropIn, LaunchChange, launch_change_of
+from cudalens.engine.events import (BatchDone, BatchStarted, BestSoFar, Confirming, OnEvent,
+                                    Pruned, ignore)
 from cudalens.errors import CudalensError
 from cudalens.optimizer.prune import BaselineDoesNotCompile
 from cudalens.optimizer.candidate import Candidate
@@ -129,8 +131,8 @@ def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
 def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: int = 0,
              repetitions: int = 50, seconds: Optional[float] = None, batch: int = 8,
              confirm: int = 4, prune: bool = True,
-             progress: Optional[Callable[[str], None]] = None,
-             replay: Optional["Replay"] = None) -> OptimizeResult:
+             on_event: Optional[OnEvent] = None,
+             replay: Optional["Replay"] = None, stages=None) -> OptimizeResult:
     """Searches for a faster version of ``target``'s kernel and picks a winner.
 
     ``budget`` timed candidates at most (pruned and unresolvable ones do not count),
@@ -141,7 +143,11 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     With the same target, runner answers, budget and seed (and no ``seconds``) the same
     candidates are proposed in the same batches. With ``replay``
     (``cudalens.capture.replay``), the captured launch is the timed case, first in the problem
-    and in every variant's launches.
+    and in every variant's launches. ``on_event`` gets the run's events
+    (``cudalens.engine.events``: the runner's, and ``BatchStarted``, ``BatchDone``,
+    ``BestSoFar``, ``Confirming``, ``Pruned``); an exception it raises stops the run.
+    ``stages``: the passes the search composes (None: the built-in ones). The front ends call
+    this through ``cudalens.engine.run`` (``BuiltinProposer``).
 
     Raises:
         CudalensError: the spec cannot be resolved, the build cannot be read or its project
@@ -149,7 +155,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
             (here, with nvcc, or on the runner) or run.
         ValueError: a negative budget, a batch below 1, or ``seconds`` not positive.
     """
-    say = progress or (lambda _msg: None)
+    say = on_event or ignore
     device = client.device_info()
     build = request_files(target.path, target.text, build_for(target.path))
     try:
@@ -163,15 +169,16 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
         problem = replay.problem(problem)
         baseline = replay.variant(baseline, target.spec.launch)
 
-    say(f"proposing candidates for {target.kernel.name}")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
     flow = _Batches(target, client, problem, baseline, device, repetitions, say, replay, build)
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
     try:
         run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
-                     arch=arch, prune=prune)
+                     arch=arch, prune=prune, stages=stages)
     except BaselineDoesNotCompile as exc:
         raise CudalensError(str(exc)) from None
+    for d in run.dropped:
+        say(Pruned(d.candidate.label, d.reason))
     if not flow.evaluations:  # nothing was left to time: the baseline alone
         flow.evaluate([])
     evaluation, rows, winner = flow.final(run, confirm)
@@ -188,7 +195,7 @@ class _Batches:
 
     def __init__(self, target: Target, client: RunnerClient, problem: Problem,
                  baseline: Variant, device: DeviceInfo, repetitions: int,
-                 say: Callable[[str], None], replay: Optional["Replay"] = None,
+                 say: OnEvent, replay: Optional["Replay"] = None,
                  build: Optional[RequestFiles] = None):
         self.target, self.client, self.problem, self.baseline = target, client, problem, baseline
         self.build = build or RequestFiles({}, ())
@@ -220,7 +227,7 @@ class _Batches:
             launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]
             variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
         evaluation = self.client.evaluate(self.problem, self.baseline, variants,
-                                          repetitions=self.repetitions, progress=self.say)
+                                          repetitions=self.repetitions, on_event=self.say)
         if evaluation.baseline is None:
             raise CudalensError(
                 f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
@@ -241,15 +248,17 @@ class _Batches:
                 # The candidate's own launch configuration does not fit these sizes (a grid.y
                 # above 65535, say): the user's spec is fine, the candidate is dropped.
                 self.skipped.append((c.label, exc.message))
+                self.say(Pruned(c.label, exc.message))
                 continue
             self.count += 1
             sendable.append(c)
             labels.append(f"c{self.count}")
         if not sendable and self.evaluations:
             return [Scored(c, None) for c in candidates]
-        self.say(f"{self.count} candidates; verifying and timing on {self.device.name}")
+        self.say(BatchStarted(self.count, tuple(labels), self.device.name))
         evaluation = self._send(sendable, labels)
         rows = [Row(c, r) for c, r in zip(sendable, evaluation.candidates)]
+        self.say(BatchDone(tuple(labels), sum(1 for r in rows if r.result.verdict.ok)))
         self.batches.append(rows)
         self._say_best()
         by_key = {row.candidate.key: row for row in rows}
@@ -270,8 +279,7 @@ class _Batches:
                  if row.result.verdict.ok and row.result.speedup is not None]
         if timed:
             best = max(timed, key=lambda row: row.result.speedup.value)
-            self.say(f"best so far: {best.result.speedup.value:.2f}x ({best.candidate.label}, "
-                     f"verified), {self.count} candidates")
+            self.say(BestSoFar(best.result.speedup.value, best.candidate.label, self.count))
 
     def _other_families(self, best: list[Row], top: list[Row], count: int) -> list[Row]:
         """Up to ``count`` more rows for the confirmation, so that a drop-in has a chance to be
@@ -316,9 +324,7 @@ class _Batches:
                       if launch_change_of(row.candidate.launch, user) is not None)
         if moved or (len(top) > 1 and len({batch_of[id(row)] for row in top}) > 1):
             labels = [f"c{self.count + i + 1}" for i in range(len(top))]
-            also = (f", and {len(moved)} of them under your launch too" if moved else "")
-            self.say(f"confirming the {len(top)} fastest candidates: timing them again together "
-                     f"with the baseline{also}")
+            self.say(Confirming(tuple(labels), len(moved)))
             evaluation = self._send([row.candidate for row in top], labels, user_launch=moved)
             self.confirmed = True
             own = evaluation.candidates[:len(top)]

@@ -12,13 +12,12 @@ Cancel (``window/workDoneProgress/cancel`` on the job's token, or the ``cudalens
 command): a queued job is dropped; a running job is told to stop at the runner's next
 progress message, its progress ends at once, and whatever it finishes with is thrown away.
 
-Progress messages are the runner's (``gpu_runner.runner``: ``compile: c5``, ``verify: c5 on
-case 'nominal', seed 1``, ``timing: round 7 of at most 50``) and the optimize flow's
-(``12 candidates; verifying and timing on NVIDIA H200``); ``describe_progress`` turns them
-into what the editor shows. The runner reports candidates' speedups when a batch's
-interleaved timing loop ends; from then on the fastest verified one so far (the flow says
-``best so far: 1.83x (restrict block=512, verified), 16 candidates``) follows the candidate
-and timing messages, and the final message gives the winner's speedup.
+Progress comes as typed events (``cudalens.engine.events``: the runner's ``Compiling``,
+``Verifying``, ``TimingRound`` ..., the optimize flow's ``BatchStarted``, ``BestSoFar``,
+``Confirming``); ``cudalens.lsp.progress.BuiltinProgress`` turns them into what the editor
+shows. The runner reports candidates' speedups when a batch's interleaved timing loop ends;
+from then on the fastest verified one so far (``BestSoFar``) follows the candidate and timing
+messages, and the final message gives the winner's speedup.
 
 The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): ``builtin`` runs the
 optimize flow above; ``llm`` runs the agent loop (``cudalens.agent.loop.run_agent``) with the
@@ -44,7 +43,6 @@ import dataclasses
 import datetime as dt
 import itertools
 import logging
-import re
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -57,6 +55,7 @@ from cudalens.errors import CudalensError
 from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
+from cudalens.lsp.progress import BuiltinProgress
 from cudalens.optimize import optimize
 from cudalens.sanitize_check import OriginalUnsafe, check_original_status
 from cudalens.sanitizer_status import not_run
@@ -88,10 +87,7 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     state: str = "queued"
     message: str = ""
-    candidates: int = 0  # known once the flow says how many it proposed
-    offset: int = 0  # labels below this are the search's, during the confirmation run
     proposer: str = ""  # the proposer that ran: llm.Choice.label, once chosen
-    best: str = ""  # "1.83x": the fastest verified speedup of the batches timed so far
 
     @property
     def uri(self) -> str:
@@ -100,59 +96,6 @@ class Job:
     @property
     def kernel(self) -> str:
         return self.view.name
-
-
-_CANDIDATES = re.compile(r"^(\d+) candidates; verifying and timing on (.+)$")
-_COMPILE = re.compile(r"^compile: (\w+)$")
-_VERIFY = re.compile(r"^verify: (\w+) on case '([^']*)', seed (\d+)$")
-_TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
-_WARMUP = re.compile(r"^timing: warm-up")
-_CONFIRM = re.compile(r"^confirming the (\d+) fastest candidates")
-_BEST = re.compile(r"^best so far: (\d+\.\d+)x ")
-
-
-def describe_progress(message: str, candidates: int, offset: int = 0,
-                      best: str = "") -> tuple[str, Optional[int]]:
-    """What the editor shows for one progress message, and a percentage when one can be
-    told (compiling is 5-20%, verifying 20-60%, timing 60-100%). During the optimize flow's
-    confirmation run (``offset`` > 0) its ``candidates`` variants are labelled from
-    ``c{offset + 1}`` and are counted from 1 again. ``best`` (``"1.83x"``, the fastest verified
-    speedup of the batches timed so far) is added to the candidate and timing messages:
-    ``candidate 9/16: verifying against the baseline, best so far 1.83x``."""
-    text, percent = _describe(message, candidates, offset)
-    if best and (text.startswith(("candidate ", "compiling candidate ", "timing round "))):
-        text += f", best so far {best}"
-    return text, percent
-
-
-def _describe(message: str, candidates: int, offset: int) -> tuple[str, Optional[int]]:
-    def index(label: str) -> Optional[int]:
-        return int(label[1:]) - offset if re.fullmatch(r"c\d+", label) else None
-
-    if m := _CONFIRM.match(message):
-        return (f"timing the {m.group(1)} fastest candidates again, together with the "
-                f"baseline"), 5
-
-    if m := _CANDIDATES.match(message):
-        return f"{m.group(1)} candidates proposed; running on {m.group(2)}", 5
-    if m := _COMPILE.match(message):
-        i = index(m.group(1))
-        if i is None:
-            return "compiling the baseline", 5
-        return f"compiling candidate {i}/{candidates or '?'}", 5 + 15 * i // max(candidates, 1)
-    if m := _VERIFY.match(message):
-        i = index(m.group(1))
-        if i is None:
-            return "verifying the baseline", 20
-        return (f"candidate {i}/{candidates or '?'}: verifying against the baseline",
-                20 + 40 * i // max(candidates, 1))
-    if _WARMUP.match(message):
-        return "timing: warm-up", 60
-    if m := _TIMING.match(message):
-        r, total = int(m.group(1)), int(m.group(2))
-        return f"timing round {r}/{total}, baseline and candidates interleaved", \
-            60 + 40 * r // max(total, 1)
-    return message, None
 
 
 def outcome(record: RunRecord) -> str:
@@ -351,18 +294,14 @@ class Jobs:
     def _run(self, job: Job, loop: asyncio.AbstractEventLoop) -> Any:
         """Runs in the worker thread: the whole optimize flow (or agent session) for one job;
         returns its ``RunRecord``, or ``(RunRecord, AgentResult)`` for the LLM."""
-        def progress(message: str) -> None:
+        shown = BuiltinProgress()
+
+        def on_event(event) -> None:
             if job.cancel.is_set():
                 raise JobCancelled()
-            if m := _CANDIDATES.match(message):
-                job.candidates = int(m.group(1))
-            elif m := _CONFIRM.match(message):
-                job.offset, job.candidates = job.candidates, int(m.group(1))
-            elif m := _BEST.match(message):
-                job.best = f"{m.group(1)}x"
-            text, percent = describe_progress(message, job.candidates, job.offset, job.best)
-            job.message = text
-            loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
+            said = shown.describe(event)
+            if said is not None:
+                report(*said)
 
         def report(text: str, percent: Optional[int] = None) -> None:
             job.message = text
@@ -410,7 +349,7 @@ class Jobs:
             result = agent.optimize
         else:
             result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
-                              repetitions=job.settings.repetitions, progress=progress,
+                              repetitions=job.settings.repetitions, on_event=on_event,
                               replay=replay)
         if job.cancel.is_set():
             raise JobCancelled()
@@ -436,15 +375,16 @@ class Jobs:
 
         shown = llm.AgentProgress(choice.config.rounds)
 
-        def say(message: str) -> None:
-            text, percent = shown.describe(message)
-            report(text, percent)
+        def on_event(event) -> None:
+            said = shown.describe(event)
+            if said is not None:
+                report(*said)
 
-        result = run_agent(target, client, choice.config, cancel=job.cancel, progress=say,
+        result = run_agent(target, client, choice.config, cancel=job.cancel, on_event=on_event,
                            repetitions=job.settings.repetitions)
         log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
                  result.stop_reason, result.requests, result.usage.total_tokens)
-        if result.stop_reason.startswith(("the runner failed", "the model server failed")):
+        if result.failed:
             # not the run that was asked for: nothing is kept, so the kernel does not look
             # measured (as with the CLI, which applies nothing and exits 2)
             raise CudalensError(f"the LLM session stopped early: {result.stop_reason}")
