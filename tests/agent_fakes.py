@@ -14,6 +14,7 @@ from gpu_runner.events import Note
 from gpu_runner.problem import Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Mismatch,
                                Speedup, Timing, Verdict)
+from cudalens.engine.runner import WithoutTools
 from cudalens.target import Target, load_target
 
 BASELINE_US = 100.0
@@ -90,7 +91,7 @@ def compile_failed(label: str, log: str) -> CandidateResult:
 Judge = Callable[[Variant], CandidateResult]
 
 
-class FakeRunner:
+class FakeRunner(WithoutTools):
     """See the module doc."""
 
     def __init__(self, judge: Optional[Judge] = None) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from cudalens.engine.runner import WithoutTools
+
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
 
@@ -24,7 +26,7 @@ WARP = "// One warp per "  # warp_per_row.comment
 GRIDSTRIDE = "the warps looping over the "
 
 
-class LaunchAwareClient:
+class LaunchAwareClient(WithoutTools):
     """``RunnerClient``'s interface (context manager, ``device_info``, ``evaluate``); ``calls``
     keeps every evaluation's variants."""
 

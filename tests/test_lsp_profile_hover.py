@@ -117,6 +117,8 @@ def test_the_profile_setting_defaults_on_and_is_checked():
 class ProfilingModel(ModelRunnerClient):
     """The model runner plus a profile answer (test-only: the profile is the CSV fixture's)."""
 
+    can_profile = True
+
     def __init__(self, answer: ProfileAnswer):
         super().__init__()
         self.answer = answer

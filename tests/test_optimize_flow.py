@@ -9,13 +9,14 @@ from pathlib import Path
 
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
+from cudalens.engine.runner import WithoutTools
 from cudalens.optimize import optimize
 from cudalens.target import load_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-class PassEverything:
+class PassEverything(WithoutTools):
     def __init__(self):
         self.sent = []  # every variant of every call
         self.calls = []  # the variants of each call

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -137,11 +138,12 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
               written: list[Path], capture_path: Optional[Path] = None,
               capture_only: bool = False, no_sanitize: bool = False, **agent) -> None:
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
-    from cudalens.engine.events import status_text
     from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
                                     config_from_cli, config_warnings, offline_choice,
-                                    run_llm_proposer, summary_lines)
-    from cudalens.optimize import optimize as run_optimize
+                                    sigint_cancels, summary_lines)
+    from cudalens.engine.events import Note, status_text
+    from cudalens.engine.proposer import Budget, BuiltinProposer, LlmProposer
+    from cudalens.engine.run import run
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient
     from cudalens.spec.parser import spec_path_for
@@ -238,13 +240,14 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             else:
                 sanitizer = _check_original(target, client, err, progress)
 
-            if choice.kind == "llm":
-                agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
-                                                on_event=on_event)
-                result = agent_result.optimize
+            spend = Budget(candidates=budget, seconds=seconds, repetitions=repetitions, seed=seed)
+            if choice.kind == "llm":  # the first Ctrl-C stops the rounds, keeping the results
+                cancel = threading.Event()
+                with sigint_cancels(cancel, lambda text: on_event(Note(text))):
+                    proposal = run(target, client, LlmProposer(config), spend, on_event, cancel)
             else:
-                result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
-                                      repetitions=repetitions, on_event=on_event, replay=replay)
+                proposal = run(target, client, BuiltinProposer(replay=replay), spend, on_event)
+            agent_result, result = proposal.agent, proposal.result
         result = dataclasses.replace(result, sanitizer=sanitizer)
     except CudalensError as exc:
         _fail(err, str(exc))
@@ -254,9 +257,9 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
     # An LLM session stopped by Ctrl-C or by a failing server still has real measurements to
     # show, but the user did not get the run asked for: nothing is applied, the exit status
     # says so.
-    stopped = agent_result.stop_reason if agent_result is not None else ""
-    interrupted = stopped == "cancelled"
-    failed = agent_result is not None and agent_result.failed
+    stopped = proposal.stop.reason
+    interrupted = proposal.cancelled
+    failed = proposal.failed
     applied = False
     refused = ""
     host_lines: tuple[str, ...] = ()

@@ -17,7 +17,7 @@
    of the FP32 peak.
 4. The loop stops after ``rounds`` rounds, or when the time or token budget is spent, the cancel
    event is set, or the model server or the runner fails.
-   Where the runner can profile (it has ``profile(problem, variant)`` returning a
+   Where the runner can profile (``Runner.can_profile``: ``try_profile`` answers a
    ``gpu_runner.ncu_csv.Profile``), the round's fastest verified candidate, when it is the
    best so far, is profiled with Nsight Compute and the round's feedback says where its time
    goes (achieved occupancy, DRAM throughput, the main stall reasons); a profile that fails
@@ -59,6 +59,7 @@ from cudalens.agent.splice import Spliced, splice
 from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_params, integer_defines,
                                    settings, substitute_launch)
 from cudalens.build import build_for, request_files
+from cudalens.engine.runner import Runner
 from cudalens.engine.events import (Confirming, LlmProposal, LlmRound, MeasuringOriginal,
                                     Note, OnEvent, Stopped, ignore)
 from cudalens.errors import CudalensError
@@ -114,7 +115,7 @@ def _default_precheck(spliced: Spliced, code: str, path: str, arch: str,
 class AgentLoop:
     """One session for one target; see the module doc. Use ``run_agent``."""
 
-    def __init__(self, target: Target, runner: Any, config: AgentConfig, chat: ChatClient, *,
+    def __init__(self, target: Target, runner: Runner, config: AgentConfig, chat: ChatClient, *,
                  cancel: Optional[threading.Event], on_event: Optional[OnEvent],
                  repetitions: int, precheck_fn: Optional[PrecheckFn]) -> None:
         self.target = target
@@ -465,20 +466,21 @@ class AgentLoop:
 
     def _profile_best(self, r: int) -> None:
         """Profiles the best candidate so far when the runner can (see the module doc)."""
-        profile = getattr(self.runner, "profile", None)
-        if not callable(profile) or self.best is None or self.best_variant is None:
+        if not self.runner.can_profile or self.best is None or self.best_variant is None:
             return
         self._check_budgets(tokens=False)
         label = self.best[0]
         self.say(Note(f"round {r}: profiling {label} with Nsight Compute"))
         try:
-            found = profile(self.problem, self.best_variant)
+            answer = self.runner.try_profile(self.problem, self.best_variant)
+            if answer.profile is None:
+                raise CudalensError(f"no profile of {self.best_variant.label}: {answer.reason}")
         except Exception as exc:  # noqa: BLE001 - a profile is extra information, never fatal
             note = f"the profile of {label} failed: {exc}"
             self.notes.append(note)
             self.profiled = None
             return
-        self.profiled = profile_text(label, found)
+        self.profiled = profile_text(label, answer.profile)
 
     def _round_feedback(self, r: int, outcomes: list[Outcome], told: set[str]) -> None:
         cfg = self.config
@@ -635,14 +637,14 @@ class AgentLoop:
         return rows, ev, True
 
 
-def run_agent(target: Target, runner: Any, config: AgentConfig, *,
+def run_agent(target: Target, runner: Runner, config: AgentConfig, *,
               chat: Optional[ChatClient] = None, cancel: Optional[threading.Event] = None,
               on_event: Optional[OnEvent] = None, repetitions: int = 50,
               precheck_fn: Optional[PrecheckFn] = _default_precheck) -> AgentResult:
     """Runs the agent loop on ``target`` (see the module doc).
 
-    runner: a ``cudalens.runner_client.RunnerClient`` (or anything with its ``device_info``
-        and ``evaluate``). chat: the model client (default: made from ``config``).
+    runner: a ``cudalens.engine.runner.Runner`` (``RunnerClient``, ``InProcessRunner``).
+        chat: the model client (default: made from ``config``).
     cancel: set it to stop at the next step (a request in flight is abandoned at once; a
         runner batch in flight finishes first). on_event: called with the session's events
         (``cudalens.engine.events``: the runner's, and ``MeasuringOriginal``, ``LlmRound``,

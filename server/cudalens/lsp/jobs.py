@@ -19,17 +19,17 @@ shows. The runner reports candidates' speedups when a batch's interleaved timing
 from then on the fastest verified one so far (``BestSoFar``) follows the candidate and timing
 messages, and the final message gives the winner's speedup.
 
-The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): ``builtin`` runs the
-optimize flow above; ``llm`` runs the agent loop (``cudalens.agent.loop.run_agent``) with the
-job's cancel event, so a cancel stops a request to the model in flight at once and a runner
-batch at its next progress message; ``auto`` runs the LLM when one is configured and answers,
+The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): the job runs
+``cudalens.engine.run.run`` with the built-in passes or the LLM agent and the job's cancel
+event, so a cancel stops a request to the model in flight at once and a runner batch at its
+next event; ``auto`` runs the LLM when one is configured and answers,
 else the built-in passes. The job's first progress message says which ran and why, its last
 one names it again; a fallback from ``auto`` is also shown as a warning. The LLM's progress
 is per round (``round 2/4, best 1.80x: timing round 7/50``; ``llm.AgentProgress``). Its
 winner is stored and offered like a built-in candidate (code lens, apply, reject).
 
-Profile: when ``Settings.profile`` is on and the runner client can profile (it has
-``try_profile``, as ``RunnerClient`` does; the replay runner does not), the job's last step
+Profile: when ``Settings.profile`` is on and the runner can profile (``Runner.can_profile``,
+as ``RunnerClient`` can; the model and replay runners cannot), the job's last step
 asks the runner for an Nsight Compute profile of the winner, else of the baseline, and stores
 it with the run (``RunRecord.profile``; the hover shows it). A runner that answers "not
 available" (no ncu, counters not permitted, no GPU) leaves the reason in the record and
@@ -56,7 +56,9 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.lsp.progress import BuiltinProgress
-from cudalens.optimize import optimize
+from cudalens.engine.proposer import Budget, RunCancelled
+from cudalens.engine.run import run
+from cudalens.engine.runner import Runner
 from cudalens.sanitize_check import OriginalUnsafe, check_original_status
 from cudalens.sanitizer_status import not_run
 from cudalens.store.from_optimize import profile_subject, run_record
@@ -68,11 +70,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RunnerFactory = Callable[[Settings], Any]
+RunnerFactory = Callable[[Settings], Runner]
 
-
-class JobCancelled(Exception):
-    """Raised from the progress callback to stop a cancelled optimization."""
+# Raised where a cancelled optimization stops (``cudalens.engine.proposer.RunCancelled``).
+JobCancelled = RunCancelled
 
 
 @dataclass
@@ -122,10 +123,10 @@ class Jobs:
         self._ids = itertools.count(1)
         self._worker: Optional[asyncio.Task] = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-optimize")
-        self._clients: dict[tuple[str, str], Any] = {}
+        self._clients: dict[tuple[str, str], Runner] = {}
         self._client_lock = threading.Lock()
         # clients dropped by a settings change while a job used them: closed when it ends
-        self._retired: list[Any] = []
+        self._retired: list[Runner] = []
         self._closed = False
 
     # -- queries ---------------------------------------------------------------------------
@@ -217,7 +218,7 @@ class Jobs:
                 if job.state == "cancelled":
                     log.info("optimizing %s was cancelled", job.kernel)
 
-    def _client(self, settings: Settings) -> Any:
+    def _client(self, settings: Settings) -> Runner:
         ident = settings.runner_identity()
         with self._client_lock:
             if ident not in self._clients:
@@ -282,27 +283,16 @@ class Jobs:
         self._close(retired)
 
     @staticmethod
-    def _close(clients: list[Any]) -> None:
+    def _close(clients: list[Runner]) -> None:
         for client in clients:
-            close = getattr(client, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception as exc:  # noqa: BLE001 - closing must not fail the server
-                    log.warning("closing a runner client failed: %s", exc)
+            try:
+                client.close()
+            except Exception as exc:  # noqa: BLE001 - closing must not fail the server
+                log.warning("closing a runner client failed: %s", exc)
 
     def _run(self, job: Job, loop: asyncio.AbstractEventLoop) -> Any:
         """Runs in the worker thread: the whole optimize flow (or agent session) for one job;
         returns its ``RunRecord``, or ``(RunRecord, AgentResult)`` for the LLM."""
-        shown = BuiltinProgress()
-
-        def on_event(event) -> None:
-            if job.cancel.is_set():
-                raise JobCancelled()
-            said = shown.describe(event)
-            if said is not None:
-                report(*said)
-
         def report(text: str, percent: Optional[int] = None) -> None:
             job.message = text
             loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
@@ -343,17 +333,30 @@ class Jobs:
                 raise
             if job.cancel.is_set():
                 raise JobCancelled()
-        agent = None
-        if choice.kind == "llm":
-            agent = self._run_agent(job, target, client, choice, report)
-            result = agent.optimize
-        else:
-            result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
-                              repetitions=job.settings.repetitions, on_event=on_event,
-                              replay=replay)
+        shown = llm.AgentProgress(choice.config.rounds) if choice.kind == "llm" \
+            else BuiltinProgress()
+
+        def on_event(event) -> None:
+            said = shown.describe(event)
+            if said is not None:
+                report(*said)
+
+        budget = Budget(candidates=job.settings.budget, repetitions=job.settings.repetitions,
+                        seed=job.settings.seed)
+        proposal = run(target, client, choice.proposer(replay=replay), budget, on_event,
+                       job.cancel)
+        agent = proposal.agent
+        if agent is not None:
+            log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
+                     agent.stop_reason, agent.requests, agent.usage.total_tokens)
+            if proposal.failed:
+                # not the run that was asked for: nothing is kept, so the kernel does not look
+                # measured (as with the CLI, which applies nothing and exits 2)
+                raise CudalensError(f"the LLM session stopped early: {agent.stop_reason}")
+        result = proposal.result
         if job.cancel.is_set():
             raise JobCancelled()
-        provenance = getattr(client, "provenance", None) or _provenance(client, device)
+        provenance = client.provenance or _provenance(client, device)
         key = result_key(job.view.material, device_id(result.evaluation.device))
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         record = run_record(dataclasses.replace(result, sanitizer=sanitizer), key=key,
@@ -366,29 +369,6 @@ class Jobs:
         if job.cancel.is_set():
             raise JobCancelled()
         return record if agent is None else (record, agent)
-
-    def _run_agent(self, job: Job, target, client, choice: "llm.Choice",
-                   report: Callable[[str, Optional[int]], None]):
-        """The agent session of one job (in the worker thread); ``AgentResult``. The job's
-        cancel event is the loop's: it abandons a request to the model at once."""
-        from cudalens.agent.loop import run_agent
-
-        shown = llm.AgentProgress(choice.config.rounds)
-
-        def on_event(event) -> None:
-            said = shown.describe(event)
-            if said is not None:
-                report(*said)
-
-        result = run_agent(target, client, choice.config, cancel=job.cancel, on_event=on_event,
-                           repetitions=job.settings.repetitions)
-        log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
-                 result.stop_reason, result.requests, result.usage.total_tokens)
-        if result.failed:
-            # not the run that was asked for: nothing is kept, so the kernel does not look
-            # measured (as with the CLI, which applies nothing and exits 2)
-            raise CudalensError(f"the LLM session stopped early: {result.stop_reason}")
-        return result
 
     def shutdown(self) -> None:
         """Cancels every job and ends its progress (the client sees no half-finished work);
@@ -406,12 +386,11 @@ class Jobs:
         self._close_retired()
 
 
-def take_profile(job: Job, client, result,
+def take_profile(job: Job, client: Runner, result,
                  report: Callable[[str, Optional[int]], None]) -> Optional[RunProfile]:
     """The profile of ``result``'s winner (else baseline) from the runner, or why there
     is none; None when the client cannot profile or the request failed (module doc)."""
-    try_profile = getattr(client, "try_profile", None)
-    if not callable(try_profile) or job.cancel.is_set():
+    if not client.can_profile or job.cancel.is_set():
         return None
     subject = profile_subject(result)
     if subject is None:
@@ -419,7 +398,7 @@ def take_profile(job: Job, client, result,
     ident, label, variant = subject
     report(f"profiling {label} with Nsight Compute", None)
     try:
-        answer = try_profile(result.problem, variant)
+        answer = client.try_profile(result.problem, variant)
     except Exception as exc:  # noqa: BLE001 - a profile is extra; the run's results stand
         log.warning("profiling %s of %s failed: %s", label, job.kernel, exc)
         return None
@@ -430,8 +409,8 @@ def take_profile(job: Job, client, result,
                       reason=answer.reason)
 
 
-def _provenance(client: Any, device) -> str:
-    where = getattr(client, "where", None) or "the GPU runner"
+def _provenance(client: Runner, device) -> str:
+    where = client.where or "the GPU runner"
     return f"measured by {where} on {device.name}"
 
 

@@ -26,6 +26,7 @@ from cudalens.agent.config_file import load_agent_config
 from cudalens.engine.events import (Compiling, Confirming, Event, LlmProposal, LlmRound,
                                     MeasuringOriginal, Note, Stopped, TimingRound, Verifying,
                                     WarmingUp)
+from cudalens.engine.proposer import BuiltinProposer, LlmProposer, Proposer, decide
 from cudalens.errors import CudalensError
 from cudalens.lsp.config import Settings
 from cudalens.store.records import RunRecord
@@ -52,6 +53,12 @@ class Choice:
     def label(self) -> str:
         """``LLM fake-coder at http://...`` or ``built-in passes``."""
         return f"LLM {self.config.endpoint}" if self.kind == "llm" and self.config else BUILTIN
+
+    def proposer(self, replay=None) -> Proposer:
+        """The engine's proposer for this choice (``cudalens.engine.proposer``); ``replay``:
+        the captured launch the built-in search times (``cudalens.lsp.capture_action
+        .replay_for``; the LLM proposer replays none)."""
+        return LlmProposer(self.config) if self.kind == "llm" else BuiltinProposer(replay=replay)
 
 
 def agent_config(settings: Settings, path: Path) -> AgentConfig:
@@ -96,31 +103,35 @@ def choose(settings: Settings, path: Path,
             model (``auto`` falls back to the built-in passes, saying why).
         CudalensError: ``llm`` is asked and its server cannot be used.
     """
-    if settings.proposer == "builtin":
+    config, error = None, ""
+    if settings.proposer != "builtin":
+        try:
+            config = agent_config(settings, path)
+        except ConfigError as exc:
+            if settings.proposer == "llm":
+                raise
+            error = str(exc)
+    decision = decide(settings.proposer, config, probe, settings_error=error)
+    if decision.why == "asked":
         return Choice("builtin", "the built-in passes (cudalens.proposer is builtin)")
-    try:
-        config = agent_config(settings, path)
-    except ConfigError as exc:
-        if settings.proposer == "llm":
-            raise
-        return Choice("builtin", f"the built-in passes (the LLM settings are unusable: {exc})",
-                      fallback=True)
+    if decision.why == "settings_unusable":
+        return Choice("builtin", f"the built-in passes (the LLM settings are unusable: "
+                                 f"{decision.problem})", fallback=True)
     warnings = config_warnings(config)
-    if not config.configured:
-        if settings.proposer == "llm":
+    if decision.why == "not_configured":
+        if decision.kind == "refused":
             ignored = f" ({' '.join(warnings)})" if warnings else ""
             raise ConfigError(f"cudalens.proposer is llm but no model is configured: "
                               f"{_HOW}{ignored}")
         return Choice("builtin", "the built-in passes (no LLM is configured)",
                       warnings=warnings)
-    problem = probe(config)
-    if problem is None:
+    if decision.kind == "llm":
         key = "" if config.api_key() else f" (no key in ${config.api_key_env}; sent none)"
         return Choice("llm", f"the LLM {config.endpoint}{key}", config, warnings=warnings)
-    if settings.proposer == "llm":
-        raise CudalensError(f"the LLM {config.endpoint} cannot be used: {problem}")
+    if decision.kind == "refused":
+        raise CudalensError(f"the LLM {config.endpoint} cannot be used: {decision.problem}")
     return Choice("builtin", f"the built-in passes (the LLM {config.endpoint} cannot be used: "
-                             f"{problem})", config, fallback=True, warnings=warnings)
+                             f"{decision.problem})", config, fallback=True, warnings=warnings)
 
 
 def action_label(settings: Union[Settings, str], path: Path) -> str:

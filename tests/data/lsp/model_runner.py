@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from cudalens.engine.runner import WithoutTools
 from gpu_runner.events import Compiling, TimingRound, Verifying
 from gpu_runner.problem import Launch, Problem, Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
@@ -174,11 +175,12 @@ def model_verdict(variant: Variant, label: str) -> Verdict:
                                     f"or run (features: {found})")
 
 
-class ModelRunnerClient:
-    """``RunnerClient``'s API (``device_info``, ``evaluate``, ``provenance``) answered by the
-    model (module doc). ``step_s``: seconds slept after each event; ``scripted``:
+class ModelRunnerClient(WithoutTools):
+    """A ``cudalens.engine.runner.Runner`` (``device_info``, ``evaluate``, ``provenance``; no
+    profiles or sanitizer runs) answered by the model (module doc). ``step_s``: seconds slept after each event; ``scripted``:
     test-only verdicts for candidates carrying a marker."""
 
+    where = "the model runner"
     provenance = ("model runner (tests/data/lsp/model_runner.py): times computed from the bytes "
                   "moved and the candidate's source features; not measured on any GPU")
 

@@ -49,6 +49,7 @@ from gpu_runner.events import Compiling, TimingRound, Verifying
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
+from cudalens.engine.runner import WithoutTools
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import load_target
 
@@ -181,7 +182,7 @@ def coverage_problem(kernel: str) -> Optional[str]:
     return None
 
 
-class ReplayRunnerClient:
+class ReplayRunnerClient(WithoutTools):
     """``RunnerClient``'s API (``device_info``, ``evaluate``) over recorded results files.
 
     ``evaluate`` uses the newest recording that answers the whole request.
