@@ -418,4 +418,4 @@ def _skip_rest(candidates, failed, why: str) -> None:
         if c.variant.label not in failed:
             failed[c.variant.label] = Verdict(
                 variant=c.variant.label, status="launch_error",
-                reason=f"not verified: {why}")
+                reason=f"not verified: {why}", not_judged=True)

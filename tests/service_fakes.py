@@ -199,7 +199,8 @@ class FakeBackend:
                 self._wedged = WEDGED_FAULT
                 for other in spec.candidates:
                     verdicts.setdefault(other.label, Verdict(other.label, "launch_error",
-                                                             f"not verified: {WEDGED_FAULT}"))
+                                                             f"not verified: {WEDGED_FAULT}",
+                                                             not_judged=True))
                 break
         error = "timing skipped: " + self._wedged if self._wedged else ""
         timed = [c for c in spec.candidates if c.label not in verdicts]
