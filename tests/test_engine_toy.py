@@ -135,3 +135,22 @@ def test_one_decision_chooses_the_proposer(requested, config, answer, want):
     with pytest.raises(ValueError, match="expected builtin, llm or auto, found 'gpu'"):
         decide("gpu", None)
     assert isinstance(Decision("builtin", "asked").proposer(), BuiltinProposer)
+
+
+def test_a_sanitizer_that_cannot_run_is_a_note_not_a_progress_line(saxpy):
+    from cudalens.sanitize_check import check_original
+    from gpu_runner.sanitize import SanitizeError
+
+    def no_sanitizer(problem, variant, **kw):
+        raise SanitizeError("compute-sanitizer was not found on PATH", "sanitizer_missing")
+
+    said, notes = [], []
+    runner = InProcessRunner(ModelBackend(), sanitize_fn=no_sanitizer)
+    assert check_original(saxpy, runner, said.append, notes.append) == ()
+    assert said == ["checking the original saxpy with compute-sanitizer"]
+    assert notes == ["note: the original was not checked for races and memory errors: "
+                     "compute-sanitizer could not check saxpy: compute-sanitizer was not found "
+                     "on PATH"]
+    # a runner that cannot sanitize is not asked at all
+    assert check_original(saxpy, InProcessRunner(ModelBackend(), tools=False), said.append) == ()
+    assert len(said) == 1

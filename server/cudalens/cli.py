@@ -497,14 +497,11 @@ def _check_original(target, client, err: Console, progress):
     finding at its line."""
     from cudalens.sanitize_check import OriginalUnsafe, check_original_status, finding_line
 
-    def say(msg: str) -> None:
-        if msg.startswith("note: "):
-            err.print(escape(msg), highlight=False, soft_wrap=True)
-        else:
-            progress(msg)
+    def note(msg: str) -> None:
+        err.print(escape(msg), highlight=False, soft_wrap=True)
 
     try:
-        return check_original_status(target, client, say)[0]
+        return check_original_status(target, client, progress, note)[0]
     except OriginalUnsafe as exc:
         for located in exc.findings:
             err.print(escape(finding_line(str(target.path), located)), highlight=False,

@@ -11,10 +11,10 @@ non-blank character), ``None`` for findings outside the file (a header, or no li
 an invalid or out-of-bounds access, an uninitialized read, a barrier error; see
 ``gpu_runner.sanitizer_text.BLOCKING``) raises ``OriginalUnsafe`` naming the finding and its
 line; where no report can be made (no compute-sanitizer on the runner, a runner without the
-endpoint, a timeout) it says so through ``progress`` (a message starting ``note: ``) and lets
-the run go on; a runner whose ``can_sanitize`` is False (a replayed runner) is not checked. Its
-``SanitizerStatus`` goes into the run's record, so a report can tell a clean original from one
-that was not checked.
+endpoint, a timeout) it says so through ``note`` (a message starting ``note: ``) and lets
+the run go on; a runner that cannot sanitize (``Runner.can_sanitize``: the model or a replay)
+is not checked. Its ``SanitizerStatus`` goes into the run's record, so a report can tell a
+clean original from one that was not checked.
 """
 
 from __future__ import annotations
@@ -169,17 +169,21 @@ def finding_line(path: str, located: Located) -> str:
 
 
 def check_original_status(target: Target, client: "Runner",
-                          progress: Optional[Callable[[str], None]] = None
+                          progress: Optional[Callable[[str], None]] = None,
+                          note: Optional[Callable[[str], None]] = None
                           ) -> tuple[SanitizerStatus, tuple[Located, ...]]:
     """The check before optimizing (module doc): its status for the run's record
     (``cudalens.sanitizer_status``: clean, findings that do not block, or not run and why) and
-    the located findings.
+    the located findings. ``progress`` gets what it is doing, ``note`` (default: ``progress``)
+    the sentence saying the check could not be made (``note: the original was not checked
+    ...``).
 
     Raises:
         OriginalUnsafe: a blocking finding; the message names each (at most 3) and its line.
         CudalensError: the spec cannot be resolved.
     """
     say = progress or (lambda _m: None)
+    tell = note or say
     from cudalens.runner_client import RunnerError  # noqa: PLC0415
 
     if not client.can_sanitize:  # a client without the tool (a replayed runner)
@@ -189,7 +193,7 @@ def check_original_status(target: Target, client: "Runner",
     try:
         run = sanitize_target(target, client)
     except (CheckUnavailable, RunnerError) as exc:
-        say(f"note: the original was not checked for races and memory errors: {exc}")
+        tell(f"note: the original was not checked for races and memory errors: {exc}")
         return not_run(str(exc)), ()
     located = run.found
     blocking = tuple(loc for loc in located if loc.finding.blocking)
@@ -206,10 +210,11 @@ def check_original_status(target: Target, client: "Runner",
 
 
 def check_original(target: Target, client: "Runner",
-                   progress: Optional[Callable[[str], None]] = None) -> tuple[Located, ...]:
+                   progress: Optional[Callable[[str], None]] = None,
+                   note: Optional[Callable[[str], None]] = None) -> tuple[Located, ...]:
     """``check_original_status``'s located findings alone (none when it did not run).
 
     Raises:
         OriginalUnsafe, CudalensError: as ``check_original_status``.
     """
-    return check_original_status(target, client, progress)[1]
+    return check_original_status(target, client, progress, note)[1]
