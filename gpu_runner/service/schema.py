@@ -172,6 +172,10 @@ class JobStatus(_Body):
     ``result`` is set when ``state`` is ``done``; ``error`` (and ``error_kind``) when it is
     ``failed``. Times are seconds since the epoch (0 when not yet)."""
 
+    # built on first use (the service's), not at import: the CLI imports this module only
+    # for ``encode``, and the events' schemas cost a noticeable part of its start-up
+    model_config = ConfigDict(**WIRE_CONFIG, defer_build=True)
+
     id: str
     state: JobState
     device: int
