@@ -133,3 +133,21 @@ def test_every_engine_event_round_trips_through_the_wire_encoding():
 ])
 def test_the_text_is_the_line_the_runner_and_the_flow_printed_before_events(event, text):
     assert event.text() == text
+
+
+READERS = ("server/cudalens/lsp/jobs.py", "server/cudalens/lsp/llm.py",
+           "server/cudalens/lsp/progress.py", "server/cudalens/engine/events.py",
+           "server/cudalens/engine/run.py", "server/cudalens/engine/proposer.py",
+           "server/cudalens/runner_client.py", "gpu_runner/workers/supervisor.py",
+           "gpu_runner/workers/results.py", "gpu_runner/events.py")
+
+
+@pytest.mark.parametrize("path", READERS)
+def test_the_modules_that_read_or_render_events_use_no_regular_expressions(path):
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parent.parent / path).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "re" not in imported, f"{path} imports re: events are typed, never parsed"
