@@ -11,7 +11,8 @@ The confirmation also runs each confirmed candidate whose launch differs from th
 (the spec's launch) with the same source under the user's launch, so every offered candidate
 says whether it is a drop-in (``cudalens.dropin``): ``Row.launch_change`` and ``Row.drop_in``.
 A confirmation happens when the best candidates come from different batches or when one of
-them changes the launch.
+them changes the launch; it is the engine's one confirmation step (``cudalens.engine.confirm``,
+the LLM agent's too).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
 from cudalens.dropin import DropIn, LaunchChange, launch_change_of
-from cudalens.engine.events import (BatchDone, BatchStarted, BestSoFar, Confirming, OnEvent,
-                                    Pruned, ignore)
+from cudalens.engine.confirm import confirm as confirm_rows, moved as moved_rows, with_drop_in
+from cudalens.engine.events import (BatchDone, BatchStarted, BestSoFar, OnEvent, Pruned,
+                                    ignore)
 from cudalens.errors import CudalensError
 from cudalens.optimizer.prune import BaselineDoesNotCompile
 from cudalens.optimizer.candidate import Candidate
@@ -208,24 +210,23 @@ class _Batches:
         self.skipped: list[tuple[str, str]] = []
         self.count = 0
 
-    def _send(self, candidates: list[Candidate], labels: list[str],
-              user_launch: tuple[Candidate, ...] = ()) -> Evaluation:
-        """One runner evaluation of ``candidates`` under their own launches, then of
-        ``user_launch`` under the spec's (the user's) launch, labelled ``LABEL@user``."""
-        spec, name = self.target.spec, self.target.kernel.qualified_name
-        variants = [build_variant(label, c.source, name, spec, c.launch, self.device.sm_count,
-                                  options=(*self.build.options, *c.options),
-                                  files=self.build.files)
-                    for c, label in zip(candidates, labels)]
-        by_key = {c.key: label for c, label in zip(candidates, labels)}
-        variants += [build_variant(f"{by_key[c.key]}@user", c.source, name, spec, spec.launch,
-                                   self.device.sm_count,
-                                   options=(*self.build.options, *c.options),
-                                   files=self.build.files)
-                     for c in user_launch]
-        if self.replay is not None:  # the captured launch first; the user's is the captured
-            launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]
-            variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
+    def _variant(self, label: str, c: Candidate, launch) -> Variant:
+        """``c`` as a runner variant under ``launch`` (with a replay, the captured launch
+        first; the user's launch is the captured one)."""
+        variant = build_variant(label, c.source, self.target.kernel.qualified_name,
+                                self.target.spec, launch, self.device.sm_count,
+                                options=(*self.build.options, *c.options),
+                                files=self.build.files)
+        return variant if self.replay is None else self.replay.variant(variant, launch)
+
+    def _send(self, candidates: list[Candidate], labels: list[str]) -> Evaluation:
+        """One runner evaluation of ``candidates`` under their own launches."""
+        return self._evaluate([self._variant(label, c, c.launch)
+                               for c, label in zip(candidates, labels)])
+
+    def _evaluate(self, variants: list[Variant]) -> Evaluation:
+        """One runner evaluation of ``variants`` against the baseline, kept in ``sent``.
+        Raises ``CudalensError`` when the baseline could not be measured."""
         evaluation = self.client.evaluate(self.problem, self.baseline, variants,
                                           repetitions=self.repetitions, on_event=self.say)
         if evaluation.baseline is None:
@@ -320,18 +321,15 @@ class _Batches:
         top += self._other_families(best, top, max(confirm, 1) // 2)
         batch_of = {id(row): i for i, rows in enumerate(self.batches) for row in rows}
         user = self.target.spec.launch
-        moved = tuple(row.candidate for row in top
-                      if launch_change_of(row.candidate.launch, user) is not None)
-        if moved or (len(top) > 1 and len({batch_of[id(row)] for row in top}) > 1):
+        if moved_rows(top, user) or (len(top) > 1 and
+                                     len({batch_of[id(row)] for row in top}) > 1):
             labels = [f"c{self.count + i + 1}" for i in range(len(top))]
-            self.say(Confirming(tuple(labels), len(moved)))
-            evaluation = self._send([row.candidate for row in top], labels, user_launch=moved)
+            done = confirm_rows(top, user, labels,
+                                lambda label, row, launch: self._variant(label, row.candidate,
+                                                                         launch),
+                                self._evaluate, self.say)
             self.confirmed = True
-            own = evaluation.candidates[:len(top)]
-            at_user = dict(zip((c.key for c in moved), evaluation.candidates[len(top):]))
-            rows = tuple(with_drop_in(Row(row.candidate, r), user, at_user.get(row.candidate.key))
-                         for row, r in zip(top, own))
-            return evaluation, rows + tuple(failed), pick_winner(rows)
+            return done.evaluation, done.rows + tuple(failed), pick_winner(done.rows)
         keep = batch_of[id(best[0])]
         rows = tuple(with_drop_in(row, user, None) for row in self.batches[keep])
         others = tuple(row for i, rs in enumerate(self.batches) if i != keep
@@ -341,18 +339,3 @@ class _Batches:
 
 def _family(row: Row) -> str:
     return row.candidate.family
-
-
-def with_drop_in(row: Row, user, at_user: Optional[CandidateResult]) -> Row:
-    """``row`` with its launch change (against ``user``, the spec's launch) and drop-in
-    result: its own result when it keeps the user's launch and passed, ``at_user`` (the same
-    source under the user's launch) when given, else None (not checked)."""
-    import dataclasses
-
-    change = launch_change_of(row.candidate.launch, user)
-    drop_in = None
-    if change is None and row.result.verdict.ok:
-        drop_in = DropIn(row.result, own=True)
-    elif change is not None and at_user is not None:
-        drop_in = DropIn(at_user)
-    return dataclasses.replace(row, launch_change=change, drop_in=drop_in)

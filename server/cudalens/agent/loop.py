@@ -60,11 +60,11 @@ from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_param
                                    settings, substitute_launch)
 from cudalens.build import build_for, request_files
 from cudalens.engine.runner import Runner
-from cudalens.engine.events import (Confirming, LlmProposal, LlmRound, MeasuringOriginal,
-                                    Note, OnEvent, Stopped, ignore)
+from cudalens.engine.confirm import confirm, moved as moved_rows, with_drop_in
+from cudalens.engine.events import (LlmProposal, LlmRound, MeasuringOriginal, Note, OnEvent,
+                                    Stopped, ignore)
 from cudalens.errors import CudalensError
-from cudalens.dropin import launch_change_of
-from cudalens.optimize import OptimizeResult, Row, pick_winner, with_drop_in
+from cudalens.optimize import OptimizeResult, Row, pick_winner
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_problem, build_variant
@@ -569,9 +569,9 @@ class AgentLoop:
             return all_rows, last, False
         top = self._top()
         user = self.target.spec.launch
-        moved = [r for r in top if launch_change_of(r.candidate.launch, user) is not None]
-        if ((len(fastest) > 1 and len(top) > 1) or moved) and not self.cancel.is_set():
-            confirmed = self._confirm(top, moved)
+        if ((len(fastest) > 1 and len(top) > 1) or moved_rows(top, user)) and \
+                not self.cancel.is_set():
+            confirmed = self._confirm(top)
             if confirmed is not None:
                 rows, ev, done = confirmed
                 others = [with_drop_in(r, user, None) for r in all_rows if not timed(r)]
@@ -598,43 +598,36 @@ class AgentLoop:
                 out.append(row)
         return out[:self.config.confirm_top]
 
-    def _confirm(self, top: list[Row], moved: list[Row]
-                 ) -> Optional[tuple[list[Row], Evaluation, bool]]:
-        """The best candidates of different rounds timed again side by side, and each of
-        ``moved`` (those launched otherwise than the user's program does) also run with its
-        source under the user's launch (the spec's), as the built-in search's confirmation
-        does (``cudalens.optimize``): each row then carries its drop-in verdict. Rows whose
-        check under the user's launch did not come back keep ``drop_in`` None."""
-        user = self.target.spec.launch
-        variants = []
-        for i, row in enumerate(top, 1):
+    def _confirm(self, top: list[Row]) -> Optional[tuple[list[Row], Evaluation, bool]]:
+        """The best candidates of different rounds timed again side by side (labels
+        ``final1``, ``final2``...), those launched otherwise than the user's program does also
+        under the user's launch (the spec's): the engine's confirmation step, the built-in
+        search's too (``cudalens.engine.confirm``), so each row carries its drop-in verdict.
+        None, with a note, when that timing was cancelled or failed."""
+        spec = self.target.spec
+
+        def variant(label: str, row: Row, launch) -> Variant:
             c = row.candidate
-            variants.append(build_variant(f"final{i}", c.source, c.kernel, self.target.spec,
-                                          c.launch, self.device.sm_count,
-                                          options=self.build.options, files=self.build.files))
-        label_of = {id(row): f"final{i}" for i, row in enumerate(top, 1)}
-        for row in moved:
-            c = row.candidate
-            variants.append(build_variant(f"{label_of[id(row)]}@user", c.source, c.kernel,
-                                          self.target.spec, user, self.device.sm_count,
-                                          options=self.build.options, files=self.build.files))
-        self.say(Confirming(tuple(label_of[id(row)] for row in top), len(moved)))
-        try:
+            return build_variant(label, c.source, c.kernel, spec, launch, self.device.sm_count,
+                                 options=self.build.options, files=self.build.files)
+
+        def send(variants: list[Variant]) -> Evaluation:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,
                                       repetitions=self.repetitions, on_event=self._runner_event)
+            if ev.error and not ev.candidates:
+                raise CudalensError(ev.error)
+            return ev
+
+        labels = [f"final{i}" for i in range(1, len(top) + 1)]
+        try:
+            done = confirm(top, spec.launch, labels, variant, send, self.say)
         except Cancelled:
             self.notes.append("the final side-by-side timing was cancelled")
             return None
         except (CudalensError, RuntimeError, ValueError) as exc:
             self.notes.append(f"the final side-by-side timing failed: {exc}")
             return None
-        if ev.error and not ev.candidates:
-            self.notes.append(f"the final side-by-side timing failed: {ev.error}")
-            return None
-        at_user = dict(zip((id(r) for r in moved), ev.candidates[len(top):]))
-        rows = [with_drop_in(Row(r.candidate, res), user, at_user.get(id(r)))
-                for r, res in zip(top, ev.candidates)]
-        return rows, ev, True
+        return list(done.rows), done.evaluation, True
 
 
 def run_agent(target: Target, runner: Runner, config: AgentConfig, *,

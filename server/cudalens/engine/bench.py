@@ -17,9 +17,10 @@ from typing import Sequence
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
-from cudalens.engine.events import BatchDone, BatchStarted, Confirming, OnEvent
+from cudalens.engine.confirm import confirm, with_drop_in
+from cudalens.engine.events import BatchDone, BatchStarted, OnEvent
 from cudalens.errors import CudalensError
-from cudalens.optimize import OptimizeResult, Row, pick_winner, with_drop_in
+from cudalens.optimize import OptimizeResult, Row, pick_winner
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_problem, build_variant
@@ -59,11 +60,12 @@ class Bench:
             raise CudalensError(str(exc)) from None
         return cls(target, runner, on_event, device, problem, baseline, build, repetitions)
 
-    def variant(self, label: str, candidate: Candidate) -> Variant:
-        """``candidate`` as a runner variant under its own launch. Raises ``SpecError`` when
-        that launch cannot run the spec's sizes."""
+    def variant(self, label: str, candidate: Candidate, launch=None) -> Variant:
+        """``candidate`` as a runner variant under ``launch`` (None: its own). Raises
+        ``SpecError`` when that launch cannot run the spec's sizes."""
         return build_variant(label, candidate.source, self.target.kernel.qualified_name,
-                             self.target.spec, candidate.launch, self.device.sm_count,
+                             self.target.spec, launch or candidate.launch,
+                             self.device.sm_count,
                              options=(*self.build.options, *candidate.options),
                              files=self.build.files)
 
@@ -91,24 +93,27 @@ class Bench:
         return evaluation, rows
 
     def confirm(self, rows: Sequence[Row]) -> tuple[Evaluation, tuple[Row, ...]]:
-        """The confirmation step: ``rows``' candidates timed again together with the baseline
-        in one evaluation, so their speedups and confidence intervals come from launches
-        interleaved in one run (docs/architecture.md, "From a code action to a verdict", 7).
-        Returns that evaluation and the rows with its results, in order."""
+        """The confirmation step (``cudalens.engine.confirm``, the built-in search's and the
+        LLM's too): ``rows``' candidates timed again together with the baseline in one
+        evaluation, so their speedups and confidence intervals come from launches interleaved
+        in one run (docs/architecture.md, "From a code action to a verdict", 7), those
+        launched otherwise than the spec says also under the spec's launch. Returns that
+        evaluation and the rows with its results and drop-in verdicts, in order."""
         labels = [f"c{self.count + i + 1}" for i in range(len(rows))]
         self.count += len(rows)
-        self.on_event(Confirming(tuple(labels)))
-        evaluation = self._evaluate([self.variant(label, row.candidate)
-                                     for label, row in zip(labels, rows)])
-        return evaluation, tuple(Row(row.candidate, r)
-                                 for row, r in zip(rows, evaluation.candidates))
+        done = confirm(rows, self.target.spec.launch, labels,
+                       lambda label, row, launch: self.variant(label, row.candidate, launch),
+                       self._evaluate, self.on_event)
+        return done.evaluation, done.rows
 
     def result(self, evaluation: Evaluation, rows: Sequence[Row], *, stop: str = "",
                confirmed: bool = False) -> OptimizeResult:
         """The ``OptimizeResult`` of ``rows`` measured in ``evaluation``, with the winner
         (``cudalens.optimize.pick_winner``) and each row's launch change."""
         user = self.target.spec.launch
-        shown = tuple(with_drop_in(row, user, None) for row in rows)
+        # a confirmed row keeps its drop-in verdict; the others get theirs from their launch
+        shown = tuple(row if row.launch_change is not None or row.drop_in is not None
+                      else with_drop_in(row, user, None) for row in rows)
         return OptimizeResult(target=self.target, device=self.device, problem=self.problem,
                               evaluation=evaluation, rows=shown, winner=pick_winner(shown),
                               stop=stop, confirmed=confirmed)
