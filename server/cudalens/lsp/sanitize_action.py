@@ -104,6 +104,7 @@ class SanitizerChecks:
         self._running: set[tuple[str, str]] = set()
         self._closed = False
         session.diagnostics.providers.append(self.diagnostics)
+        session.jobs.on_findings = self.record  # findings of the check before an optimize job
 
     def diagnostics(self, snapshot: DocumentSnapshot) -> list[types.Diagnostic]:
         out = []
@@ -131,8 +132,9 @@ class SanitizerChecks:
             return self._refuse(f"{view.name} is being checked already")
         token = f"cudalens/sanitize/{next(self._ids)}"
         self._running.add(key)
-        await self.session.progress_begin(token, f"Check {view.name} with compute-sanitizer",
-                                          "memcheck, racecheck, initcheck, synccheck")
+        await self.session.notifier.progress_begin(
+            token, f"Check {view.name} with compute-sanitizer",
+            "memcheck, racecheck, initcheck, synccheck")
         asyncio.ensure_future(self._run(snapshot, view.name, target, token))
         return {"ok": True, "token": token}
 
@@ -151,9 +153,9 @@ class SanitizerChecks:
                 log.warning("checking %s failed", name, exc_info=True)
                 text = f"{type(exc).__name__}: {text}"
             if not self._closed:
-                self.session.show_message(f"cudalens: {name} was not checked: {text}",
-                                          types.MessageType.Warning)
-                self.session.progress_end(token, f"{name}: not checked")
+                self.session.notifier.show_message(f"cudalens: {name} was not checked: {text}",
+                                                   types.MessageType.Warning)
+                self.session.notifier.progress_end(token, f"{name}: not checked")
             return
         finally:
             self._running.discard((snapshot.uri, name))
@@ -168,7 +170,7 @@ class SanitizerChecks:
         else:
             end = (f"{name}: {len(found)} finding{'s' if len(found) != 1 else ''} "
                    f"({blocking} error{'s' if blocking != 1 else ''}), shown as diagnostics")
-        self.session.progress_end(token, end)
+        self.session.notifier.progress_end(token, end)
 
     def record(self, snapshot: DocumentSnapshot, name: str, found: tuple[Located, ...]) -> None:
         """Keeps findings made elsewhere (the check before an optimize job) for ``snapshot``'s
@@ -186,5 +188,6 @@ class SanitizerChecks:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _refuse(self, reason: str) -> dict[str, Any]:
-        self.session.show_message(f"cudalens: cannot check: {reason}", types.MessageType.Warning)
+        self.session.notifier.show_message(f"cudalens: cannot check: {reason}",
+                                           types.MessageType.Warning)
         return {"ok": False, "reason": reason}
