@@ -16,13 +16,14 @@ them changes the launch.
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
+from cudalens.diffs import unified_diff
 from cudalens.dropin import DropIn, LaunchChange, launch_change_of
 from cudalens.errors import CudalensError
 from cudalens.optimizer.prune import BaselineDoesNotCompile
@@ -31,6 +32,7 @@ from cudalens.optimizer.context import make_context
 from cudalens.optimizer.batched import Budget, Scored, SearchRun, search
 from cudalens.runner_client import RunnerClient
 from cudalens.spec.errors import SpecError
+from cudalens.spec.model import LaunchDecl
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import Target
 
@@ -49,13 +51,16 @@ class Row:
 
     ``launch_change``: the candidate's launch where it differs from the user's (None: the
     same). ``drop_in``: the candidate under the user's launch (module ``cudalens.dropin``);
-    None when not checked.
+    None when not checked. ``variant``: the runner variant ``result`` was measured as (before
+    a capture replay's launches are put first), built once and passed along (the
+    confirmation, the profile of the winner); None where a proposer did not keep it.
     """
 
     candidate: Candidate
     result: CandidateResult
     launch_change: Optional[LaunchChange] = None
     drop_in: Optional[DropIn] = None
+    variant: Optional[Variant] = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ class OptimizeResult:
     # The compute-sanitizer check of the original before the run (``cudalens.sanitizer_status``);
     # None where the caller did not say (the flow itself does not run it).
     sanitizer: Optional["SanitizerStatus"] = None
+    # The baseline variant as built for the runner (before a capture replay's launches).
+    baseline: Optional[Variant] = None
 
     @property
     def best_verified(self) -> Optional[Row]:
@@ -111,9 +118,7 @@ class OptimizeResult:
             return ""
         name = str(self.target.path)
         old, new = (name, name) if self.target.path.is_absolute() else (f"a/{name}", f"b/{name}")
-        return "".join(difflib.unified_diff(
-            self.target.text.splitlines(keepends=True),
-            row.candidate.source.splitlines(keepends=True), fromfile=old, tofile=new))
+        return unified_diff(self.target.text, row.candidate.source, old, new)
 
 
 def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
@@ -159,12 +164,14 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
                                  options=build.options, files=build.files)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
+
+    say(f"proposing candidates for {target.kernel.name}")
+    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec,
+                       source=target.source)
+    built = baseline
     if replay is not None:
         problem = replay.problem(problem)
         baseline = replay.variant(baseline, target.spec.launch)
-
-    say(f"proposing candidates for {target.kernel.name}")
-    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
     flow = _Batches(target, client, problem, baseline, device, repetitions, say, replay, build)
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
     try:
@@ -179,7 +186,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
                           rows=rows, winner=winner, skipped=tuple(flow.skipped),
                           pruned=tuple((d.candidate.label, d.reason) for d in run.dropped),
                           batches=tuple(flow.sent), stop=run.stop,
-                          confirmed=flow.confirmed)
+                          confirmed=flow.confirmed, baseline=built)
 
 
 class _Batches:
@@ -201,21 +208,25 @@ class _Batches:
         self.skipped: list[tuple[str, str]] = []
         self.count = 0
 
-    def _send(self, candidates: list[Candidate], labels: list[str],
+    def _variant(self, label: str, c: Candidate, launch: LaunchDecl) -> Variant:
+        """``c`` as a runner variant under ``launch``, with the build's headers and options.
+
+        Raises:
+            SpecError: ``launch`` cannot be resolved against the spec's sizes.
+        """
+        return build_variant(label, c.source, self.target.kernel.qualified_name,
+                             self.target.spec, launch, self.device.sm_count,
+                             options=(*self.build.options, *c.options), files=self.build.files)
+
+    def _send(self, candidates: list[Candidate], built: list[Variant],
               user_launch: tuple[Candidate, ...] = ()) -> Evaluation:
-        """One runner evaluation of ``candidates`` under their own launches, then of
-        ``user_launch`` under the spec's (the user's) launch, labelled ``LABEL@user``."""
-        spec, name = self.target.spec, self.target.kernel.qualified_name
-        variants = [build_variant(label, c.source, name, spec, c.launch, self.device.sm_count,
-                                  options=(*self.build.options, *c.options),
-                                  files=self.build.files)
-                    for c, label in zip(candidates, labels)]
-        by_key = {c.key: label for c, label in zip(candidates, labels)}
-        variants += [build_variant(f"{by_key[c.key]}@user", c.source, name, spec, spec.launch,
-                                   self.device.sm_count,
-                                   options=(*self.build.options, *c.options),
-                                   files=self.build.files)
-                     for c in user_launch]
+        """One runner evaluation of ``candidates`` under their own launches (``built``, their
+        variants), then of ``user_launch`` under the spec's (the user's) launch, labelled
+        ``LABEL@user``."""
+        spec = self.target.spec
+        by_key = {c.key: v.label for c, v in zip(candidates, built)}
+        variants = list(built) + [self._variant(f"{by_key[c.key]}@user", c, spec.launch)
+                                  for c in user_launch]
         if self.replay is not None:  # the captured launch first; the user's is the captured
             launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]
             variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
@@ -230,13 +241,11 @@ class _Batches:
         return evaluation
 
     def evaluate(self, candidates) -> list[Scored]:
-        spec, name = self.target.spec, self.target.kernel.qualified_name
         sendable: list[Candidate] = []
-        labels: list[str] = []
+        built: list[Variant] = []
         for c in candidates:
             try:
-                build_variant("probe", c.source, name, spec, c.launch, self.device.sm_count,
-                              options=c.options)
+                variant = self._variant(f"c{self.count + 1}", c, c.launch)
             except SpecError as exc:
                 # The candidate's own launch configuration does not fit these sizes (a grid.y
                 # above 65535, say): the user's spec is fine, the candidate is dropped.
@@ -244,12 +253,12 @@ class _Batches:
                 continue
             self.count += 1
             sendable.append(c)
-            labels.append(f"c{self.count}")
+            built.append(variant)
         if not sendable and self.evaluations:
             return [Scored(c, None) for c in candidates]
         self.say(f"{self.count} candidates; verifying and timing on {self.device.name}")
-        evaluation = self._send(sendable, labels)
-        rows = [Row(c, r) for c, r in zip(sendable, evaluation.candidates)]
+        evaluation = self._send(sendable, built)
+        rows = [Row(c, r, variant=v) for c, r, v in zip(sendable, evaluation.candidates, built)]
         self.batches.append(rows)
         self._say_best()
         by_key = {row.candidate.key: row for row in rows}
@@ -319,12 +328,15 @@ class _Batches:
             also = (f", and {len(moved)} of them under your launch too" if moved else "")
             self.say(f"confirming the {len(top)} fastest candidates: timing them again together "
                      f"with the baseline{also}")
-            evaluation = self._send([row.candidate for row in top], labels, user_launch=moved)
+            again = [dataclasses.replace(row.variant, label=label)  # built once, relabelled
+                     for row, label in zip(top, labels)]
+            evaluation = self._send([row.candidate for row in top], again, user_launch=moved)
             self.confirmed = True
             own = evaluation.candidates[:len(top)]
             at_user = dict(zip((c.key for c in moved), evaluation.candidates[len(top):]))
-            rows = tuple(with_drop_in(Row(row.candidate, r), user, at_user.get(row.candidate.key))
-                         for row, r in zip(top, own))
+            rows = tuple(with_drop_in(Row(row.candidate, r, variant=v), user,
+                                      at_user.get(row.candidate.key))
+                         for row, r, v in zip(top, own, again))
             return evaluation, rows + tuple(failed), pick_winner(rows)
         keep = batch_of[id(best[0])]
         rows = tuple(with_drop_in(row, user, None) for row in self.batches[keep])
