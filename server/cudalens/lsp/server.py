@@ -82,7 +82,11 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     @server.feature(types.INITIALIZE)
     def initialize(ls: CudalensServer, params: types.InitializeParams) -> None:
         ls.session = Session(ls, ls.runner_factory, workspace_roots(params))
-        ls.sanitizer = sanitize_action.SanitizerChecks(ls.session)
+        s = ls.session
+        ls.sanitizer = sanitize_action.SanitizerChecks(
+            s.notifier, s.diagnostics, snapshot=s.snapshot, settings=lambda: s.settings,
+            client=s.jobs._client)
+        s.jobs.on_findings = ls.sanitizer.record  # findings of the check before an optimize job
         ls.captures = capture_action.Captures(ls.session)
 
     @server.feature(types.INITIALIZED)
@@ -181,7 +185,7 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         try:
             return parse_args(name, args, need_candidate)
         except CommandError as exc:
-            session().show_message(f"cudalens: {exc}", types.MessageType.Error)
+            session().notifier.show_message(f"cudalens: {exc}", types.MessageType.Error)
             raise
 
     @server.command(commands.OPTIMIZE)
