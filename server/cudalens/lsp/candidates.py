@@ -167,8 +167,8 @@ def reject(session: "Session", args: KernelArgs) -> dict[str, Any]:
     except KeyError as exc:
         return _refuse(session, "candidate not rejected", str(exc.args[0]))
     session.store.reject(status.key, cand.id, _now())
-    session.notifier.show_message(f"Rejected {cand.label} for {status.view.kernel.name}; it will not be "
-                         f"offered again for this source.")
+    session.notifier.show_message(f"Rejected {cand.label} for {status.view.kernel.name}; it will "
+                                  f"not be offered again for this source.")
     session.notifier.refresh()
     return {"ok": True, "rejected": cand.id}
 

@@ -252,7 +252,7 @@ class Diagnostics:
             if not self._nvcc_problem_shown:
                 self._nvcc_problem_shown = True
                 self.notifier.show_message(f"cudalens: compile diagnostics are off: {exc}",
-                                          types.MessageType.Warning)
+                                           types.MessageType.Warning)
             return
         finally:
             if self._pending.get(uri) is asyncio.current_task():

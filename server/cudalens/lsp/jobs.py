@@ -174,7 +174,7 @@ class Jobs:
     analysis of an open document, None when closed), ``stored(record, job)`` (a finished
     run to keep) and ``device_seen(settings, device)`` (the runner's device, once known).
     ``on_findings(snapshot, kernel, findings)``, when set, gets the compute-sanitizer findings
-    that stopped a job (``sanitize_action`` sets it)."""
+    that stopped a job (``lsp/server.py`` sets the sanitizer checks' ``record``)."""
 
     def __init__(self, notifier: Notifier, runner_factory: RunnerFactory, *,
                  settings: Callable[[], Settings],
@@ -320,7 +320,7 @@ class Jobs:
         # The message goes out first so that a client that sees the progress end has already
         # been told why.
         self.notifier.show_message(f"cudalens: optimizing {job.kernel} failed: {job.message}",
-                                  types.MessageType.Error)
+                                   types.MessageType.Error)
         self.notifier.progress_end(job.token, f"{job.kernel}: failed")
 
     def _finished(self, job: Job, record: Any) -> None:
