@@ -404,8 +404,8 @@ class Jobs:
         target = job.snapshot.target(job.view)
         sanitizer = not_run("the cudalens.sanitize setting is off")
         from cudalens.lsp.capture_action import replay_for  # a current capture is replayed
-        target, replay = replay_for(self.session, job.snapshot, job.view, target, choice.kind,
-                                    report)
+        target, replay = replay_for(job.settings.workspace_roots, job.snapshot, job.view, target,
+                                    choice.kind, report)
         if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
             try:
                 sanitizer = check_original_status(target, client,

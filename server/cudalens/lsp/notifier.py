@@ -1,8 +1,9 @@
 """What the language server's features tell the editor, and nothing else: work-done progress,
-messages, a refresh of what it shows, and that a run was stored.
+messages (shown, or only logged), a refresh of what it shows, that a run was stored, and a
+document to show.
 
 Features (the optimize queue ``jobs``, the compile diagnostics ``diagnostics``, the
-compute-sanitizer checks) are handed a ``Notifier`` instead of the whole ``Session``, so none
+compute-sanitizer checks, the captures ``capture_action``) are handed a ``Notifier`` instead of the whole ``Session``, so none
 of them imports or calls back into the session (docs/architecture.md, "No cycles").
 ``ClientNotifier`` is the one on a pygls server; tests can pass any object with these methods.
 """
@@ -34,6 +35,13 @@ class Notifier(Protocol):
 
     def show_message(self, text: str, kind: types.MessageType = types.MessageType.Info) -> None:
         """Shows ``text`` to the user and writes it to the client's log."""
+
+    def log_message(self, text: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        """Writes ``text`` to the client's log only (not shown)."""
+
+    async def show_document(self, uri: str) -> None:
+        """Asks the client to show ``uri`` without taking focus, where it can show documents;
+        a client that refuses is logged, not raised."""
 
     def refresh(self) -> None:
         """Re-publishes every open document's diagnostics and asks the client to fetch code
@@ -86,6 +94,18 @@ class ClientNotifier:
     def show_message(self, text: str, kind: types.MessageType = types.MessageType.Info) -> None:
         self.server.window_show_message(types.ShowMessageParams(type=kind, message=text))
         self.server.window_log_message(types.LogMessageParams(type=kind, message=text))
+
+    def log_message(self, text: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.server.window_log_message(types.LogMessageParams(type=kind, message=text))
+
+    async def show_document(self, uri: str) -> None:
+        if not supports(self.server, "window", "show_document", "support"):
+            return
+        try:
+            await self.server.window_show_document_async(
+                types.ShowDocumentParams(uri=uri, take_focus=False))
+        except Exception as exc:  # noqa: BLE001 - what was to be shown is on disk either way
+            log.warning("the client did not show %s: %s", uri, exc)
 
     def refresh(self) -> None:
         self.republish()

@@ -87,7 +87,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
             s.notifier, s.diagnostics, snapshot=s.snapshot, settings=lambda: s.settings,
             client=s.jobs._client)
         s.jobs.on_findings = ls.sanitizer.record  # findings of the check before an optimize job
-        ls.captures = capture_action.Captures(ls.session)
+        ls.captures = capture_action.Captures(s.notifier, snapshot=s.snapshot,
+                                              settings=lambda: s.settings, roots=s.roots)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CudalensServer, params: types.InitializedParams) -> None:
@@ -138,7 +139,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri), held,
                                      held_statuses, held_jobs,
                                      open_spec=s.supports("window", "show_document", "support")) \
-            + capture_action.lenses(s, snap)
+            + capture_action.lenses(snap, s.roots,
+                                    s.supports("window", "show_document", "support"))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=code_actions.KINDS))
