@@ -129,6 +129,20 @@ def _user_launch_words(record: dict) -> Optional[str]:
     return None if win is None or win.user_launch is None else win.user_launch.words
 
 
+def _control(ctl: Path, program: HostProgram, before: dict, nvcc: str) -> str:
+    """The words for the accepted kernel under the program's original launch (what a
+    kernel-only apply would ship): ``right``, ``WRONG: <first difference>`` or ``FAULTS:
+    <the program's error>``. A fault there is the control's finding, not a failure of the
+    check: the program that cudalens rewrote is judged by ``after``."""
+    exe = build(ctl, "control", nvcc)
+    try:
+        got = run_program(ctl, exe, program)
+    except RuntimeError as exc:
+        return f"kernel-only apply: FAULTS: {' '.join(str(exc).split())[:300]}"
+    cdiff = compare_outputs(program, before, got)
+    return f"kernel-only apply: {'WRONG: ' + cdiff if cdiff else 'right'}"
+
+
 def check_kernel(src: Path, args, log: list[str]) -> Outcome:
     from cudalens.target import load_target  # noqa: PLC0415
 
@@ -192,9 +206,7 @@ def check_kernel(src: Path, args, log: list[str]) -> Outcome:
             ctl = Path(tmp) / "control"
             shutil.copytree(ws, ctl)
             (ctl / "main.cu").write_text(original_main)
-            cdiff = compare_outputs(program, before,
-                                    run_program(ctl, build(ctl, "control", args.nvcc), program))
-            out.control = f"kernel-only apply: {'WRONG: ' + cdiff if cdiff else 'right'}"
+            out.control = _control(ctl, program, before, args.nvcc)
             log.append(f"  {out.control}")
         log.append(f"  after vs before: {out.verdict}: {out.detail}")
         return out

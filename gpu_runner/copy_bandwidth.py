@@ -8,7 +8,7 @@ before this module) pays for the previous copy's dirty lines instead, so kernels
 107-110% of it on an H200 (README, "of copy bw above 100%"). The methods here (``METHODS``):
 
 * ``flushed`` (the reference, ``DeviceInfo.copy_bandwidth_gbps``): the highest of three
-  16-byte kernels (``device.COPY_KERNEL_SOURCE``) of different read:write mixes, each timed
+  16-byte kernels (``copy_kernels.COPY_KERNEL_SOURCE``) of different read:write mixes, each timed
   exactly as a kernel is (read flush, event, kernel, event; the median of ``repeats``): the copy
   (1:1, ``flushed_copy``), a vector add (2:1, ``flushed_add``) and a read-only kernel (1:0,
   ``flushed_read``). One mix is not a ceiling for the others: DRAM reads cost less than writes,
@@ -116,7 +116,7 @@ def measure_copy(session, *, nbytes: int = 0, methods: tuple[str, ...] = ("flush
     or flush kernel does not compile, too little memory is free, or a time is not positive."""
     import numpy as np  # noqa: PLC0415
 
-    from gpu_runner.device import _copy_kernel, attribute  # noqa: PLC0415
+    from gpu_runner.copy_kernels import attribute, copy_kernel  # noqa: PLC0415
     from gpu_runner.l2flush import L2Flusher  # noqa: PLC0415
 
     bad = [m for m in methods if m not in METHODS]
@@ -126,11 +126,11 @@ def measure_copy(session, *, nbytes: int = 0, methods: tuple[str, ...] = ("flush
     l2 = attribute(drv, session.device, "L2_CACHE_SIZE")
     free, _total = drv.mem_get_info()
     size = copy_size(l2, free, nbytes)
-    kernel = _copy_kernel(session)
+    kernel = copy_kernel(session)
     if kernel is None:
         raise RuntimeError("copy bandwidth: the 16-byte copy kernel did not compile")
-    add_kernel = _copy_kernel(session, "cudalens_mix_add")
-    read_kernel = _copy_kernel(session, "cudalens_mix_read")
+    add_kernel = copy_kernel(session, "cudalens_mix_add")
+    read_kernel = copy_kernel(session, "cudalens_mix_read")
     if add_kernel is None or read_kernel is None:
         raise RuntimeError("copy bandwidth: the 16-byte add or read kernel did not compile")
     src, dst = drv.mem_alloc(size), drv.mem_alloc(size)

@@ -8,7 +8,7 @@ GPU is still in its working state rather than idle.
 
 The copy bandwidth is measured, not taken from a datasheet (the device tool's METHOD.md, "Two
 numbers first"), and measured the way kernels are timed (``copy_bandwidth``, method ``flushed``):
-the highest of three 16-byte kernels (copy, vector add, read only; ``COPY_KERNEL_SOURCE``) over
+the highest of three 16-byte kernels (copy, vector add, read only; ``copy_kernels``) over
 buffers of 2 x L2 each, after the same read flush of the L2 and between the same CUDA events as
 a timed kernel, median of ``COPY_REPEATS`` launches after ``COPY_WARMUP``, counting the bytes
 read plus the bytes written (on an H200, 2026-12-01: copy 4,228, add 4,388, read 4,126 GB/s). Until 2026-12 the
@@ -21,74 +21,12 @@ from __future__ import annotations
 
 import statistics
 
+from gpu_runner.copy_kernels import attribute, copy_kernel
 from gpu_runner.report import DeviceInfo
 
 COPY_BYTES_MIN = 256 * 1024 * 1024
 COPY_REPEATS = 10
 COPY_WARMUP = 2
-
-
-def attribute(drv, device, name: str, default: int = 0) -> int:
-    """Device attribute ``name`` (a ``pycuda.driver.device_attribute`` member), or
-    ``default`` when this driver or pycuda does not know it."""
-    member = getattr(drv.device_attribute, name, None)
-    if member is None:
-        return default
-    try:
-        return int(device.get_attribute(member))
-    except drv.Error:
-        return default
-
-
-COPY_KERNEL_SOURCE = r"""
-extern "C" __global__ void cudalens_copy16(const int4* __restrict__ src, int4* __restrict__ dst,
-                                           unsigned long long count)
-{
-    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (i < count) dst[i] = src[i];
-}
-
-// Two 16-byte reads per 16-byte write (vector add: saxpy's mix).
-extern "C" __global__ void cudalens_mix_add(const float4* __restrict__ a,
-                                            const float4* __restrict__ b,
-                                            float4* __restrict__ c, unsigned long long count)
-{
-    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (i < count) {
-        float4 x = a[i], y = b[i];
-        c[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
-    }
-}
-
-// 16-byte reads only: the store depends on the data and never happens for the 1.0f the buffer
-// holds, so the loads cannot be dropped.
-extern "C" __global__ void cudalens_mix_read(const float4* __restrict__ a, float* __restrict__ out,
-                                             unsigned long long count)
-{
-    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (i < count) {
-        float4 x = a[i];
-        if (x.x + x.y + x.z + x.w == -1.0f) out[0] = x.x;
-    }
-}
-"""
-MIX_KERNELS = ("cudalens_copy16", "cudalens_mix_add", "cudalens_mix_read")
-
-
-
-def _copy_kernel(session, symbol: str = "cudalens_copy16"):
-    """A kernel of ``COPY_KERNEL_SOURCE`` (default: the 16-byte copy) as a launchable function,
-    or None when it does not compile."""
-    from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415 (optional dependency)
-
-    from gpu_runner.cubin import find_kernel_symbol
-
-    major, minor = session.device.compute_capability()
-    try:
-        cubin = nvcc_compile(COPY_KERNEL_SOURCE, no_extern_c=True, arch=f"sm_{major}{minor}")
-        return session.load(cubin, find_kernel_symbol(cubin, symbol))
-    except Exception:  # noqa: BLE001 - the driver's copy alone still gives a ceiling
-        return None
 
 
 def measure_copy_bandwidth(session, nbytes: int = 0) -> float:
@@ -123,7 +61,7 @@ def measure_copy_back_to_back(session, nbytes: int = 0) -> float:
     try:
         drv.memset_d32_async(src, 0x3F800000, size // 4, stream)  # 1.0f: not zeros
         start, end = drv.Event(), drv.Event()
-        kernel = _copy_kernel(session)
+        kernel = copy_kernel(session)
         count = size // 16
         copies = [lambda: drv.memcpy_dtod_async(dst, src, size, stream)]
         if kernel is not None:

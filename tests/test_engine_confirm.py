@@ -66,8 +66,9 @@ def test_the_best_are_timed_again_and_a_moved_one_also_under_the_users_launch(sa
 
     sent: list = []
 
-    def send(variants):
+    def send(variants, launches):
         sent.append(tuple(variants))
+        assert launches == [bounds.launch, user, user]
         return bench.runner.evaluate(bench.problem, bench.baseline, variants, repetitions=10,
                                      on_event=seen.append)
 

@@ -146,3 +146,21 @@ def test_the_gpu_check_script_builds_the_program_before_and_logs_it(tmp_path):
     (record,) = json.loads(log.with_suffix(".json").read_text())
     assert (record["kernel"], record["verdict"], record["launch_before"]) == (
         "matvec", "built", "<<<(rows + 128 - 1) / 128, 128>>>")
+
+
+@needs_nvcc
+def test_a_control_that_faults_is_the_controls_finding_not_a_failed_check(tmp_path):
+    """H200, 2026-12-02: the accepted column-tile kernel under the program's original 1D launch
+    ended with "an illegal memory access"; that is what a kernel-only apply ships (the finding
+    the control exists for), so the check records it and judges the rewritten program by
+    ``after``."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import check_host_programs  # noqa: PLC0415
+
+    prog = generate(load_target(VARIANTS / "warp_per_row" / "softmax_flat.cu"))
+    (tmp_path / "main.cu").write_text(
+        '#include <cstdio>\nint main() { fprintf(stderr, "main.cu:3: an illegal memory access '
+        'was encountered\\n"); return 1; }\n')
+    words = check_host_programs._control(tmp_path, prog, {}, nvcc_path())  # noqa: SLF001
+    assert words == ("kernel-only apply: FAULTS: prog_control exited with 1: main.cu:3: an "
+                     "illegal memory access was encountered")

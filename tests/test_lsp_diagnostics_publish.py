@@ -17,20 +17,18 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 class _Session:
-    """What ``Diagnostics`` uses of a session: the current snapshot, settings, statuses and
-    the server's publish call (recorded)."""
+    """What ``Diagnostics`` is given: the current snapshot, settings, statuses and the
+    publish call (recorded); nothing is shown (no notifier call is expected)."""
 
     def __init__(self, snapshot):
         self.current = snapshot
         self.sent: list[types.PublishDiagnosticsParams] = []
         self.settings = pytypes.SimpleNamespace(check_enabled=False, debounce_ms=0)
-        self.server = pytypes.SimpleNamespace(text_document_publish_diagnostics=self.sent.append)
 
-    def snapshot(self, uri):
-        return self.current
-
-    def statuses(self, snapshot):
-        return []
+    def diagnostics(self) -> Diagnostics:
+        return Diagnostics(None, self.sent.append, settings=lambda: self.settings,
+                           snapshot=lambda uri: self.current, statuses=lambda snapshot: [],
+                           executor=None)
 
 
 def _snapshot(text: str, version: int):
@@ -41,7 +39,7 @@ def _snapshot(text: str, version: int):
 def test_an_unchanged_set_is_sent_once_per_version_and_again_after_forget():
     text = (EXAMPLES / "saxpy.cu").read_text()
     session = _Session(_snapshot(text, 1))
-    diags = Diagnostics(session)
+    diags = session.diagnostics()
     uri = session.current.uri
     diags.publish(uri)
     diags.publish(uri)

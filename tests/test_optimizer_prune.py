@@ -22,12 +22,12 @@ SM90 = LIMITS["sm_90"]
 
 
 @pytest.mark.parametrize("threads,regs,shared,blocks,fraction,limiter", [
-    (256, 32, 0, 8, 1.0, "threads"),           # 8 x 8 warps = 64 warps; registers allow 8 too
+    (256, 32, 0, 8, 1.0, "block size"),        # 8 x 8 warps = 64 warps; registers allow 8 too
     (256, 64, 0, 4, 0.5, "registers"),         # 2048 registers per warp: 32 warps
     (1024, 65, 0, 0, 0.0, "registers"),        # 65 -> 2304 per warp: 28 warps < one block
     (128, 32, 100000, 2, 0.125, "shared memory"),  # 101120 bytes per block with the reserve
-    (32, 16, 0, 32, 0.5, "blocks"),            # at most 32 blocks per SM
-    (100, 10, 0, 16, 1.0, "threads"),          # 100 threads take 4 warps
+    (32, 16, 0, 32, 0.5, "blocks per SM"),     # at most 32 blocks per SM
+    (100, 10, 0, 16, 1.0, "block size"),       # 100 threads take 4 warps
 ])
 def test_occupancy_calculator(threads, regs, shared, blocks, fraction, limiter):
     occ = occupancy(threads, regs, shared, SM90)

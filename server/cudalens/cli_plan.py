@@ -68,7 +68,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
     not apply, why and at which line."""
     from rich.console import Console
 
-    from cudalens.cli import _fail, _unwritable
+    from cudalens.cli_exit import _fail, _unwritable
     from cudalens.optimizer.context import make_context
     from cudalens.optimizer.plan import make_plan
     from cudalens.spec.parser import spec_path_for

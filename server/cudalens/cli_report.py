@@ -37,7 +37,7 @@ def _safe(name: str) -> str:
 
 
 def register(main: click.Group) -> None:
-    from cudalens.cli import EXIT_INPUT, _fail
+    from cudalens.cli_exit import EXIT_INPUT, _fail
 
     @main.command()
     @click.argument("results", type=click.Path(path_type=Path, dir_okay=False))

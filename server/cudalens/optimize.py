@@ -17,13 +17,14 @@ the LLM agent's too).
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
+from cudalens.diffs import unified_diff
 from cudalens.dropin import DropIn, LaunchChange, launch_change_of
 from cudalens.engine.confirm import confirm as confirm_rows, moved as moved_rows, with_drop_in
 from cudalens.engine.events import (BatchDone, BatchStarted, BestSoFar, OnEvent, Pruned,
@@ -35,6 +36,7 @@ from cudalens.optimizer.context import make_context
 from cudalens.optimizer.batched import Budget, Scored, SearchRun, search
 from cudalens.runner_client import RunnerClient
 from cudalens.spec.errors import SpecError
+from cudalens.spec.model import LaunchDecl
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import Target
 
@@ -53,13 +55,16 @@ class Row:
 
     ``launch_change``: the candidate's launch where it differs from the user's (None: the
     same). ``drop_in``: the candidate under the user's launch (module ``cudalens.dropin``);
-    None when not checked.
+    None when not checked. ``variant``: the runner variant ``result`` was measured as (before
+    a capture replay's launches are put first), built once and passed along (the
+    confirmation, the profile of the winner); None where a proposer did not keep it.
     """
 
     candidate: Candidate
     result: CandidateResult
     launch_change: Optional[LaunchChange] = None
     drop_in: Optional[DropIn] = None
+    variant: Optional[Variant] = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ class OptimizeResult:
     # The compute-sanitizer check of the original before the run (``cudalens.sanitizer_status``);
     # None where the caller did not say (the flow itself does not run it).
     sanitizer: Optional["SanitizerStatus"] = None
+    # The baseline variant as built for the runner (before a capture replay's launches).
+    baseline: Optional[Variant] = None
 
     @property
     def best_verified(self) -> Optional[Row]:
@@ -115,9 +122,7 @@ class OptimizeResult:
             return ""
         name = str(self.target.path)
         old, new = (name, name) if self.target.path.is_absolute() else (f"a/{name}", f"b/{name}")
-        return "".join(difflib.unified_diff(
-            self.target.text.splitlines(keepends=True),
-            row.candidate.source.splitlines(keepends=True), fromfile=old, tofile=new))
+        return unified_diff(self.target.text, row.candidate.source, old, new)
 
 
 def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
@@ -167,11 +172,13 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
                                  options=build.options, files=build.files)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
+
+    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec,
+                       source=target.source)
+    built = baseline
     if replay is not None:
         problem = replay.problem(problem)
         baseline = replay.variant(baseline, target.spec.launch)
-
-    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
     flow = _Batches(target, client, problem, baseline, device, repetitions, say, replay, build)
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
     try:
@@ -188,7 +195,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
                           rows=rows, winner=winner, skipped=tuple(flow.skipped),
                           pruned=tuple((d.candidate.label, d.reason) for d in run.dropped),
                           batches=tuple(flow.sent), stop=run.stop,
-                          confirmed=flow.confirmed)
+                          confirmed=flow.confirmed, baseline=built)
 
 
 class _Batches:
@@ -210,23 +217,36 @@ class _Batches:
         self.skipped: list[tuple[str, str]] = []
         self.count = 0
 
-    def _variant(self, label: str, c: Candidate, launch) -> Variant:
-        """``c`` as a runner variant under ``launch`` (with a replay, the captured launch
-        first; the user's launch is the captured one)."""
-        variant = build_variant(label, c.source, self.target.kernel.qualified_name,
-                                self.target.spec, launch, self.device.sm_count,
-                                options=(*self.build.options, *c.options),
-                                files=self.build.files)
-        return variant if self.replay is None else self.replay.variant(variant, launch)
+    def _variant(self, label: str, c: Candidate, launch: LaunchDecl) -> Variant:
+        """``c`` as a runner variant under ``launch``, with the build's headers and options
+        (before a capture replay's launches are put first: ``_evaluate``).
 
-    def _send(self, candidates: list[Candidate], labels: list[str]) -> Evaluation:
-        """One runner evaluation of ``candidates`` under their own launches."""
-        return self._evaluate([self._variant(label, c, c.launch)
-                               for c, label in zip(candidates, labels)])
+        Raises:
+            SpecError: ``launch`` cannot be resolved against the spec's sizes.
+        """
+        return build_variant(label, c.source, self.target.kernel.qualified_name,
+                             self.target.spec, launch, self.device.sm_count,
+                             options=(*self.build.options, *c.options), files=self.build.files)
 
-    def _evaluate(self, variants: list[Variant]) -> Evaluation:
-        """One runner evaluation of ``variants`` against the baseline, kept in ``sent``.
-        Raises ``CudalensError`` when the baseline could not be measured."""
+    def _confirm_variant(self, label: str, row: Row, launch: LaunchDecl) -> Variant:
+        """The confirmation's variant of ``row`` (``cudalens.engine.confirm``): under its own
+        launch the one built in its batch, relabelled; under another (the user's), built."""
+        if launch is row.candidate.launch and row.variant is not None:
+            return dataclasses.replace(row.variant, label=label)  # built once, relabelled
+        return self._variant(label, row.candidate, launch)
+
+    def _send(self, candidates: list[Candidate], built: list[Variant]) -> Evaluation:
+        """One runner evaluation of ``candidates`` under their own launches (``built``, their
+        variants)."""
+        return self._evaluate(built, [c.launch for c in candidates])
+
+    def _evaluate(self, variants: list[Variant], launches: list[LaunchDecl]) -> Evaluation:
+        """One runner evaluation of ``variants`` (built under ``launches``) against the
+        baseline, kept in ``sent``; with a replay, the captured launch first (the user's
+        launch is the captured one). Raises ``CudalensError`` when the baseline could not be
+        measured."""
+        if self.replay is not None:
+            variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
         evaluation = self.client.evaluate(self.problem, self.baseline, variants,
                                           repetitions=self.repetitions, on_event=self.say)
         if evaluation.baseline is None:
@@ -238,13 +258,11 @@ class _Batches:
         return evaluation
 
     def evaluate(self, candidates) -> list[Scored]:
-        spec, name = self.target.spec, self.target.kernel.qualified_name
         sendable: list[Candidate] = []
-        labels: list[str] = []
+        built: list[Variant] = []
         for c in candidates:
             try:
-                build_variant("probe", c.source, name, spec, c.launch, self.device.sm_count,
-                              options=c.options)
+                variant = self._variant(f"c{self.count + 1}", c, c.launch)
             except SpecError as exc:
                 # The candidate's own launch configuration does not fit these sizes (a grid.y
                 # above 65535, say): the user's spec is fine, the candidate is dropped.
@@ -253,13 +271,14 @@ class _Batches:
                 continue
             self.count += 1
             sendable.append(c)
-            labels.append(f"c{self.count}")
+            built.append(variant)
         if not sendable and self.evaluations:
             return [Scored(c, None) for c in candidates]
-        self.say(BatchStarted(self.count, tuple(labels), self.device.name))
-        evaluation = self._send(sendable, labels)
-        rows = [Row(c, r) for c, r in zip(sendable, evaluation.candidates)]
-        self.say(BatchDone(tuple(labels), sum(1 for r in rows if r.result.verdict.ok)))
+        self.say(BatchStarted(self.count, tuple(v.label for v in built), self.device.name))
+        evaluation = self._send(sendable, built)
+        rows = [Row(c, r, variant=v) for c, r, v in zip(sendable, evaluation.candidates, built)]
+        self.say(BatchDone(tuple(v.label for v in built),
+                           sum(1 for r in rows if r.result.verdict.ok)))
         self.batches.append(rows)
         self._say_best()
         by_key = {row.candidate.key: row for row in rows}
@@ -324,10 +343,8 @@ class _Batches:
         if moved_rows(top, user) or (len(top) > 1 and
                                      len({batch_of[id(row)] for row in top}) > 1):
             labels = [f"c{self.count + i + 1}" for i in range(len(top))]
-            done = confirm_rows(top, user, labels,
-                                lambda label, row, launch: self._variant(label, row.candidate,
-                                                                         launch),
-                                self._evaluate, self.say)
+            done = confirm_rows(top, user, labels, self._confirm_variant, self._evaluate,
+                                self.say)
             self.confirmed = True
             return done.evaluation, done.rows + tuple(failed), pick_winner(done.rows)
         keep = batch_of[id(best[0])]

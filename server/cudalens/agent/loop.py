@@ -611,7 +611,7 @@ class AgentLoop:
             return build_variant(label, c.source, c.kernel, spec, launch, self.device.sm_count,
                                  options=self.build.options, files=self.build.files)
 
-        def send(variants: list[Variant]) -> Evaluation:
+        def send(variants: list[Variant], _launches) -> Evaluation:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,
                                       repetitions=self.repetitions, on_event=self._runner_event)
             if ev.error and not ev.candidates:

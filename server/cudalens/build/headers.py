@@ -24,7 +24,7 @@ from gpu_runner.includes import (
 )
 
 from cudalens.build.flags import BuildFlags
-from cudalens.build.project import ProjectBuild
+from cudalens.build.project import ProjectBuild, build_for
 from cudalens.errors import CudalensError
 
 
@@ -135,3 +135,13 @@ def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
                     options.append(opt)
     options += [o for o in flags.macro_options() if _runner_option(o)]
     return RequestFiles(files, tuple(options))
+
+
+def project_header_texts(path: Path, text: str) -> tuple[str, ...]:
+    """The texts of the project headers ``text`` (the contents of ``path``) includes,
+    transitively, through the build's folders (``request_files``), for spec inference;
+    () when the build cannot be read or the headers could not be sent."""
+    try:
+        return tuple(request_files(path, text, build_for(path)).files.values())
+    except (CudalensError, OSError):
+        return ()

@@ -159,15 +159,3 @@ def local_nvcc_options(path: Path, *, compdb: Optional[Path] = None) -> tuple[st
     """The build's options for a local nvcc compiling ``path`` (``BuildFlags.nvcc_options``:
     absolute folders, macros, dialect, extra options). Raises as ``build_for``."""
     return tuple(build_for(path, compdb=compdb).flags.nvcc_options())
-
-
-def project_header_texts(path: Path, text: str) -> tuple[str, ...]:
-    """The texts of the project headers ``text`` (the contents of ``path``) includes,
-    transitively, through the build's folders (``headers.request_files``), for spec inference;
-    () when the build cannot be read or the headers could not be sent."""
-    from cudalens.build.headers import request_files  # noqa: PLC0415 (headers imports this)
-
-    try:
-        return tuple(request_files(path, text, build_for(path)).files.values())
-    except (CudalensError, OSError):
-        return ()

@@ -103,7 +103,7 @@ class Bench:
         self.count += len(rows)
         done = confirm(rows, self.target.spec.launch, labels,
                        lambda label, row, launch: self.variant(label, row.candidate, launch),
-                       self._evaluate, self.on_event)
+                       lambda variants, _launches: self._evaluate(variants), self.on_event)
         return done.evaluation, done.rows
 
     def result(self, evaluation: Evaluation, rows: Sequence[Row], *, stop: str = "",

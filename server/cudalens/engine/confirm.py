@@ -7,13 +7,14 @@ launches interleaved in one run and every candidate says whether it is a drop-in
 ``confirm(top, user, labels, variant, send, on_event)`` builds the variants (``top``'s
 candidates under their own launches, labelled ``labels``; then those of ``moved(top, user)``
 under ``user``, the spec's launch, labelled ``LABEL@user``), says ``Confirming``, sends them
-with ``send`` and returns the ``Confirmed`` evaluation and rows, each with its launch change
+with ``send`` (with the launch each was built under) and returns the ``Confirmed`` evaluation and rows, each with its launch change
 and drop-in verdict (``with_drop_in``). The built-in search (``cudalens.optimize``), the LLM
 agent (``cudalens.agent.loop``) and ``cudalens.engine.bench.Bench`` (a new proposer's) call
 it; each decides itself which rows are worth confirming and what a failed send means.
 
 Rows are ``cudalens.optimize.Row`` (not imported here: ``cudalens.optimize`` imports this
-module); new rows are made with ``dataclasses.replace`` of the given ones.
+module); new rows are made with ``dataclasses.replace`` of the given ones, and a row that
+carries the variant it was measured as (``Row.variant``) carries the one it was confirmed as.
 """
 
 from __future__ import annotations
@@ -67,11 +68,13 @@ def with_drop_in(row, user: LaunchDecl, at_user: Optional[CandidateResult]):
 
 
 def confirm(top: Sequence, user: LaunchDecl, labels: Sequence[str], variant: BuildVariant,
-            send: Callable[[list[Variant]], Evaluation], on_event: OnEvent) -> Confirmed:
+            send: Callable[[list[Variant], list[LaunchDecl]], Evaluation],
+            on_event: OnEvent) -> Confirmed:
     """Times ``top`` (rows, best first) again together with the baseline (module doc).
 
     ``labels``: one per row of ``top``; ``variant(label, row, launch)`` builds a row's
-    candidate under a launch; ``send(variants)`` runs one evaluation against the baseline.
+    candidate under a launch; ``send(variants, launches)`` runs one evaluation against the
+    baseline (``launches[i]``: what ``variants[i]`` was built under).
 
     Raises:
         ValueError: ``labels`` and ``top`` differ in length.
@@ -82,13 +85,18 @@ def confirm(top: Sequence, user: LaunchDecl, labels: Sequence[str], variant: Bui
                          f"found {len(labels)}")
     away = moved(top, user)
     label_of = {id(row): label for row, label in zip(top, labels)}
+    launches = [row.candidate.launch for row in top] + [user] * len(away)
     variants = [variant(label, row, row.candidate.launch) for row, label in zip(top, labels)]
     variants += [variant(f"{label_of[id(row)]}{USER_SUFFIX}", row, user) for row in away]
     on_event(Confirming(tuple(labels), len(away)))
-    evaluation = send(variants)
+    evaluation = send(variants, launches)
     own = evaluation.candidates[:len(top)]
     at_user = dict(zip((id(row) for row in away), evaluation.candidates[len(top):]))
-    rows = tuple(with_drop_in(dataclasses.replace(row, result=result), user,
-                              at_user.get(id(row)))
-                 for row, result in zip(top, own))
+
+    def again(row, result, built: Variant):
+        kept = {"variant": built} if getattr(row, "variant", None) is not None else {}
+        return dataclasses.replace(row, result=result, **kept)
+
+    rows = tuple(with_drop_in(again(row, result, built), user, at_user.get(id(row)))
+                 for row, result, built in zip(top, own, variants))
     return Confirmed(evaluation, rows, tuple(variants))

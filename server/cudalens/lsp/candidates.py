@@ -63,7 +63,7 @@ def _locate(session: "Session", args: KernelArgs) -> tuple[DocumentSnapshot, Ker
 
 
 def _refuse(session: "Session", action: str, reason: str) -> dict[str, Any]:
-    session.show_message(f"cudalens: {action}: {reason}", types.MessageType.Warning)
+    session.notifier.show_message(f"cudalens: {action}: {reason}", types.MessageType.Warning)
     return {"ok": False, "reason": reason}
 
 
@@ -142,14 +142,13 @@ async def apply(session: "Session", args: KernelArgs) -> dict[str, Any]:
     if plan.material is not None:
         key = result_key(plan.material, device_id(plan.run.device))
         session.store.put_run(derived_run(plan, key, _now()))
-        from cudalens.lsp.report_view import notify_run_stored
-        notify_run_stored(session.server, args.uri, status.view.name, key)
+        session.notifier.run_stored(args.uri, status.view.name, key)
     text = (f"Applied {plan.candidate.label} to {name}: {speedup_ci(plan.candidate)} faster, "
             f"verified against the original on {plan.run.device.name}.")
     if plan.launch_note:
         text += " " + plan.launch_note
-    session.show_message(text, types.MessageType.Info)
-    session.refresh()
+    session.notifier.show_message(text, types.MessageType.Info)
+    session.notifier.refresh()
     rewritten = [] if plan.host is None else [
         {"path": str(e.path), "line": e.line, "column": e.column, "old": e.config, "new": e.new}
         for e in plan.host.plan.edits]
@@ -168,9 +167,9 @@ def reject(session: "Session", args: KernelArgs) -> dict[str, Any]:
     except KeyError as exc:
         return _refuse(session, "candidate not rejected", str(exc.args[0]))
     session.store.reject(status.key, cand.id, _now())
-    session.show_message(f"Rejected {cand.label} for {status.view.kernel.name}; it will not be "
-                         f"offered again for this source.")
-    session.refresh()
+    session.notifier.show_message(f"Rejected {cand.label} for {status.view.kernel.name}; it will "
+                                  f"not be offered again for this source.")
+    session.notifier.refresh()
     return {"ok": True, "rejected": cand.id}
 
 
@@ -179,8 +178,7 @@ def _host_diff(session: "Session", snapshot: DocumentSnapshot, status: KernelSta
     """The unified diff of the launch sites ``apply`` would rewrite (the kernel's own file's
     sites are in its diff only when it holds launches), and a comment line per launch that
     cannot be rewritten, or that none was found."""
-    import difflib
-
+    from cudalens.diffs import unified_diff as text_diff
     from cudalens.lsp.launch_edits import host_changes
 
     changes = host_changes(root, snapshot.path, new_text, status.view.kernel, status.view.spec,
@@ -194,9 +192,7 @@ def _host_diff(session: "Session", snapshot: DocumentSnapshot, status: KernelSta
             shown = str(path.relative_to(root))
         except ValueError:
             shown = str(path)
-        out.append("".join(difflib.unified_diff(old.splitlines(keepends=True),
-                                                text.splitlines(keepends=True),
-                                                fromfile=f"a/{shown}", tofile=f"b/{shown}")))
+        out.append(text_diff(old, text, f"a/{shown}", f"b/{shown}"))
     for u in plan.unmapped:
         out.append(f"# not rewritten: {u.where(root)}: {u.call} ({u.reason})\n")
     if not plan.found:

@@ -22,6 +22,10 @@ block and shared memory; every line still guessed marked ``# GUESS``) is written
 manifest (``NAME-launchN.spec``) and shown (``window/showDocument``, without taking focus: the
 VS Code extension opens it beside the kernel). Without a command the answer says what to set.
 
+The captures are handed the session's ``Notifier`` (``lsp/notifier.py``) and the few functions
+and values they read (an open document's current analysis, the settings, the workspace
+folders), not the session (docs/architecture.md, "No cycles").
+
 Optimize (``replay_for``, called by the optimize job): when the kernel has a current capture,
 the newest is replayed as ``cudalens optimize --capture`` does (``capture.replay``: the
 captured launch is the timed case, the spec's sizes passed as scalars take the captured
@@ -38,7 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from lsprotocol import types
 
@@ -48,7 +52,8 @@ from cudalens.lsp.commands import KernelArgs
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri
 
 if TYPE_CHECKING:
-    from cudalens.lsp.session import Session
+    from cudalens.lsp.config import Settings
+    from cudalens.lsp.notifier import Notifier
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +69,10 @@ class NoCommand(CudalensError):
 
 # -- where captures live and which command runs ---------------------------------------------
 
-def workspace_root(session: "Session", path: Path) -> Path:
-    """The innermost workspace folder holding ``path``, else ``path``'s folder."""
-    holding = [r for r in session.roots if r == path or r in path.parents]
+def workspace_root(roots: Sequence[Path], path: Path) -> Path:
+    """The innermost of the workspace folders ``roots`` holding ``path``, else ``path``'s
+    folder."""
+    holding = [r for r in roots if r == path or r in path.parents]
     return max(holding, key=lambda r: len(r.parts)) if holding else path.parent
 
 
@@ -222,12 +228,13 @@ def count_title(entries: list[Listed]) -> str:
     return title + (f" ({stale} stale)" if stale else "")
 
 
-def lenses(session: "Session", snapshot: DocumentSnapshot) -> list[types.CodeLens]:
-    """The capture lenses of ``snapshot`` (module doc)."""
+def lenses(snapshot: DocumentSnapshot, roots: Sequence[Path],
+           show: bool) -> list[types.CodeLens]:
+    """The capture lenses of ``snapshot`` (module doc) in the workspace folders ``roots``;
+    ``show``: the client can show documents (the count lens then opens the drafted spec)."""
     from cudalens.capture.draft import DRAFT_SUFFIX
 
-    root = workspace_root(session, snapshot.path)
-    show = session.supports("window", "show_document", "support")
+    root = workspace_root(roots, snapshot.path)
     out = []
     for view in snapshot.kernels:
         line = snapshot.index.range(view.kernel.range).start.line
@@ -258,10 +265,17 @@ class _Running:
 
 
 class Captures:
-    """The session's captures: one at a time, in a background thread."""
+    """The session's captures: one at a time, in a background thread. Tells the editor through
+    ``notifier``; reads ``snapshot(uri)`` (an open document's current analysis, None when
+    closed), ``settings()`` and the workspace folders ``roots``."""
 
-    def __init__(self, session: "Session"):
-        self.session = session
+    def __init__(self, notifier: "Notifier", *,
+                 snapshot: Callable[[str], Optional[DocumentSnapshot]],
+                 settings: Callable[[], "Settings"], roots: Sequence[Path]):
+        self.notifier = notifier
+        self._snapshot = snapshot
+        self._settings = settings
+        self._roots = tuple(roots)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-capture")
         self._ids = itertools.count(1)
         self.running: Optional[_Running] = None
@@ -269,7 +283,7 @@ class Captures:
 
     async def start(self, args: KernelArgs) -> dict[str, Any]:
         """Starts capturing ``args``' kernel; the answer says whether it started and why not."""
-        snapshot = self.session.snapshot(args.uri)
+        snapshot = self._snapshot(args.uri)
         if snapshot is None:
             return self._refuse(f"{args.uri} is not an open CUDA document")
         try:
@@ -277,10 +291,10 @@ class Captures:
         except KeyError as exc:
             return self._refuse(str(exc.args[0]))
         try:
-            command = capture_command(self.session.settings, snapshot.path)
+            command = capture_command(self._settings(), snapshot.path)
         except NoCommand as exc:
-            self.session.show_message(f"cudalens: cannot capture {view.name}: {exc}",
-                                      types.MessageType.Error)
+            self.notifier.show_message(f"cudalens: cannot capture {view.name}: {exc}",
+                                       types.MessageType.Error)
             return {"ok": False, "reason": str(exc)}
         if self.running is not None:
             return self._refuse(f"a capture of {self.running.kernel} is running; wait for it "
@@ -288,8 +302,8 @@ class Captures:
         token = f"cudalens/capture/{next(self._ids)}"
         running = self.running = _Running(token, view.name, threading.Event())
         shown = " ".join(command.argv)
-        await self.session.progress_begin(token, f"Capture a launch of {view.name}",
-                                          f"running {shown}")
+        await self.notifier.progress_begin(token, f"Capture a launch of {view.name}",
+                                           f"running {shown}")
         asyncio.ensure_future(self._run(snapshot, view, command, running))
         return {"ok": True, "token": token, "command": list(command.argv),
                 "origin": command.origin}
@@ -300,7 +314,7 @@ class Captures:
         if running is None or running.token != token:
             return False
         running.cancel.set()
-        self.session.progress_report(token, "cancelling: stopping the program", None)
+        self.notifier.progress_report(token, "cancelling: stopping the program", None)
         return True
 
     async def _run(self, snapshot: DocumentSnapshot, view: KernelView,
@@ -309,8 +323,8 @@ class Captures:
         from cudalens.capture.session import capture_program
 
         loop = asyncio.get_running_loop()
-        root = workspace_root(self.session, snapshot.path)
-        settings = self.session.settings
+        root = workspace_root(self._roots, snapshot.path)
+        settings = self._settings()
         last = [0.0]
 
         def echo(line: str) -> None:
@@ -318,7 +332,7 @@ class Captures:
             text = line.strip()
             if text and now - last[0] >= REPORT_EVERY_S:
                 last[0] = now
-                loop.call_soon_threadsafe(self.session.progress_report, running.token,
+                loop.call_soon_threadsafe(self.notifier.progress_report, running.token,
                                           f"{command.argv[0]}: {text[:200]}", None)
 
         def work():
@@ -331,8 +345,8 @@ class Captures:
             outcome = await loop.run_in_executor(self._executor, work)
         except ProgramCancelled:
             if not self._closed:
-                self.session.progress_end(token, f"{name}: capture cancelled; the program was "
-                                                 f"stopped and nothing was saved")
+                self.notifier.progress_end(token, f"{name}: capture cancelled; the program was "
+                                                  f"stopped and nothing was saved")
             return
         except Exception as exc:  # noqa: BLE001 - any failure ends this capture, not the server
             text = str(exc).strip() or type(exc).__name__
@@ -340,9 +354,9 @@ class Captures:
                 log.warning("capturing %s failed", name, exc_info=True)
                 text = f"{type(exc).__name__}: {text}"
             if not self._closed:
-                self.session.show_message(f"cudalens: {name} was not captured: {text}",
-                                          types.MessageType.Error)
-                self.session.progress_end(token, f"{name}: not captured")
+                self.notifier.show_message(f"cudalens: {name} was not captured: {text}",
+                                           types.MessageType.Error)
+                self.notifier.progress_end(token, f"{name}: not captured")
             return
         finally:
             if self.running is running:
@@ -355,22 +369,21 @@ class Captures:
                         token: str) -> None:
         name = view.name
         for note in outcome.notes:
-            self.session.server.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Info, message=f"cudalens: capture: {note}"))
+            self.notifier.log_message(f"cudalens: capture: {note}")
         if outcome.program_failed:
             tail = "\n".join(outcome.stderr_tail[-5:]) or "(nothing)"
-            self.session.show_message(
+            self.notifier.show_message(
                 f"cudalens: {name} was not captured: the program failed with exit status "
                 f"{outcome.status}; nothing was saved. The end of its stderr:\n{tail}",
                 types.MessageType.Error)
-            self.session.progress_end(token, f"{name}: not captured (the program failed "
-                                             f"with exit status {outcome.status})")
+            self.notifier.progress_end(token, f"{name}: not captured (the program failed "
+                                              f"with exit status {outcome.status})")
             return
         if not outcome.written:
             reason = "; ".join(m.reason for m in outcome.missing) or "nothing was recorded"
-            self.session.show_message(f"cudalens: {name} was not captured: {reason}",
-                                      types.MessageType.Warning)
-            self.session.progress_end(token, f"{name}: not captured")
+            self.notifier.show_message(f"cudalens: {name} was not captured: {reason}",
+                                       types.MessageType.Warning)
+            self.notifier.progress_end(token, f"{name}: not captured")
             return
         manifest = outcome.written[0]
         draft, why = self._draft(snapshot, view, manifest)
@@ -380,8 +393,8 @@ class Captures:
             await self._show(draft)
         elif why:
             end += f" (no spec drafted: {why})"
-        self.session.refresh()
-        self.session.progress_end(token, end)
+        self.notifier.refresh()
+        self.notifier.progress_end(token, end)
 
     def _draft(self, snapshot: DocumentSnapshot, view: KernelView,
                manifest: Path) -> tuple[Optional[Path], str]:
@@ -402,13 +415,7 @@ class Captures:
         return path, ""
 
     async def _show(self, path: Path) -> None:
-        if not self.session.supports("window", "show_document", "support"):
-            return
-        try:
-            await self.session.server.window_show_document_async(
-                types.ShowDocumentParams(uri=path_to_uri(path), take_focus=False))
-        except Exception as exc:  # noqa: BLE001 - the draft is on disk either way
-            log.warning("the client did not show %s: %s", path, exc)
+        await self.notifier.show_document(path_to_uri(path))  # the draft is on disk either way
 
     def shutdown(self) -> None:
         self._closed = True
@@ -417,22 +424,23 @@ class Captures:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _refuse(self, reason: str) -> dict[str, Any]:
-        self.session.show_message(f"cudalens: cannot capture: {reason}",
-                                  types.MessageType.Warning)
+        self.notifier.show_message(f"cudalens: cannot capture: {reason}",
+                                   types.MessageType.Warning)
         return {"ok": False, "reason": reason}
 
 
 # -- Optimize on a capture ------------------------------------------------------------------
 
-def replay_for(session: "Session", snapshot: DocumentSnapshot, view: KernelView, target,
+def replay_for(roots: Sequence[Path], snapshot: DocumentSnapshot, view: KernelView, target,
                proposer: str, report: Callable[[str, Optional[int]], None]):
     """``(target, replay)`` for an optimize job of ``view``: with the newest current capture of
     the kernel, the target with the capture-bound spec and its ``Replay``; else ``(target,
     None)``. Says on the job's progress which capture is replayed, or why none is (only stale
-    ones, the LLM proposer, an unreadable capture)."""
+    ones, the LLM proposer, an unreadable capture). Captures are looked for under the
+    innermost of the workspace folders ``roots`` holding the document."""
     from cudalens.capture.replay import load_replay
 
-    entries = listed(workspace_root(session, snapshot.path), snapshot, view)
+    entries = listed(workspace_root(roots, snapshot.path), snapshot, view)
     if not entries:
         return target, None
     current = [e for e in entries if not e.stale]

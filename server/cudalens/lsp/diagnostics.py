@@ -26,7 +26,8 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from concurrent.futures import Executor
+from typing import Callable, Optional
 
 from lsprotocol import types
 
@@ -34,12 +35,11 @@ from cudalens.check import CheckError, CheckResult, compile_check
 from cudalens.check.nvcc import NvccStopped, stop_tagged, tagged
 from cudalens.check.render import format_kernel
 from cudalens.check.report import Diagnostic as CheckDiagnostic
+from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri
+from cudalens.lsp.notifier import Notifier
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import measurement, no_offer, speedup_ci, stale_note
-
-if TYPE_CHECKING:
-    from cudalens.lsp.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -177,10 +177,25 @@ def result_diagnostics(snapshot: DocumentSnapshot,
 
 
 class Diagnostics:
-    """Debounced compile checks and publishing, for one session."""
+    """Debounced compile checks and publishing, for one session. It reads nothing of the
+    session but what it is given: ``publish(params)`` sends one
+    ``textDocument/publishDiagnostics``; ``settings()`` the current settings; ``snapshot(uri)``
+    the current analysis of an open document (None when closed or not CUDA); ``statuses``
+    the kernels' result statuses of a snapshot; checks run on ``executor``. A check that
+    cannot run is told once through ``notifier``."""
 
-    def __init__(self, session: "Session"):
-        self.session = session
+    def __init__(self, notifier: Notifier,
+                 publish: Callable[[types.PublishDiagnosticsParams], None], *,
+                 settings: Callable[[], Settings],
+                 snapshot: Callable[[str], Optional[DocumentSnapshot]],
+                 statuses: Callable[[DocumentSnapshot], list[KernelStatus]],
+                 executor: Executor):
+        self.notifier = notifier
+        self._publish = publish
+        self._settings = settings
+        self._snapshot = snapshot
+        self._statuses = statuses
+        self._executor = executor
         self._compiled: dict[str, tuple[Optional[int], list[types.Diagnostic]]] = {}
         self._checks: dict[str, CheckResult] = {}
         self._pending: dict[str, asyncio.Task] = {}
@@ -201,7 +216,7 @@ class Diagnostics:
             task.cancel()
             if stop_tagged(uri):
                 log.info("stopped the compile check of an older version of %s", uri)
-        settings = self.session.settings
+        settings = self._settings()
         if settings.check_enabled:
             delay = settings.debounce_ms if delay_ms is None else delay_ms
             self._pending[uri] = asyncio.create_task(self._check_later(uri, delay / 1000.0))
@@ -217,32 +232,32 @@ class Diagnostics:
         self._compiled.pop(uri, None)
         self._checks.pop(uri, None)
         self._sent.pop(uri, None)
-        self.session.server.text_document_publish_diagnostics(
+        self._publish(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     async def _check_later(self, uri: str, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
-        snapshot = self.session.snapshot(uri)
+        snapshot = self._snapshot(uri)
         if snapshot is None:
             return
-        settings = self.session.settings
+        settings = self._settings()
         loop = asyncio.get_running_loop()
         try:
             result = await loop.run_in_executor(
-                self.session.check_executor, _run_check, snapshot, settings.arch,
+                self._executor, _run_check, snapshot, settings.arch,
                 settings.nvcc_options, settings.nvcc)
         except NvccStopped:
             return  # superseded by an edit, or ended by shutdown: nothing to say
         except (CheckError, ValueError) as exc:
             if not self._nvcc_problem_shown:
                 self._nvcc_problem_shown = True
-                self.session.show_message(f"cudalens: compile diagnostics are off: {exc}",
-                                          types.MessageType.Warning)
+                self.notifier.show_message(f"cudalens: compile diagnostics are off: {exc}",
+                                           types.MessageType.Warning)
             return
         finally:
             if self._pending.get(uri) is asyncio.current_task():
                 del self._pending[uri]
-        current = self.session.snapshot(uri)
+        current = self._snapshot(uri)
         if current is None or current.version != snapshot.version:
             return  # the document moved on; its own check is scheduled
         self._compiled[uri] = (snapshot.version, compile_diagnostics(snapshot, result))
@@ -251,7 +266,7 @@ class Diagnostics:
 
     def publish(self, uri: str) -> None:
         """Sends ``uri``'s merged diagnostics for its current version."""
-        snapshot = self.session.snapshot(uri)
+        snapshot = self._snapshot(uri)
         if snapshot is None:
             return
         # The last check's messages stay until the check of the new text replaces them (no
@@ -261,14 +276,14 @@ class Diagnostics:
         compiled = self._compiled.get(uri)
         diags = list(compiled[1]) if compiled else []
         diags += spec_diagnostics(snapshot)
-        diags += result_diagnostics(snapshot, self.session.statuses(snapshot))
+        diags += result_diagnostics(snapshot, self._statuses(snapshot))
         for provider in self.providers:
             diags += provider(snapshot)
         version = publish_version(compiled, snapshot.version)
         if self._sent.get(uri) == (version, diags):
             return
         self._sent[uri] = (version, diags)
-        self.session.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+        self._publish(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diags, version=version))
 
     def last_check(self, uri: str) -> Optional[CheckResult]:

@@ -14,7 +14,7 @@ put in place of the current one, and that is accepted only when the result, seen
 kernel (``kernel_context``), is exactly what the runner compiled; otherwise the candidate is
 refused as stale. The edit is a ``TextDocumentEdit`` carrying the document version it was
 computed against, so a client whose document moved on rejects it too, with minimal line
-edits (``difflib``). When the candidate was timed with another launch configuration and the
+edits (``line_edits``). When the candidate was timed with another launch configuration and the
 kernel's spec is a file, the spec's ``block``/``grid``/``shared`` lines are changed in the
 same workspace edit so the spec keeps describing what was measured; with an inferred spec the
 user is told which launch the speedup needs. Every launch of the kernel in the workspace is
@@ -26,7 +26,6 @@ carries the question to ask first (``ApplyPlan.confirm``).
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +33,9 @@ from typing import TYPE_CHECKING, Optional
 
 from lsprotocol import types
 
+from cudalens.diffs import unified_diff as text_diff
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri, spec_identity
+from cudalens.lsp.line_edits import text_edits
 from cudalens.lsp.positions import LineIndex
 from cudalens.lsp.results import KernelStatus
 from cudalens.source.parser import parse_source
@@ -83,23 +84,6 @@ class ApplyPlan:
     shared_bytes: int = 0
     host: Optional["HostChanges"] = None  # the launch sites rewritten (launch changed)
     confirm: str = ""  # the question to ask before applying, or ""
-
-
-def text_edits(old: str, new: str, index: LineIndex) -> list[types.TextEdit]:
-    """Minimal whole-line edits turning ``old`` into ``new`` (ranges in ``old``)."""
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
-
-    def pos(i: int) -> types.Position:
-        return types.Position(i, 0) if i < len(a) else index.end()
-
-    edits = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        edits.append(types.TextEdit(range=types.Range(pos(i1), pos(i2)),
-                                    new_text="".join(b[j1:j2])))
-    return edits
 
 
 def _launch_changed(spec: KernelSpec, launch: LaunchRecord) -> bool:
@@ -328,9 +312,7 @@ def derived_run(plan: ApplyPlan, key: str, created: str) -> RunRecord:
 
 def unified_diff(snapshot: DocumentSnapshot, new_text: str, shown_path: str) -> str:
     """The unified diff from the document to ``new_text`` (``a/PATH``, ``b/PATH``)."""
-    return "".join(difflib.unified_diff(snapshot.text.splitlines(keepends=True),
-                                        new_text.splitlines(keepends=True),
-                                        fromfile=f"a/{shown_path}", tofile=f"b/{shown_path}"))
+    return text_diff(snapshot.text, new_text, f"a/{shown_path}", f"b/{shown_path}")
 
 
 SPEC_HEADER = ("# Harness spec drafted by cudalens from the kernel's signature and body.\n"

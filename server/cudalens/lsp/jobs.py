@@ -47,14 +47,16 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 from lsprotocol import types
 
+from gpu_runner.report import DeviceInfo
 from cudalens.errors import CudalensError
 from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
+from cudalens.lsp.notifier import Notifier
 from cudalens.lsp.progress import BuiltinProgress
 from cudalens.engine.proposer import Budget, RunCancelled
 from cudalens.engine.run import run
@@ -64,9 +66,6 @@ from cudalens.sanitizer_status import not_run
 from cudalens.store.from_optimize import profile_subject, run_record
 from cudalens.store.keys import device_id, result_key
 from cudalens.store.records import RunProfile, RunRecord
-
-if TYPE_CHECKING:
-    from cudalens.lsp.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +112,26 @@ def outcome(record: RunRecord) -> str:
 
 
 class Jobs:
-    """The optimization queue of one session."""
+    """The optimization queue of one session. It tells the editor what happens through
+    ``notifier`` and reads nothing of the session but what it is given: ``settings()`` (the
+    current settings; a job keeps those it was queued with), ``snapshot(uri)`` (the current
+    analysis of an open document, None when closed), ``stored(record, job)`` (a finished
+    run to keep) and ``device_seen(settings, device)`` (the runner's device, once known).
+    ``on_findings(snapshot, kernel, findings)``, when set, gets the compute-sanitizer findings
+    that stopped a job (``lsp/server.py`` sets the sanitizer checks' ``record``)."""
 
-    def __init__(self, session: "Session", runner_factory: RunnerFactory):
-        self.session = session
+    def __init__(self, notifier: Notifier, runner_factory: RunnerFactory, *,
+                 settings: Callable[[], Settings],
+                 snapshot: Callable[[str], Optional[DocumentSnapshot]],
+                 stored: Callable[[RunRecord, Job], None],
+                 device_seen: Callable[[Settings, DeviceInfo], None]):
+        self.notifier = notifier
         self.runner_factory = runner_factory
+        self._settings = settings
+        self._snapshot = snapshot
+        self._stored = stored
+        self._device_seen = device_seen
+        self.on_findings: Optional[Callable[[DocumentSnapshot, str, tuple], None]] = None
         self.queue: deque[Job] = deque()
         self.running: Optional[Job] = None
         self._ids = itertools.count(1)
@@ -159,16 +173,16 @@ class Jobs:
         if existing is not None and existing.view.material == view.material:
             return existing
         job = Job(id=next(self._ids), snapshot=snapshot, view=view,
-                  settings=self.session.settings, token="")
+                  settings=self._settings(), token="")
         job.token = f"cudalens/optimize/{job.id}"
         ahead = len(self.queue) + (1 if self.running else 0)
         job.message = f"waiting: {ahead} kernel{'s' if ahead != 1 else ''} ahead" if ahead \
             else "starting"
         self.queue.append(job)
-        await self.session.progress_begin(job.token, self._title(job), job.message)
+        await self.notifier.progress_begin(job.token, self._title(job), job.message)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._work())
-        self.session.kernel_state_changed(job.uri)
+        self.notifier.refresh()
         return job
 
     def cancel(self, job: Job) -> None:
@@ -180,8 +194,8 @@ class Jobs:
             self.queue.remove(job)
         job.state = "cancelled"
         job.message = "cancelled"
-        self.session.progress_end(job.token, f"{job.kernel}: cancelled; no results kept")
-        self.session.kernel_state_changed(job.uri)
+        self.notifier.progress_end(job.token, f"{job.kernel}: cancelled; no results kept")
+        self.notifier.refresh()
 
     def _title(self, job: Job) -> str:
         return f"Optimize {job.kernel} ({llm.action_label(job.settings, job.snapshot.path)})"
@@ -196,8 +210,8 @@ class Jobs:
                 continue
             self.running = job
             job.state = "running"
-            self.session.progress_report(job.token, "starting", 0)
-            self.session.kernel_state_changed(job.uri)
+            self.notifier.progress_report(job.token, "starting", 0)
+            self.notifier.refresh()
             try:
                 record = await loop.run_in_executor(self._executor, self._run, job, loop)
             except JobCancelled:
@@ -214,7 +228,7 @@ class Jobs:
                 self._close_retired()
                 if self._closed:
                     return
-                self.session.kernel_state_changed(job.uri)
+                self.notifier.refresh()
                 if job.state == "cancelled":
                     log.info("optimizing %s was cancelled", job.kernel)
 
@@ -249,9 +263,9 @@ class Jobs:
                     exc_info=not isinstance(exc, CudalensError))
         # The message goes out first so that a client that sees the progress end has already
         # been told why.
-        self.session.show_message(f"cudalens: optimizing {job.kernel} failed: {job.message}",
-                                  types.MessageType.Error)
-        self.session.progress_end(job.token, f"{job.kernel}: failed")
+        self.notifier.show_message(f"cudalens: optimizing {job.kernel} failed: {job.message}",
+                                   types.MessageType.Error)
+        self.notifier.progress_end(job.token, f"{job.kernel}: failed")
 
     def _finished(self, job: Job, record: Any) -> None:
         """Stores a finished job's run and ends its progress with the outcome."""
@@ -259,19 +273,19 @@ class Jobs:
             return
         job.state = "done"
         record, agent = record if isinstance(record, tuple) else (record, None)
-        self.session.record_run(record, job)
+        self._stored(record, job)
         job.message = outcome(record) if agent is None else llm.agent_outcome(record, agent)
         if agent is None and job.proposer:
             job.message += f" ({job.proposer})"
         if self._changed_during_run(job):
             job.message += ("; the kernel changed during the run, so these results are stale: "
                             "run Optimize again to apply a candidate")
-        self.session.progress_end(job.token, f"{job.kernel}: {job.message}")
+        self.notifier.progress_end(job.token, f"{job.kernel}: {job.message}")
 
     def _changed_during_run(self, job: Job) -> bool:
         """Whether the kernel, its spec or its includes' context changed while the job ran
         (its material key now differs from the one the run was made for)."""
-        current = self.session.snapshot(job.uri)
+        current = self._snapshot(job.uri)
         if current is None:
             return False
         view = next((v for v in current.kernels if v.name == job.kernel), None)
@@ -295,40 +309,39 @@ class Jobs:
         returns its ``RunRecord``, or ``(RunRecord, AgentResult)`` for the LLM."""
         def report(text: str, percent: Optional[int] = None) -> None:
             job.message = text
-            loop.call_soon_threadsafe(self.session.progress_report, job.token, text, percent)
+            loop.call_soon_threadsafe(self.notifier.progress_report, job.token, text, percent)
 
         # the runner first: no request goes to the model's server where nothing can be run
         client = self._client(job.settings)
         if job.cancel.is_set():
             raise JobCancelled()
         device = client.device_info()
-        loop.call_soon_threadsafe(self.session.device_seen, job.settings, device)
+        loop.call_soon_threadsafe(self._device_seen, job.settings, device)
         choice = llm.choose(job.settings, job.snapshot.path)
         job.proposer = choice.label
         if choice.config is not None:
             log.info("LLM configuration for %s: %s", job.kernel, llm.origins(choice.config))
         for warning in choice.warnings:
             log.warning("%s", warning)
-            loop.call_soon_threadsafe(self.session.show_message, f"cudalens: {warning}",
+            loop.call_soon_threadsafe(self.notifier.show_message, f"cudalens: {warning}",
                                       types.MessageType.Warning)
         report(f"proposer: {choice.reason}", 0)
         if choice.fallback:
-            loop.call_soon_threadsafe(self.session.show_message,
+            loop.call_soon_threadsafe(self.notifier.show_message,
                                       f"cudalens: optimizing {job.kernel} with {choice.reason}",
                                       types.MessageType.Warning)
         target = job.snapshot.target(job.view)
         sanitizer = not_run("the cudalens.sanitize setting is off")
         from cudalens.lsp.capture_action import replay_for  # a current capture is replayed
-        target, replay = replay_for(self.session, job.snapshot, job.view, target, choice.kind,
-                                    report)
+        target, replay = replay_for(job.settings.workspace_roots, job.snapshot, job.view, target,
+                                    choice.kind, report)
         if job.settings.sanitize:  # an original with a race is no reference (sanitize_check)
             try:
                 sanitizer = check_original_status(target, client,
                                                   lambda message: report(message, None))[0]
             except OriginalUnsafe as exc:  # its findings go on their lines too
-                checks = getattr(self.session.server, "sanitizer", None)
-                if checks is not None:
-                    loop.call_soon_threadsafe(checks.record, job.snapshot, job.view.name,
+                if self.on_findings is not None:
+                    loop.call_soon_threadsafe(self.on_findings, job.snapshot, job.view.name,
                                               exc.findings)
                 raise
             if job.cancel.is_set():
@@ -378,7 +391,7 @@ class Jobs:
             job.cancel.set()
             if job.state in ("queued", "running"):
                 job.state = "cancelled"
-                self.session.progress_end(job.token, f"{job.kernel}: cancelled, the server is "
+                self.notifier.progress_end(job.token, f"{job.kernel}: cancelled, the server is "
                                                      f"shutting down")
         self.queue.clear()
         self._executor.shutdown(wait=False, cancel_futures=True)

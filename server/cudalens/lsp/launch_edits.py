@@ -19,6 +19,7 @@ from lsprotocol import types
 from cudalens.dropin import launch_words
 from cudalens.host_launch import LaunchPlan, plan_launches
 from cudalens.lsp.documents import path_to_uri
+from cudalens.lsp.line_edits import text_edits
 from cudalens.lsp.positions import LineIndex
 from cudalens.source.model import Kernel
 from cudalens.spec.model import KernelSpec, LaunchDecl
@@ -72,8 +73,6 @@ def host_changes(root: Path, kernel_path: Path, new_text: str, kernel: Kernel,
     """Every launch of ``kernel`` under ``root`` rewritten to ``cand``'s launch, the kernel's
     own file read as ``new_text`` (the candidate applied), open documents as the editor has
     them."""
-    from cudalens.lsp.edits import text_edits
-
     kernel_path = kernel_path.resolve()
     texts = {p.resolve(): d.text for p, d in open_docs.items()}
     texts[kernel_path] = new_text

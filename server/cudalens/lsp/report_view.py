@@ -9,7 +9,7 @@ name the run, so a client can tell when a newer one was stored. Without a stored
 without matplotlib, it answers ``{"ok": false, "reason": ...}``.
 
 Run stored: after each stored run the server sends the notification ``cudalens/runStored``
-``{"uri", "kernel", "key"}`` (``notify_run_stored``), so an open report can ask again.
+``{"uri", "kernel", "key"}`` (``Notifier.run_stored``), so an open report can ask again.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from cudalens.store.records import RunRecord
 
 KERNEL_REPORT = "cudalens.kernelReport"
-RUN_STORED = "cudalens/runStored"
 
 ALL = (KERNEL_REPORT,)
 
@@ -74,7 +73,3 @@ def _marked_stale(report):
     return dataclasses.replace(report, provenance=report.provenance + "; STALE: the kernel, "
                                "its spec or the device changed since this run")
 
-
-def notify_run_stored(server, uri: str, kernel: str, key: str) -> None:
-    """Tells the client a run of ``kernel`` in ``uri`` was stored under ``key``."""
-    server.protocol.notify(RUN_STORED, {"uri": uri, "kernel": kernel, "key": key})

@@ -25,7 +25,7 @@ import itertools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lsprotocol import types
 
@@ -38,7 +38,9 @@ from cudalens.lsp.results import KernelStatus
 from cudalens.sanitize_check import Located, sanitize_target
 
 if TYPE_CHECKING:
-    from cudalens.lsp.session import Session
+    from cudalens.lsp.config import Settings
+    from cudalens.lsp.diagnostics import Diagnostics
+    from cudalens.lsp.notifier import Notifier
 
 log = logging.getLogger(__name__)
 
@@ -94,16 +96,25 @@ def diagnostics_for(snapshot: DocumentSnapshot, checked: Checked,
 
 class SanitizerChecks:
     """The session's compute-sanitizer checks: one at a time, in a background thread, with
-    their results kept per document and kernel. Registers its diagnostics provider."""
+    their results kept per document and kernel. Registers its diagnostics provider with
+    ``diagnostics`` (and publishes through it); tells the editor through ``notifier``; reads
+    ``snapshot(uri)`` (an open document's current analysis), ``settings()`` and gets the
+    runner connection of those settings from ``client(settings)`` (the optimize queue's)."""
 
-    def __init__(self, session: "Session"):
-        self.session = session
+    def __init__(self, notifier: "Notifier", diagnostics: "Diagnostics", *,
+                 snapshot: Callable[[str], Optional[DocumentSnapshot]],
+                 settings: Callable[[], "Settings"], client: Callable[["Settings"], Any]):
+        self.notifier = notifier
+        self._diagnostics = diagnostics
+        self._snapshot = snapshot
+        self._settings = settings
+        self._client = client
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-sanitize")
         self._ids = itertools.count(1)
         self._results: dict[str, dict[str, Checked]] = {}
         self._running: set[tuple[str, str]] = set()
         self._closed = False
-        session.diagnostics.providers.append(self.diagnostics)
+        diagnostics.providers.append(self.diagnostics)
 
     def diagnostics(self, snapshot: DocumentSnapshot) -> list[types.Diagnostic]:
         out = []
@@ -116,7 +127,7 @@ class SanitizerChecks:
 
     async def start(self, args: KernelArgs) -> dict[str, Any]:
         """Starts a check of ``args``' kernel; the answer says whether it started."""
-        snapshot = self.session.snapshot(args.uri)
+        snapshot = self._snapshot(args.uri)
         if snapshot is None:
             return self._refuse(f"{args.uri} is not an open CUDA document")
         try:
@@ -131,16 +142,17 @@ class SanitizerChecks:
             return self._refuse(f"{view.name} is being checked already")
         token = f"cudalens/sanitize/{next(self._ids)}"
         self._running.add(key)
-        await self.session.progress_begin(token, f"Check {view.name} with compute-sanitizer",
-                                          "memcheck, racecheck, initcheck, synccheck")
+        await self.notifier.progress_begin(
+            token, f"Check {view.name} with compute-sanitizer",
+            "memcheck, racecheck, initcheck, synccheck")
         asyncio.ensure_future(self._run(snapshot, view.name, target, token))
         return {"ok": True, "token": token}
 
     async def _run(self, snapshot: DocumentSnapshot, name: str, target, token: str) -> None:
         loop = asyncio.get_running_loop()
-        settings = self.session.settings
+        settings = self._settings()
         def work():  # in the thread: making the connection may start a local runner
-            client = self.session.jobs._client(settings)  # the optimize jobs' connection
+            client = self._client(settings)  # the optimize jobs' connection
             return sanitize_target(target, client)
 
         try:
@@ -151,9 +163,9 @@ class SanitizerChecks:
                 log.warning("checking %s failed", name, exc_info=True)
                 text = f"{type(exc).__name__}: {text}"
             if not self._closed:
-                self.session.show_message(f"cudalens: {name} was not checked: {text}",
-                                          types.MessageType.Warning)
-                self.session.progress_end(token, f"{name}: not checked")
+                self.notifier.show_message(f"cudalens: {name} was not checked: {text}",
+                                                   types.MessageType.Warning)
+                self.notifier.progress_end(token, f"{name}: not checked")
             return
         finally:
             self._running.discard((snapshot.uri, name))
@@ -161,14 +173,14 @@ class SanitizerChecks:
             return
         found = run.found
         self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
-        self.session.diagnostics.publish(snapshot.uri)
+        self._diagnostics.publish(snapshot.uri)
         blocking = sum(1 for loc in found if loc.finding.blocking)
         if not found:
             end = f"{name}: compute-sanitizer found no races or memory errors on {run.where()}"
         else:
             end = (f"{name}: {len(found)} finding{'s' if len(found) != 1 else ''} "
                    f"({blocking} error{'s' if blocking != 1 else ''}), shown as diagnostics")
-        self.session.progress_end(token, end)
+        self.notifier.progress_end(token, end)
 
     def record(self, snapshot: DocumentSnapshot, name: str, found: tuple[Located, ...]) -> None:
         """Keeps findings made elsewhere (the check before an optimize job) for ``snapshot``'s
@@ -176,7 +188,7 @@ class SanitizerChecks:
         if self._closed:
             return
         self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
-        self.session.diagnostics.publish(snapshot.uri)
+        self._diagnostics.publish(snapshot.uri)
 
     def forget(self, uri: str) -> None:
         self._results.pop(uri, None)
@@ -186,5 +198,6 @@ class SanitizerChecks:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _refuse(self, reason: str) -> dict[str, Any]:
-        self.session.show_message(f"cudalens: cannot check: {reason}", types.MessageType.Warning)
+        self.notifier.show_message(f"cudalens: cannot check: {reason}",
+                                           types.MessageType.Warning)
         return {"ok": False, "reason": reason}

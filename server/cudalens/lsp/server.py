@@ -82,8 +82,13 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
     @server.feature(types.INITIALIZE)
     def initialize(ls: CudalensServer, params: types.InitializeParams) -> None:
         ls.session = Session(ls, ls.runner_factory, workspace_roots(params))
-        ls.sanitizer = sanitize_action.SanitizerChecks(ls.session)
-        ls.captures = capture_action.Captures(ls.session)
+        s = ls.session
+        ls.sanitizer = sanitize_action.SanitizerChecks(
+            s.notifier, s.diagnostics, snapshot=s.snapshot, settings=lambda: s.settings,
+            client=s.jobs._client)
+        s.jobs.on_findings = ls.sanitizer.record  # findings of the check before an optimize job
+        ls.captures = capture_action.Captures(s.notifier, snapshot=s.snapshot,
+                                              settings=lambda: s.settings, roots=s.roots)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: CudalensServer, params: types.InitializedParams) -> None:
@@ -134,7 +139,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri), held,
                                      held_statuses, held_jobs,
                                      open_spec=s.supports("window", "show_document", "support")) \
-            + capture_action.lenses(s, snap)
+            + capture_action.lenses(snap, s.roots,
+                                    s.supports("window", "show_document", "support"))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=code_actions.KINDS))
@@ -181,7 +187,7 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         try:
             return parse_args(name, args, need_candidate)
         except CommandError as exc:
-            session().show_message(f"cudalens: {exc}", types.MessageType.Error)
+            session().notifier.show_message(f"cudalens: {exc}", types.MessageType.Error)
             raise
 
     @server.command(commands.OPTIMIZE)

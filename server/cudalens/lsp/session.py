@@ -4,6 +4,12 @@ store, the optimization queue, diagnostics and the file watcher.
 Everything here runs on the server's event loop; the slow parts (nvcc, optimization) run in
 executors on immutable ``DocumentSnapshot``s and come back to the loop with their results.
 This is the only state besides the pygls server itself; it lives on the server instance.
+
+The session owns its parts; they do not know it. The diagnostics and the optimize queue get
+the session's ``notifier`` (``lsp/notifier.py``: progress, messages, refresh) and the few
+functions they read through (the settings, the current snapshot of a document, the kernels'
+statuses, where a finished run goes), so no call or import leads from them back here
+(docs/architecture.md, "No cycles").
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from cudalens.lsp.documents import (MAX_ANALYZED_BYTES, DocumentSnapshot, Kernel
                                     uri_to_path)
 from cudalens.lsp.edits import SpecFile
 from cudalens.lsp.jobs import Job, Jobs, RunnerFactory
+from cudalens.lsp.notifier import ClientNotifier, supports
 from cudalens.lsp.results import KernelStatus, kernel_statuses
 from cudalens.lsp.watcher import Watcher
 from cudalens.source.incremental import IncrementalParser
@@ -46,12 +53,18 @@ class Session:
                  roots: list[Path]):
         self.server = server
         self.roots = roots
+        self.notifier = ClientNotifier(server, republish=self._publish_all)
         self.settings = Settings(workspace_roots=tuple(roots))
         self._settings_epoch = 0
         self.store = self._open_store()
         self.check_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cudalens-check")
-        self.diagnostics = Diagnostics(self)
-        self.jobs = Jobs(self, runner_factory)
+        self.diagnostics = Diagnostics(
+            self.notifier, server.text_document_publish_diagnostics,
+            settings=lambda: self.settings, snapshot=self.snapshot, statuses=self.statuses,
+            executor=self.check_executor)
+        self.jobs = Jobs(self.notifier, runner_factory, settings=lambda: self.settings,
+                         snapshot=self.snapshot, stored=self.record_run,
+                         device_seen=self.device_seen)
         self.watcher = Watcher(roots, self.files_changed)
         self._snapshots: dict[str, tuple[int, DocumentSnapshot]] = {}
         self.specs = SpecCache()
@@ -71,8 +84,9 @@ class Session:
         try:
             return ResultsStore(path)
         except StoreError as exc:
-            self.show_message(f"cudalens: {exc}; results are kept in memory only this session",
-                              types.MessageType.Warning)
+            self.notifier.show_message(
+                f"cudalens: {exc}; results are kept in memory only this session",
+                types.MessageType.Warning)
             return ResultsStore(":memory:")
 
     @property
@@ -107,7 +121,7 @@ class Session:
                 return
         settings, problems = config.parse_settings(raw, tuple(self.roots))
         for problem in problems:
-            self.show_message(f"cudalens settings: {problem}", types.MessageType.Warning)
+            self.notifier.show_message(f"cudalens settings: {problem}", types.MessageType.Warning)
         old, self.settings = self.settings, settings
         if old.runner_identity() != settings.runner_identity():
             self.jobs.forget_clients()
@@ -116,21 +130,13 @@ class Session:
             for uri in self.open_uris():
                 self.diagnostics.schedule(uri, delay_ms=0)
         log.info("settings: %r", settings)
-        self.refresh()
+        self.notifier.refresh()
 
     # -- capabilities ----------------------------------------------------------------------
 
-    def _client_caps(self) -> types.ClientCapabilities:
-        return self.server.client_capabilities or types.ClientCapabilities()
-
     def supports(self, *path: str) -> bool:
         """Whether the client's capabilities set ``path`` (``"window", "work_done_progress"``)."""
-        node = self._client_caps()
-        for part in path:
-            node = getattr(node, part, None)
-            if node is None:
-                return False
-        return bool(node)
+        return supports(self.server, *path)
 
     # -- documents -------------------------------------------------------------------------
 
@@ -176,9 +182,10 @@ class Session:
         self._parsers.pop(uri, None)
         self._last_good.pop(uri, None)
         self.diagnostics.forget(uri)
-        self.show_message(f"cudalens: {path.name} is {size / 1e6:.1f} MB; documents above "
-                          f"{MAX_ANALYZED_BYTES / 1e6:.0f} MB are not analyzed (no code lenses, "
-                          "hints, hover or compile check)", types.MessageType.Warning)
+        self.notifier.show_message(
+            f"cudalens: {path.name} is {size / 1e6:.1f} MB; documents above "
+            f"{MAX_ANALYZED_BYTES / 1e6:.0f} MB are not analyzed (no code lenses, "
+            "hints, hover or compile check)", types.MessageType.Warning)
 
     def held(self, snapshot: DocumentSnapshot) -> Optional[editing.Held]:
         """The kernels of the last good analysis that ``snapshot`` (a mid-edit parse with
@@ -211,7 +218,7 @@ class Session:
         self._generation += 1
         for uri in self.open_uris():
             self.diagnostics.schedule(uri, delay_ms=0)
-        self.refresh()
+        self.notifier.refresh()
 
     def spec_file(self, path: str) -> Optional[SpecFile]:
         """A spec file's text (the editor's, when open there) and version; None when absent."""
@@ -245,7 +252,7 @@ class Session:
         name = f"device:{settings.runner_url}"
         if self.store.get_fact(name) != ident:
             self.store.set_fact(name, ident)
-            self.refresh()
+            self.notifier.refresh()
 
     def statuses(self, snapshot: DocumentSnapshot) -> list[KernelStatus]:
         return kernel_statuses(snapshot, self.store, self.device)
@@ -270,50 +277,15 @@ class Session:
         return found
 
     def record_run(self, record: RunRecord, job: Job) -> None:
+        """Keeps a finished job's run (the queue's ``stored``) and says so to the client."""
         self.store.put_run(record)
-        self.refresh()
-        from cudalens.lsp.report_view import notify_run_stored
-        notify_run_stored(self.server, job.snapshot.uri, job.view.name, record.key)
+        self.notifier.refresh()
+        self.notifier.run_stored(job.snapshot.uri, job.view.name, record.key)
 
-    def kernel_state_changed(self, uri: str) -> None:
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Re-publishes diagnostics of every open document and asks the client to fetch code
-        lenses and inlay hints again (where it supports those refresh requests)."""
+    def _publish_all(self) -> None:
+        """The diagnostics of every open document, published (the notifier's refresh)."""
         for uri in self.open_uris():
             self.diagnostics.publish(uri)
-        if self.supports("workspace", "code_lens", "refresh_support"):
-            self.server.workspace_code_lens_refresh(None)
-        if self.supports("workspace", "inlay_hint", "refresh_support"):
-            self.server.workspace_inlay_hint_refresh(None)
-
-    # -- talking to the user ---------------------------------------------------------------
-
-    def show_message(self, text: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.server.window_show_message(types.ShowMessageParams(type=kind, message=text))
-        self.server.window_log_message(types.LogMessageParams(type=kind, message=text))
-
-    async def progress_begin(self, token: str, title: str, message: str) -> None:
-        if not self.supports("window", "work_done_progress"):
-            return
-        try:
-            await self.server.work_done_progress.create_async(token)
-        except Exception as exc:  # noqa: BLE001 - the client refused: go on without progress
-            log.warning("the client refused progress token %s: %s", token, exc)
-            return
-        self.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title=title, message=message, cancellable=True, percentage=0))
-
-    def progress_report(self, token: str, message: str, percent: Optional[int]) -> None:
-        if token in self.server.work_done_progress.tokens:
-            self.server.work_done_progress.report(token, types.WorkDoneProgressReport(
-                message=message, percentage=percent, cancellable=True))
-
-    def progress_end(self, token: str, message: str) -> None:
-        if token in self.server.work_done_progress.tokens:
-            self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-            del self.server.work_done_progress.tokens[token]
 
 
 def workspace_roots(params: types.InitializeParams) -> list[Path]:

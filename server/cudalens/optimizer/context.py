@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Optional
 
 from cudalens.source.model import Kernel, LaunchSite, SourceFile
 from cudalens.spec.model import KernelSpec, LaunchDecl
@@ -65,8 +66,11 @@ class PassContext:
                            applied=self.applied + (pass_name,))
 
 
-def make_context(text: str, path: str, kernel_name: str, spec: KernelSpec) -> PassContext:
-    """Parses ``text`` and builds the context for the kernel named ``kernel_name``.
+def make_context(text: str, path: str, kernel_name: str, spec: KernelSpec,
+                 source: Optional[SourceFile] = None) -> PassContext:
+    """Builds the context for the kernel named ``kernel_name`` in ``text``: ``source`` when it
+    is ``text`` already parsed (a ``Target``'s, a document snapshot's: the kernel is parsed
+    once per text), else ``text`` parsed here.
 
     Raises:
         KeyError: the file has no ``__global__`` kernel of that name (message lists the ones
@@ -74,7 +78,8 @@ def make_context(text: str, path: str, kernel_name: str, spec: KernelSpec) -> Pa
     """
     from cudalens.source.parser import parse_source
 
-    source = parse_source(text, path)
+    if source is None or source.text != text:
+        source = parse_source(text, path)
     kernel = source.kernel(kernel_name)
     return PassContext(path=path, text=text, source=source, kernel=kernel, spec=spec,
                        launch_sites=source.launch_sites)

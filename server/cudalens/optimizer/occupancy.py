@@ -1,11 +1,19 @@
-"""Theoretical occupancy: how many warps of a kernel an SM can hold.
+"""Theoretical occupancy: how many warps of a kernel an SM can hold. The one occupancy model
+of cudalens: the search's pruning (``optimizer/prune.py``) and the editor's hover
+(``lsp/bottleneck.py``) both use it.
 
-The limits per SM and the allocation rules are those of the CUDA Occupancy Calculator and
-``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` (CUDA C++ Programming Guide, "Technical
-Specifications per Compute Capability"; CUDA C++ Best Practices Guide, "Calculating
-Occupancy"): registers are allocated per warp in units of 256, shared memory per block in
-units of 128 bytes with 1 KiB reserved per block by the system (compute capability 8.0 and
-later), and a block counts whole warps.
+Sources. The per-SM limits (``LIMITS``) are the CUDA C++ Programming Guide's table
+"Technical Specifications per Compute Capability" (CUDA 12.x): maximum resident threads and
+blocks per SM, 32-bit registers per SM, shared memory per SM at the largest carveout, and the
+most shared memory one block may use (opt-in). The allocation rules are those of NVIDIA's CUDA
+Occupancy Calculator and ``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` (CUDA C++ Best
+Practices Guide, "Calculating Occupancy"): registers are allocated per warp in units of 256,
+shared memory per block in units of 128 bytes with 1 KiB reserved per block by the system
+(compute capability 8.0 and later; none before), and a block counts whole warps.
+
+Worked values (tests/test_occupancy.py): on sm_90 (H100, H200) 256 threads of 64 registers
+fill 4 blocks = 32 of 64 warps (registers limit: 2048 registers per warp); 128 threads with
+100,000 bytes of shared memory fit 2 blocks (101,120 bytes each with the reserve, of 233,472).
 """
 
 from __future__ import annotations
@@ -33,8 +41,12 @@ class SmLimits:
         return self.max_threads // self.warp
 
 
-# Compute capability -> limits ("Technical Specifications per Compute Capability").
+# Compute capability -> limits (CUDA C++ Programming Guide, "Technical Specifications per
+# Compute Capability"): threads, blocks, registers per SM; shared memory per SM and per block
+# (bytes: 96 KB = 98,304, 164 KB = 167,936, 228 KB = 233,472; per block 1 KB less from 8.0 on).
 LIMITS: dict[str, SmLimits] = {
+    "sm_70": SmLimits(2048, 32, 65536, 98304, 98304, reserved_shared_per_block=0),
+    "sm_75": SmLimits(1024, 16, 65536, 65536, 65536, reserved_shared_per_block=0),
     "sm_80": SmLimits(2048, 32, 65536, 167936, 166912),
     "sm_86": SmLimits(1536, 16, 65536, 102400, 101376),
     "sm_87": SmLimits(1536, 16, 65536, 167936, 166912),
@@ -45,14 +57,25 @@ LIMITS: dict[str, SmLimits] = {
 
 @dataclass(frozen=True)
 class Occupancy:
-    """Resident blocks per SM and the share of the SM's warp slots they fill (0..1);
-    ``limiter`` says which resource set the block count: ``"threads"``, ``"blocks"``,
-    ``"registers"`` or ``"shared memory"``."""
+    """Resident blocks per SM and the share of the SM's ``max_warps`` warp slots they fill
+    (``fraction``, 0..1); ``limiter`` says which resource set the block count:
+    ``"blocks per SM"``, ``"block size"`` (the SM's thread slots), ``"registers"`` or
+    ``"shared memory"`` (on a tie, the first of these)."""
 
     blocks: int
     warps_per_block: int
     fraction: float
     limiter: str
+    max_warps: int
+
+    @property
+    def warps(self) -> int:
+        """Resident warps per SM."""
+        return self.blocks * self.warps_per_block
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.fraction
 
 
 def occupancy(threads: int, registers: int, shared_bytes: int,
@@ -68,7 +91,7 @@ def occupancy(threads: int, registers: int, shared_bytes: int,
                          f"found threads={threads}, registers={registers}, "
                          f"shared_bytes={shared_bytes}")
     warps = -(-threads // limits.warp)
-    limit = {"threads": limits.max_warps // warps, "blocks": limits.max_blocks}
+    limit = {"blocks per SM": limits.max_blocks, "block size": limits.max_warps // warps}
     if registers:
         per_warp = -(-registers * limits.warp // limits.register_unit) * limits.register_unit
         limit["registers"] = (limits.registers // per_warp) // warps
@@ -81,9 +104,15 @@ def occupancy(threads: int, registers: int, shared_bytes: int,
             limit["shared memory"] = limits.shared_bytes // per_block
     limiter = min(limit, key=lambda k: (limit[k], list(limit).index(k)))
     blocks = max(0, limit[limiter])
-    return Occupancy(blocks, warps, blocks * warps / limits.max_warps, limiter)
+    return Occupancy(blocks, warps, blocks * warps / limits.max_warps, limiter, limits.max_warps)
 
 
 def limits_for(arch: str) -> Optional[SmLimits]:
     """The limits of ``sm_XY``, or None when not in the table."""
     return LIMITS.get(arch)
+
+
+def limits_for_capability(cc: tuple[int, int]) -> Optional[SmLimits]:
+    """The limits of compute capability ``(major, minor)`` (``(9, 0)``: ``sm_90``), or None
+    when not in the table."""
+    return LIMITS.get(f"sm_{cc[0]}{cc[1]}")

@@ -68,14 +68,20 @@ def _baseline_launch(result: OptimizeResult) -> tuple[int, int]:
 def profile_subject(result: OptimizeResult) -> Optional[tuple[str, str, Variant]]:
     """What to profile after ``result``: its winner, else the baseline, as (``RunProfile.
     subject``: the candidate's id or ``BASELINE``, the candidate's label as the record shows
-    it, the runner variant built exactly as the optimize flow sent it). None when the variant
-    cannot be built (its launch does not resolve against the spec, its build cannot be read)."""
-    from cudalens.spec.errors import SpecError
+    it, the runner variant exactly as the optimize flow sent it). The variant is the one the
+    flow built (``Row.variant``, ``OptimizeResult.baseline``); only a result that did not keep
+    it (the LLM agent's) has it built again here. None when it cannot be built (its launch
+    does not resolve against the spec, its build cannot be read)."""
     from cudalens.spec.resolve import build_variant
 
     from cudalens.build import build_for, request_files
     from cudalens.errors import CudalensError
 
+    if result.winner is None and result.baseline is not None:
+        return BASELINE, BASELINE, result.baseline
+    if result.winner is not None and result.winner.variant is not None:
+        c = result.winner.candidate
+        return (candidate_id(c.source, launch_record(c.launch)), c.label, result.winner.variant)
     target = result.target
     name, spec, sms = target.kernel.qualified_name, target.spec, result.device.sm_count
     try:

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
 from typing import Optional
 
 import tree_sitter
@@ -54,6 +53,10 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
 from cudalens.optimizer.macros import file_macros
+from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, Loop as _Loop
+from cudalens.optimizer.row_group import Match as _Match, combine_into as _combine
+from cudalens.optimizer.row_group import gridstride_blocker as _gridstride_blocker
+from cudalens.optimizer.row_group import online_pair, reindent as _reindent, rewrite
 from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Edit, Parsed, apply_edits,
                                        for_header, fresh_name, identifiers, less_than_bound,
                                        line_indent, named_children, unparen, walk)
@@ -66,30 +69,6 @@ WARPS_PER_BLOCK = (4, 8, 2)
 WARP = 32
 COMBINES = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
 _ZERO = re.compile(r"^\(?\s*0+(\.0*)?[fF]?\s*\)?$|^\(?\s*0?\.0+[fF]?\s*\)?$")
-
-
-@dataclass(frozen=True)
-class _Loop:
-    node: tree_sitter.Node
-    var: str
-    start: tree_sitter.Node
-    update: tree_sitter.Node
-    accumulators: tuple[tuple[str, str], ...]  # (name, "+" or a function), in first-use order
-
-
-@dataclass(frozen=True)
-class _Match:
-    parsed: Parsed
-    index: str
-    index_value: tree_sitter.Node
-    index_decl: tree_sitter.Node
-    bound_spec: str
-    loops: tuple[_Loop, ...]
-    row_stores: tuple[tree_sitter.Node, ...] = ()
-    guard: Optional[tree_sitter.Node] = None
-    bound: Optional[tree_sitter.Node] = None  # the guard's bound, in the source
-    exit_guard: bool = True  # ``if (row >= rows) return;`` (else ``if (row < rows) {...}``)
-    work: tuple[tree_sitter.Node, ...] = ()
 
 
 def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
@@ -495,28 +474,11 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     reason, m = _plan(ctx)
     if reason is not None:
         return plain
-    from cudalens.optimizer.passes.block_per_row import online_pair
-
     if online_pair(m) is not None:  # single-pass online softmax, after the plain form
         plain += tuple({"warps_per_block": w, "online": True} for w in WARPS_PER_BLOCK)
     if _gridstride_blocker(m) is not None:
         return plain
     return plain + tuple({**d, "gridstride": True} for d in plain)
-
-
-def _gridstride_blocker(m: _Match) -> Optional[str]:
-    """Why the rows cannot be looped over (a ``return`` in the work would leave the loop of
-    rows, not the row), or None."""
-    for stmt in m.work:
-        for n in walk(stmt):
-            if n.type == "return_statement":
-                return (f"the body returns at line {m.parsed.line_of(n)}, which would end the "
-                        f"loop over the {m.index}s")
-    return None
-
-
-def _combine(acc: str, kind: str, other: str) -> str:
-    return f"{acc} += {other};" if kind == "+" else f"{acc} = {kind}({acc}, {other});"
 
 
 def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
@@ -600,10 +562,8 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
 def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
             taken: set) -> PassResult:
     """The warp-per-row kernel with the max and sum-of-exponentials loops fused
-    (``cudalens.optimizer.passes.block_per_row``, online softmax)."""
-    from cudalens.optimizer.passes.block_per_row import rewrite
-
-    source, o = rewrite(ctx, m, "warp", True, gridstride, taken)
+    (``cudalens.optimizer.row_group.online_pair``, online softmax)."""
+    source, o = rewrite(ctx, m, "warp", True, gridstride, taken, name)
     launch = dataclasses.replace(ctx.launch, block=(str(WARP * warps_per_block),),
                                  grid=(f"ceil_div({m.bound_spec}, {warps_per_block})",))
     explanation = (f"one warp per {m.index} instead of one thread (coalesced reads, 32x the "
@@ -619,9 +579,6 @@ def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
     return PassResult(source=source, launch=launch,
                       tags=("warp-per-row+online" + ("+gridstride" if gridstride else ""),
                             f"block={WARP * warps_per_block}"), explanation=explanation)
-
-
-_BEGIN, _END = "/*@cudalens-indent-begin@*/", "/*@cudalens-indent-end@*/"
 
 
 def comment(index: str, gridstride: bool, shuffled: bool, indent: str = "") -> str:
@@ -660,15 +617,3 @@ def _gridstride_edits(m: _Match, lane: str, indent: str, shuffled: bool) -> list
     last = m.work[-1].end_byte if m.work else m.guard.end_byte
     return [Edit(m.index_decl.start_byte, m.guard.end_byte, header + " {" + _BEGIN),
             Edit(last, last, _END + f"\n{indent}}}")]
-
-
-def _reindent(source: str) -> str:
-    """Indents the lines between the ``_BEGIN`` and ``_END`` markers by 4 spaces and drops the
-    markers (a source without them is returned as it is)."""
-    if _BEGIN not in source:
-        return source
-    head, rest = source.split(_BEGIN, 1)
-    body, tail = rest.split(_END, 1)
-    lines = body.split("\n")
-    body = "\n".join([lines[0]] + [("    " + l) if l.strip() else l for l in lines[1:]])
-    return head + body + tail
