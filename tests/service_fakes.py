@@ -279,3 +279,63 @@ def variant(label: str, marker: str = "", cases: int = 2, name: str = "saxpy"):
                      for n in (1 << 20, 100_003)[:cases])
     source = SAXPY + (f"// {marker}\n" if marker else "")
     return Variant(label=label, source=source, name=name, launches=launches)
+
+
+# -- two fake GPUs of different speeds (split evaluations, Ray lanes) ------------------------
+
+# fake GPU -> (baseline median, a passing candidate's median), microseconds: the speedups
+# differ (2.0 vs 1.5), so a row timed on one GPU and judged against the other's baseline shows.
+GPU_SPEED = {0: (100.0, 50.0), 1: (60.0, 40.0)}
+
+
+def fake_gpu_index(config) -> int:
+    """The fake GPU a worker plays: the one Ray gave its actor (``CUDA_VISIBLE_DEVICES``, the
+    device is 0 inside an actor), else the worker's device index."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if config.device_index == 0 and visible.isdigit():
+        return int(visible)
+    return config.device_index
+
+
+class SpeedFakeBackend(FakeBackend):
+    """``FakeBackend`` on fake GPU ``fake_gpu_index`` timed at ``GPU_SPEED``: the baseline and
+    each passing candidate get that GPU's medians and the speedup between them. ``@lose-gpuK``
+    in a candidate on fake GPU K: the process exits and GPU K's workers never start again (a
+    GPU lost mid-evaluation), recorded as a file in ``flag_dir``."""
+
+    def __init__(self, config, flag_dir: str = ""):
+        self.gpu = fake_gpu_index(config)
+        self.flag_dir = flag_dir
+        if flag_dir and os.path.exists(os.path.join(flag_dir, f"gpu{self.gpu}-lost")):
+            raise RuntimeError(f"fake GPU {self.gpu} fell off the bus")
+        super().__init__(config, devices=2)
+        from dataclasses import replace
+        self.info = replace(self.info, name=f"Fake GPU {self.gpu}", sm_count=132 - 18 * self.gpu)
+
+    def evaluate(self, task, progress) -> Evaluation:
+        from dataclasses import replace
+        for c in task.spec.candidates:
+            if f"@lose-gpu{self.gpu}" in c.source:
+                progress(f"verify: {c.label} on case 'nominal', seed 1")
+                open(os.path.join(self.flag_dir, f"gpu{self.gpu}-lost"), "w").close()
+                os._exit(3)
+        ev = super().evaluate(task, progress)
+        base, cand = GPU_SPEED[self.gpu]
+        rows = []
+        for r in ev.candidates:
+            if r.timing is not None:
+                r = replace(r, timing=_timing(r.verdict.variant, cand, self.info),
+                            speedup=Speedup(base / cand, base / cand * 0.98, base / cand * 1.02))
+            rows.append(r)
+        baseline = _timing(ev.baseline.variant, base, self.info) if ev.baseline else None
+        return replace(ev, baseline=baseline, candidates=tuple(rows))
+
+
+class TwoFakeGpus:
+    """A picklable backend factory: ``SpeedFakeBackend`` with ``flag_dir``."""
+
+    def __init__(self, flag_dir: str = ""):
+        self.flag_dir = flag_dir
+
+    def __call__(self, config) -> SpeedFakeBackend:
+        return SpeedFakeBackend(config, self.flag_dir)

@@ -1,0 +1,122 @@
+"""One evaluation split over two fake GPUs of different speeds (tests/service_fakes.py
+``TwoFakeGpus``: baseline 100 us / candidate 50 us on GPU 0, 60 us / 40 us on GPU 1), through
+the HTTP API with real spawned worker processes; no GPU needed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpu_runner.report import Evaluation
+from gpu_runner.service.schema import decode
+from gpu_runner.workers.split import deal
+from service_fakes import GPU_SPEED, TwoFakeGpus, variant
+from test_service_api import body, make_client, wait_job
+
+
+@pytest.fixture(scope="module")
+def client():
+    with make_client(factory=TwoFakeGpus()) as c:
+        yield c
+
+
+def result(status) -> Evaluation:
+    assert status["state"] == "done", status
+    return decode(Evaluation, status["result"])
+
+
+def check_speedups_against_own_gpu(ev: Evaluation) -> None:
+    baselines = {g.index: g.baseline.median_us for g in ev.gpus}
+    for row in ev.candidates:
+        own = baselines[row.device]
+        assert row.speedup.value == pytest.approx(own / row.timing.median_us)
+        assert row.speedup.value == pytest.approx(GPU_SPEED[row.device][0] /
+                                                  GPU_SPEED[row.device][1])
+
+
+def test_deal_is_round_robin_over_at_most_as_many_lanes_as_candidates():
+    vs = [variant(f"c{i}") for i in range(5)]
+    assert [[v.label for v in p] for p in deal(vs, 2)] == [["c0", "c2", "c4"], ["c1", "c3"]]
+    assert [[v.label for v in p] for p in deal(vs[:1], 2)] == [["c0"]]
+    assert deal([], 3) == [()]
+    with pytest.raises(ValueError, match="at least one GPU; found 0"):
+        deal(vs, 0)
+
+
+def test_an_evaluation_uses_both_gpus_each_row_against_its_own_baseline(client):
+    cands = [variant(f"c{i}") for i in range(1, 6)]
+    job = client.post("/v1/evaluate", json=body(*cands, devices=[0, 1])).json()
+    assert job["device"] == 0
+    status = wait_job(client, job["id"])
+    ev = result(status)
+    assert [r.verdict.variant for r in ev.candidates] == ["c1", "c2", "c3", "c4", "c5"]
+    assert [r.device for r in ev.candidates] == [0, 1, 0, 1, 0]
+    assert [(g.index, g.info.name, g.info.sm_count, g.baseline.median_us) for g in ev.gpus] == \
+        [(0, "Fake GPU 0", 132, 100.0), (1, "Fake GPU 1", 114, 60.0)]
+    assert [r.speedup.value for r in ev.candidates] == [2.0, 1.5, 2.0, 1.5, 2.0]
+    check_speedups_against_own_gpu(ev)
+    # Each row was verified by the worker of the GPU it names.
+    pids = {i: s.supervisor.worker_pid for i, s in client.app.state.pool.slots.items()}
+    for row in ev.candidates:
+        assert f"passed in pid {pids[row.device]} " in row.verdict.reason
+    assert ev.device.name == "Fake GPU 0" and ev.baseline.median_us == 100.0
+    assert "split over GPUs 0, 1: 3, 2 candidate(s)" in status["progress"]
+    assert any(line.startswith("gpu 1: probe") for line in status["progress"])
+
+
+def test_device_names_the_first_gpu_of_a_split(client):
+    ev = result(wait_job(client, client.post("/v1/evaluate", json=body(
+        variant("a"), variant("b"), device=1, devices=[0])).json()["id"]))
+    assert [r.device for r in ev.candidates] == [1, 0]
+    assert [g.index for g in ev.gpus] == [1, 0] and ev.baseline.median_us == 60.0
+    check_speedups_against_own_gpu(ev)
+
+
+def test_one_gpu_rows_name_their_gpu(client):
+    ev = result(wait_job(client, client.post("/v1/evaluate", json=body(
+        variant("a"), device=1)).json()["id"]))
+    assert ev.candidates[0].device == 1 and [g.index for g in ev.gpus] == [1]
+    assert ev.candidates[0].speedup.value == 1.5
+
+
+def test_unknown_device_in_devices_is_422(client):
+    resp = client.post("/v1/evaluate", json=body(variant("a"), devices=[0, 7]))
+    assert resp.status_code == 422
+    assert "device 7 is not served by this runner (devices: 0, 1)" in resp.json()["message"]
+
+
+def test_cancel_stops_both_gpus(client):
+    pool = client.app.state.pool
+    before = {i: len(s.supervisor.events) for i, s in pool.slots.items()}
+    job = client.post("/v1/evaluate", json=body(variant("s1", "@slow"), variant("s2", "@slow"),
+                                                devices=[0, 1])).json()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        lines = client.get(f"/v1/jobs/{job['id']}").json()["progress"]
+        if {"gpu 0: verify: s1 still running", "gpu 1: verify: s2 still running"} <= set(lines):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"both GPUs did not start: {lines}")
+    client.delete(f"/v1/jobs/{job['id']}")
+    assert wait_job(client, job["id"])["state"] == "cancelled"
+    for i, s in pool.slots.items():
+        deadline = time.monotonic() + 10
+        while not any(e.kind == "cancelled" for e in s.supervisor.events[before[i]:]):
+            assert time.monotonic() < deadline, f"GPU {i}'s worker was not stopped"
+            time.sleep(0.05)
+
+
+def test_a_gpu_lost_mid_evaluation_requeues_its_candidates_on_the_other(tmp_path):
+    with make_client(factory=TwoFakeGpus(str(tmp_path)), split=True) as c:
+        cands = [variant("c1"), variant("c2", "@lose-gpu1"), variant("c3"), variant("c4")]
+        status = wait_job(c, c.post("/v1/evaluate", json=body(*cands)).json()["id"])
+        ev = result(status)
+        assert [(r.verdict.variant, r.verdict.status, r.device) for r in ev.candidates] == \
+            [("c1", "passed", 0), ("c2", "passed", 0), ("c3", "passed", 0), ("c4", "passed", 0)]
+        assert [g.index for g in ev.gpus] == [0]
+        check_speedups_against_own_gpu(ev)
+        lost = [line for line in status["progress"] if line.startswith("gpu 1 lost")]
+        assert len(lost) == 1 and "fake GPU 1 fell off the bus" in lost[0]
+        assert lost[0].endswith("its 2 candidate(s) go to gpu 0")
