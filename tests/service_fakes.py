@@ -301,7 +301,8 @@ class SpeedFakeBackend(FakeBackend):
     """``FakeBackend`` on fake GPU ``fake_gpu_index`` timed at ``GPU_SPEED``: the baseline and
     each passing candidate get that GPU's medians and the speedup between them. ``@lose-gpuK``
     in a candidate on fake GPU K: the process exits and GPU K's workers never start again (a
-    GPU lost mid-evaluation), recorded as a file in ``flag_dir``."""
+    GPU lost mid-evaluation), recorded as a file in ``flag_dir``. ``@hold``: the worker sends
+    "verify: LABEL holding" every 20 ms until the file ``release`` exists in ``flag_dir``."""
 
     def __init__(self, config, flag_dir: str = ""):
         self.gpu = fake_gpu_index(config)
@@ -319,6 +320,10 @@ class SpeedFakeBackend(FakeBackend):
                 progress(f"verify: {c.label} on case 'nominal', seed 1")
                 open(os.path.join(self.flag_dir, f"gpu{self.gpu}-lost"), "w").close()
                 os._exit(3)
+            if "@hold" in c.source:
+                while not os.path.exists(os.path.join(self.flag_dir, "release")):
+                    progress(f"verify: {c.label} holding")
+                    time.sleep(0.02)
         ev = super().evaluate(task, progress)
         base, cand = GPU_SPEED[self.gpu]
         rows = []
