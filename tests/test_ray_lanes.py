@@ -117,3 +117,19 @@ def test_an_actor_killed_mid_evaluation_has_its_candidates_requeued(client, flag
     again = result(wait_job(client, client.post("/v1/evaluate", json=body(
         variant("d1"), variant("d2"))).json()["id"], timeout=120))
     assert [r.device for r in again.candidates] == [0, 1]
+
+
+def test_profiles_are_refused_with_the_reason_on_ray(client):
+    from service_fakes import problem
+
+    resp = client.post("/v1/profile", json=json_body(problem(), variant("a")))
+    assert resp.status_code == 200
+    answer = resp.json()
+    assert answer["available"] is False and answer["kind"] == "failed"
+    assert answer["reason"].startswith("profiles are not taken on Ray actors yet")
+
+
+def json_body(prob, var):
+    import json
+    from gpu_runner.problem import to_dict
+    return json.loads(json.dumps({"problem": to_dict(prob), "variant": to_dict(var)}))

@@ -381,6 +381,12 @@ class GpuPool:
         Raises ``DeviceNotFound``; ``TimeoutError`` (the profile did not start and finish
         within ``wait_s``; it is dropped if it has not started); what ``profile_fn`` raised
         (``gpu_runner.profile.ProfileError``)."""
+        if self.config.ray_address is not None:
+            from gpu_runner.profile import ProfileError  # noqa: PLC0415
+
+            raise ProfileError("profiles are not taken on Ray actors yet: this runner schedules "
+                               f"on the Ray cluster at {self.config.ray_address}; profile "
+                               "with a runner on the GPU's own host")
         if self.config.profile_fn is not None:
             fn = self.config.profile_fn
         else:
@@ -403,6 +409,12 @@ class GpuPool:
 
         Raises ``DeviceNotFound``; ``TimeoutError`` (as ``profile``); what ``sanitize_fn``
         raised (``gpu_runner.sanitize.SanitizeError``)."""
+        if self.config.ray_address is not None:
+            from gpu_runner.sanitize import SanitizeError  # noqa: PLC0415
+
+            raise SanitizeError("compute-sanitizer does not run on Ray actors yet: this runner "
+                                f"schedules on the Ray cluster at {self.config.ray_address}; "
+                                "use a runner on the GPU's own host")
         if self.config.sanitize_fn is not None:
             fn = self.config.sanitize_fn
         else:

@@ -17,7 +17,8 @@ its supervisor kills the worker and the evaluation ends ``Cancelled``. Progress 
 polled from the actor every ``POLL_S`` seconds.
 
 Needs ``ray`` (``pip install 'cudalens[ray]'``); nothing imports it until a runner is started
-with ``--ray``. Profiles and sanitizer runs are not sent to Ray actors (they run on this host).
+with ``--ray``. Profiles and sanitizer runs are not sent to Ray actors yet: the pool answers
+them "not available" with the reason.
 """
 
 from __future__ import annotations
