@@ -151,6 +151,8 @@ class Slot:
                 elif isinstance(item, _ProfileWork):
                     self._profile(item)
                 elif isinstance(item, Part):
+                    if item.precompiled and not item.cancel.is_set():
+                        concurrent.futures.wait(item.precompiled, timeout=PRECOMPILE_WAIT_S)
                     item.run(self.index, self.supervisor)
                 else:
                     self._evaluate(item)
@@ -350,9 +352,9 @@ class GpuPool:
 
         def dispatch(lane: int, part: Part) -> None:
             slot = self.slot(lane)
-            if self.precompiler is not None:  # the fresh part's compiles, into its GPU's cache
-                self.precompiler.submit([spec.baseline, *part.candidates], slot.arch,
-                                        slot.cache_dir)
+            if self.precompiler is not None:  # the part's compiles, into its GPU's cache
+                part.precompiled = tuple(self.precompiler.submit(
+                    [spec.baseline, *part.candidates], slot.arch, slot.cache_dir))
             slot.put(part)
 
         SplitRun(job, lanes, dispatch, load=lambda lane: self.slot(lane).busy).start()

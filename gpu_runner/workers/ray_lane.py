@@ -16,7 +16,8 @@ Cancel: the actor is threaded (``max_concurrency``), so ``cancel`` reaches it wh
 its supervisor kills the worker and the evaluation ends ``Cancelled``. Progress lines are
 polled from the actor every ``POLL_S`` seconds.
 
-Needs ``ray`` (``pip install 'cudalens[ray]'``); nothing imports it until a runner is started
+Needs ``ray`` (``pip install 'cudalens[ray]'``) here and cudalens with pycuda on every GPU node
+(the actor imports ``gpu_runner``); nothing imports ray until a runner is started
 with ``--ray``. Profiles and sanitizer runs are not sent to Ray actors yet: the pool answers
 them "not available" with the reason.
 """
@@ -32,7 +33,8 @@ from gpu_runner.workers.backend import WorkerConfig
 from gpu_runner.workers.handle import WorkerLost, WorkerStartError
 from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.protocol import EvaluateSpec, Ready
-from gpu_runner.workers.supervisor import Cancelled, Supervisor, SupervisorError, WorkerEvent
+from gpu_runner.workers.supervisor import (Cancelled, Supervisor, SupervisorError, WorkerEvent,
+                                           WorkerUnavailable)
 
 POLL_S = 0.1
 RAY_EXTRA = "pip install 'cudalens[ray]'"
@@ -84,7 +86,7 @@ class GpuActorImpl:
             return ("cancelled", "")
         except SupervisorError as exc:
             return ("failed", str(exc), exc.kind)
-        except WorkerStartError as exc:
+        except (WorkerStartError, WorkerUnavailable) as exc:
             return ("lost", str(exc))
 
     def progress(self, since: int) -> list[str]:

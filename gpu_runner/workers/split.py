@@ -68,6 +68,7 @@ class Part:
     def __init__(self, run: "SplitRun", candidates: tuple[Variant, ...]):
         self.split, self.candidates = run, candidates
         self.cancel = run.job.cancel
+        self.precompiled: tuple = ()  # futures of its CPU compiles (set by the pool)
 
     def run(self, lane: int, supervisor) -> None:
         """Evaluate this part on ``lane`` (called from the lane's own thread)."""
