@@ -120,6 +120,7 @@ class SplitRun:
         say = (lambda text: self.job.progress(f"gpu {lane}: {text}"))
         try:
             ev = supervisor.evaluate(spec, say, self.job.cancel)
+            self._part_done(lane, part, ev)
         except Cancelled:
             self._end(self.job.cancelled)
         except SupervisorError as exc:
@@ -130,8 +131,6 @@ class SplitRun:
             log.exception("split evaluation failed on GPU %d", lane)
             self._end(lambda: self.job.failed(f"internal error of the runner on GPU {lane}: "
                                               f"{type(exc).__name__}: {exc}"))
-        else:
-            self._part_done(lane, part, ev)
 
     def _end(self, report: Callable[[], None]) -> None:
         with self._lock:
