@@ -10,7 +10,8 @@ import pytest
 
 from gpu_runner.report import Evaluation
 from gpu_runner.service.schema import decode
-from gpu_runner.workers.split import deal
+from gpu_runner.problem import Launch
+from gpu_runner.workers.split import deal, deal_indices
 from service_fakes import GPU_SPEED, TwoFakeGpus, variant
 from test_service_api import body, make_client, wait_job
 
@@ -44,6 +45,29 @@ def test_deal_is_round_robin_over_at_most_as_many_lanes_as_candidates():
         deal(vs, 0)
 
 
+def at_block(v, block: int, label: str):
+    """``v`` under another launch (``block`` threads per block), labelled ``label``: what the
+    optimize flow sends as ``LABEL@user`` for a drop-in check (``cudalens.dropin``)."""
+    from dataclasses import replace
+    return replace(v, label=label, launches=tuple(
+        Launch(grid=(-(-n // block), 1, 1), block=(block, 1, 1)) for n in (1 << 20, 100_003)))
+
+
+def test_deal_keeps_one_kernel_under_two_launches_on_one_gpu():
+    # A confirmation batch: three candidates under their own launches, then two of them again
+    # under the user's launch. The same source under another launch joins its first variant.
+    c1, c2, c3 = variant("c1", "@a"), variant("c2", "@b"), variant("c3", "@c")
+    vs = [c1, c2, c3, at_block(c1, 128, "c1@user"), at_block(c3, 128, "c3@user")]
+    assert deal_indices(vs, 2) == [[0, 3], [1, 2, 4]]
+    assert [[v.label for v in p] for p in deal(vs, 2)] == \
+        [["c1", "c1@user"], ["c2", "c3", "c3@user"]]
+    assert deal_indices(vs, 3) == [[0, 3], [1], [2, 4]]
+    # Identical variants (same source and launch) are dealt apart as before; another launch of
+    # theirs joins the first.
+    same = [variant("d1"), variant("d2"), at_block(variant("d0"), 128, "d3")]
+    assert [[v.label for v in p] for p in deal(same, 2)] == [["d1", "d3"], ["d2"]]
+
+
 def test_an_evaluation_uses_both_gpus_each_row_against_its_own_baseline(client):
     cands = [variant(f"c{i}") for i in range(1, 6)]
     job = client.post("/v1/evaluate", json=body(*cands, devices=[0, 1])).json()
@@ -63,6 +87,18 @@ def test_an_evaluation_uses_both_gpus_each_row_against_its_own_baseline(client):
     assert ev.device.name == "Fake GPU 0" and ev.baseline.median_us == 100.0
     assert "split over GPUs 0, 1: 3, 2 candidate(s)" in status["progress"]
     assert any(line.startswith("gpu 1: probe") for line in status["progress"])
+
+
+def test_a_drop_in_check_is_timed_on_the_gpu_of_its_candidate(client):
+    c1, c2, c3 = variant("c1", "@a"), variant("c2", "@b"), variant("c3", "@c")
+    sent = [c1, c2, c3, at_block(c1, 128, "c1@user"), at_block(c3, 128, "c3@user")]
+    status = wait_job(client, client.post("/v1/evaluate", json=body(
+        *sent, devices=[0, 1])).json()["id"])
+    ev = result(status)
+    assert [(r.verdict.variant, r.device) for r in ev.candidates] == \
+        [("c1", 0), ("c2", 1), ("c3", 1), ("c1@user", 0), ("c3@user", 1)]
+    assert "split over GPUs 0, 1: 2, 3 candidate(s)" in status["progress"]
+    check_speedups_against_own_gpu(ev)
 
 
 def test_device_names_the_first_gpu_of_a_split(client):

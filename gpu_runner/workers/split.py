@@ -1,7 +1,10 @@
 """One evaluation split over several GPUs: candidates partitioned, each timed on its own GPU.
 
 ``SplitRun`` deals the candidates round-robin over the GPUs (lanes) it is given (only as many
-lanes as there are candidates; one lane when there are none). Each lane's part is a whole
+lanes as there are candidates; one lane when there are none), except that variants of one
+kernel under different launches (the same source, name, options and files: a drop-in check's
+``LABEL@user`` beside ``LABEL``, ``cudalens.dropin``) go to the same GPU, so what a launch
+change does is measured on one GPU against one baseline. Each lane's part is a whole
 supervised evaluation on that GPU (``Supervisor.evaluate`` or a Ray lane's): probe, verify,
 time the part's candidates interleaved with the baseline, so the baseline runs on every GPU
 used and a row's speedup never compares times from two GPUs. Parts are handed to the lane's
@@ -38,15 +41,37 @@ log = logging.getLogger("cudalens.runner")
 LOST = (WorkerStartError, WorkerUnavailable, WorkerLost)
 
 
-def deal(candidates: Sequence[Variant], lanes: int) -> list[tuple[Variant, ...]]:
-    """``candidates`` dealt round-robin into at most ``lanes`` non-empty parts (one empty
-    part when there are no candidates). Raises ``ValueError`` for ``lanes`` < 1."""
+def _kernel(v: Variant) -> tuple:
+    """What makes two variants the same kernel code (their launches aside)."""
+    return (v.name, v.source, tuple(v.options), tuple(sorted(v.files.items())))
+
+
+def deal_indices(candidates: Sequence[Variant], lanes: int) -> list[list[int]]:
+    """The candidates' indices dealt into at most ``lanes`` non-empty parts, each in request
+    order (module doc: round-robin, one kernel's launches kept together; one empty part when
+    there are no candidates). Raises ``ValueError`` for ``lanes`` < 1."""
     if lanes < 1:
         raise ValueError(f"a split evaluation needs at least one GPU; found {lanes}")
     if not candidates:
-        return [()]
-    used = min(lanes, len(candidates))
-    return [tuple(candidates[k::used]) for k in range(used)]
+        return [[]]
+    groups: list[list[int]] = []
+    home: dict[tuple, int] = {}  # kernel -> the group of its first variant
+    for i, v in enumerate(candidates):
+        g = home.get(_kernel(v))
+        if g is not None and all(candidates[j].launches != v.launches for j in groups[g]):
+            groups[g].append(i)  # the same kernel under another launch: the same GPU
+        else:
+            home.setdefault(_kernel(v), len(groups))
+            groups.append([i])
+    parts: list[list[int]] = [[] for _ in range(min(lanes, len(groups)))]
+    for group in groups:  # to the part with the fewest candidates (the first of equals)
+        min(parts, key=len).extend(group)
+    return [sorted(p) for p in parts]
+
+
+def deal(candidates: Sequence[Variant], lanes: int) -> list[tuple[Variant, ...]]:
+    """``deal_indices`` as the variants themselves."""
+    return [tuple(candidates[i] for i in p) for p in deal_indices(candidates, lanes)]
 
 
 def stamp(ev: Evaluation, index: int) -> Evaluation:
@@ -65,8 +90,9 @@ def baseline_failed(ev: Evaluation, part: Sequence[Variant]) -> bool:
 class Part:
     """Some of a split job's candidates, to run on one lane."""
 
-    def __init__(self, run: "SplitRun", candidates: tuple[Variant, ...]):
-        self.split, self.candidates = run, candidates
+    def __init__(self, run: "SplitRun", indices: Sequence[int]):
+        self.split, self.indices = run, tuple(indices)
+        self.candidates = tuple(run.job.spec.candidates[i] for i in self.indices)
         self.cancel = run.job.cancel
         self.precompiled: tuple = ()  # futures of its CPU compiles (set by the pool)
 
@@ -87,14 +113,14 @@ class SplitRun:
         self._lock = threading.Lock()
         self._pending = 0
         self._lost: dict[int, str] = {}
-        self._results: dict[str, tuple[int, CandidateResult]] = {}
+        self._results: dict[int, CandidateResult] = {}  # by the candidate's request index
         self._firsts: dict[int, Evaluation] = {}
         self._errors: list[str] = []
         self._over = False
         self._started = False
 
     def start(self) -> None:
-        parts = deal(self.job.spec.candidates, len(self.lanes))
+        parts = deal_indices(self.job.spec.candidates, len(self.lanes))
         with self._lock:
             self._pending = len(parts)
         if len(parts) > 1:
@@ -149,8 +175,8 @@ class SplitRun:
             self._firsts.setdefault(lane, ev)
             if ev.baseline is not None and self._firsts[lane].baseline is None:
                 self._firsts[lane] = ev
-            for v, r in zip(part.candidates, ev.candidates, strict=True):
-                self._results[v.label] = (lane, replace(r, device=lane))
+            for i, r in zip(part.indices, ev.candidates, strict=True):
+                self._results[i] = replace(r, device=lane)
             if ev.error:
                 self._errors.append(f"GPU {lane}: {ev.error}")
             self._pending -= 1
@@ -171,13 +197,13 @@ class SplitRun:
         target = min(alive, key=lambda i: (self.load(i), self.lanes.index(i)))
         self.job.progress(f"gpu {lane} lost ({why}); its {len(part.candidates)} candidate(s) "
                           f"go to gpu {target}")
-        self.dispatch(target, Part(self, part.candidates))
+        self.dispatch(target, Part(self, part.indices))
 
     def _merge(self) -> Evaluation:
         order = [i for i in self.lanes if i in self._firsts]
         gpus = tuple(GpuRun(i, self._firsts[i].device, self._firsts[i].baseline) for i in order)
         head = self._firsts[order[0]]
-        rows = tuple(self._results[v.label][1] for v in self.job.spec.candidates)
+        rows = tuple(self._results[i] for i in range(len(self.job.spec.candidates)))
         errors = list(dict.fromkeys(self._errors))
         return Evaluation(device=head.device, baseline_compile=head.baseline_compile,
                           baseline=head.baseline, candidates=rows, error="; ".join(errors),
