@@ -315,6 +315,10 @@ class SpeedFakeBackend(FakeBackend):
 
     def evaluate(self, task, progress) -> Evaluation:
         from dataclasses import replace
+        for case in task.spec.problem.cases:
+            if case.captured is not None:  # how the captured arrays reached this worker
+                how = "inline" if case.captured.payload else f"as the path {case.captured.path}"
+                progress(f"captured case '{case.label}' arrived {how}")
         for c in task.spec.candidates:
             if f"@lose-gpu{self.gpu}" in c.source:
                 progress(f"verify: {c.label} on case 'nominal', seed 1")
@@ -344,3 +348,45 @@ class TwoFakeGpus:
 
     def __call__(self, config) -> SpeedFakeBackend:
         return SpeedFakeBackend(config, self.flag_dir)
+
+
+def captured_problem(directory: str):
+    """``problem()`` whose ragged case (100_003 floats) replays captured arrays from an ``.npz``
+    written to ``directory`` and named by its path (``CapturedData.path``, as the client sends
+    a large capture): x before, y before and after (y = 2.5 x + y)."""
+    import hashlib
+    import io
+    from dataclasses import replace
+
+    import numpy as np
+
+    from gpu_runner.problem import CapturedData
+
+    prob = problem()
+    n = prob.cases[1].args[0].value
+    x = (np.arange(n, dtype=np.float32) % 31) / 4
+    y = np.ones(n, dtype=np.float32)
+    buf = io.BytesIO()
+    np.savez(buf, **{"x.before": x, "y.before": y, "y.after": (2.5 * x + y).astype(np.float32)})
+    path = os.path.join(directory, "captured.npz")
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    data = CapturedData(sha256=hashlib.sha256(buf.getvalue()).hexdigest(), path=path)
+    return replace(prob, cases=(prob.cases[0], replace(prob.cases[1], captured=data)))
+
+
+def actor_sanitize(problem_, variant_, *, device_index, timeout_s, tools):
+    """A ``PoolConfig.sanitize_fn`` that says where it ran: one clean ``ToolRun`` per tool whose
+    note names the process, ``CUDA_VISIBLE_DEVICES`` and ``device_index``; ``@nosanitizer`` in
+    the variant: the ``SanitizeError`` of a node without compute-sanitizer; whether the
+    captured case's arrays arrived inline is in the report's ``case``."""
+    from gpu_runner.sanitize import SANITIZER_MISSING, SanitizeError, SanitizeReport, ToolRun
+
+    if "@nosanitizer" in variant_.source:
+        raise SanitizeError(f"compute-sanitizer was not found on the node of pid {os.getpid()}",
+                            SANITIZER_MISSING)
+    note = (f"pid {os.getpid()}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}, "
+            f"device_index={device_index}, timeout_s={timeout_s:g}")
+    inline = [c.label for c in problem_.cases if c.captured is not None and c.captured.payload]
+    return SanitizeReport(variant=variant_.label, case="inline: " + ",".join(inline),
+                          runs=tuple(ToolRun(t, (), 0, 0.0, note) for t in tools))

@@ -1,25 +1,37 @@
 """The runner on a local Ray instance (2 CPUs, 2 fake GPUs declared as ``num_gpus=2``): one
 actor per GPU, each running the local supervisor and a worker process with the fake backend
 of two speeds (tests/service_fakes.py ``TwoFakeGpus``; the fake GPU is the one Ray gives the
-actor), through the HTTP API. Skipped where ray is not installed."""
+actor), through the HTTP API; sanitizer runs in the actors (``service_fakes.actor_sanitize``);
+captured arrays named by a path sent inline. Skipped where ray is not installed. One Ray
+instance for the module (its start is most of the time: ~10 s here, allowed
+``RAY_STARTUP_S`` per actor on a loaded 2-core CI machine)."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'cudalens[ray]'); "
-                                        "the Ray lanes are not tested")
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'cudalens[ray]', "
+                                        "or the test extra); the Ray lanes are not tested")
 
+from fastapi.testclient import TestClient  # noqa: E402
+
+from gpu_runner.problem import to_dict  # noqa: E402
 from gpu_runner.report import Evaluation  # noqa: E402
+from gpu_runner.service.app import create_app  # noqa: E402
 from gpu_runner.service.schema import decode  # noqa: E402
-from service_fakes import GPU_SPEED, TwoFakeGpus, variant  # noqa: E402
-from test_service_api import body, make_client, wait_job  # noqa: E402
+from gpu_runner.workers.pool import GpuPool, PoolConfig  # noqa: E402
+from service_fakes import (GPU_SPEED, TwoFakeGpus, actor_sanitize, captured_problem,  # noqa: E402
+                           problem, variant)
+from test_service_api import AUTH, LIMITS, TOKEN, body, wait_job  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
+RAY_STARTUP_S = 120  # an actor's start: a Ray worker process, then its GPU worker process
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +42,17 @@ def flags(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(flags):
     path = os.pathsep.join([str(TESTS.parent), str(TESTS.parent / "server"), str(TESTS)])
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    env = {"PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0"}
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # address="local": a fresh instance here even where RAY_ADDRESS names a cluster.
+    ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False,
+             log_to_driver=False, runtime_env={"env_vars": env})
+    pool = GpuPool(PoolConfig(factory=TwoFakeGpus(str(flags)), ray_address="auto",
+                              limits=replace(LIMITS, startup_s=RAY_STARTUP_S),
+                              sanitize_fn=actor_sanitize))
     try:
-        with make_client(factory=TwoFakeGpus(str(flags)), ray_address="auto") as c:
+        with TestClient(create_app(pool, token=TOKEN, ready_timeout_s=2 * RAY_STARTUP_S),
+                        headers=AUTH) as c:
             yield c
     finally:
         ray.shutdown()
@@ -119,17 +138,40 @@ def test_an_actor_killed_mid_evaluation_has_its_candidates_requeued(client, flag
     assert [r.device for r in again.candidates] == [0, 1]
 
 
-def test_profiles_are_refused_with_the_reason_on_ray(client):
-    from service_fakes import problem
-
-    resp = client.post("/v1/profile", json=json_body(problem(), variant("a")))
-    assert resp.status_code == 200
-    answer = resp.json()
-    assert answer["available"] is False and answer["kind"] == "failed"
-    assert answer["reason"].startswith("profiles are not taken on Ray actors yet")
+def sanitize(client, prob, var, **kw):
+    resp = client.post("/v1/sanitize", json={"problem": to_dict(prob), "variant": to_dict(var),
+                                             **kw})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
 
 
-def json_body(prob, var):
-    import json
-    from gpu_runner.problem import to_dict
-    return json.loads(json.dumps({"problem": to_dict(prob), "variant": to_dict(var)}))
+def test_sanitizer_runs_in_the_actor_on_its_gpu(client):
+    answer = sanitize(client, problem(), variant("a"), tools=["memcheck", "racecheck"],
+                      device=1, timeout_s=7)
+    assert answer["available"] is True and answer["device"] == 1
+    runs = answer["report"]["runs"]
+    assert [r["tool"] for r in runs] == ["memcheck", "racecheck"]
+    found = re.fullmatch(r"pid (\d+), CUDA_VISIBLE_DEVICES=(\S+), device_index=(\d+), "
+                         r"timeout_s=(\S+)", runs[0]["note"])
+    assert found, runs[0]["note"]
+    pid, visible, index, timeout = found.groups()
+    assert int(pid) != os.getpid()  # in the actor's process, not the runner's
+    assert visible in ("0", "1") and index == "0" and timeout == "7"  # Ray's GPU is device 0
+    # The tool's own error comes back with its kind and message.
+    missing = sanitize(client, problem(), variant("b", "@nosanitizer"))
+    assert missing["available"] is False and missing["kind"] == "sanitizer_missing"
+    assert missing["reason"].startswith("compute-sanitizer was not found on the node of pid ")
+    assert int(missing["reason"].rsplit(" ", 1)[1]) != os.getpid()
+
+
+def test_captured_arrays_named_by_a_path_reach_the_actors_inline(client, tmp_path):
+    prob = captured_problem(str(tmp_path))
+    assert prob.cases[1].captured.path and not prob.cases[1].captured.payload
+    status = wait_job(client, client.post("/v1/evaluate", json=body(
+        variant("c1"), variant("c2"), problem=to_dict(prob))).json()["id"], timeout=120)
+    ev = result(status)
+    assert ev.error == "" and [r.verdict.status for r in ev.candidates] == ["passed", "passed"]
+    for lane in (0, 1):
+        assert f"gpu {lane}: captured case 'ragged' arrived inline" in status["progress"]
+    report = sanitize(client, prob, variant("a"), tools=["memcheck"])["report"]
+    assert report["case"] == "inline: ragged"

@@ -22,7 +22,8 @@ Several GPUs: a job whose ``devices`` names more than one (or any job without ``
 ``PoolConfig.split`` is set and more than one GPU serves) is split over them
 (``split.SplitRun``): its parts go on each device's queue like any job. With
 ``PoolConfig.ray_address`` the devices are Ray actors holding one GPU each (``ray_lane``), every
-evaluation is split over them, and a lost actor's part is evaluated again on another.
+evaluation is split over them, and a lost actor's part is evaluated again on another; profiles
+and sanitizer runs go on the lane's queue as above and run inside its actor.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.precompile import Precompiler
 from gpu_runner.workers.protocol import EvaluateSpec
 from gpu_runner.workers.split import Part, SplitRun, stamp
-from gpu_runner.workers.supervisor import (Cancelled, Supervisor, SupervisorError,
+from gpu_runner.workers.supervisor import (Cancelled, Supervisor, SupervisorError, WorkerLost,
                                            WorkerStartError, WorkerUnavailable)
 
 log = logging.getLogger("cudalens.runner")
@@ -109,10 +110,14 @@ class _CompileWork:
 
 class _ProfileWork:
     """A tool run on one variant from the device's thread (a profile or a sanitizer run):
-    ``fn(problem, variant, device_index=, timeout_s=)``."""
+    ``fn(problem, variant, device_index=, timeout_s=)``; ``error``: the tool's exception class
+    (``ProfileError``, ``SanitizeError``), raised with the reason when a Ray lane's actor is
+    lost or cannot start."""
 
-    def __init__(self, problem: Problem, variant: Variant, timeout_s: float, fn: Callable):
+    def __init__(self, problem: Problem, variant: Variant, timeout_s: float, fn: Callable,
+                 error: type = RuntimeError):
         self.problem, self.variant, self.timeout_s, self.fn = problem, variant, timeout_s, fn
+        self.lost = error
         self.cancelled = threading.Event()  # the request stopped waiting: skip it
         self.future: concurrent.futures.Future = concurrent.futures.Future()
 
@@ -170,9 +175,16 @@ class Slot:
         if work.cancelled.is_set():
             work.future.cancel()
             return
+        remote = getattr(self.supervisor, "run_tool", None)  # a Ray lane: run in its actor
         try:
-            work.future.set_result(work.fn(work.problem, work.variant, device_index=self.index,
-                                           timeout_s=work.timeout_s))
+            if remote is not None:
+                value = remote(work.fn, work.problem, work.variant, work.timeout_s)
+            else:
+                value = work.fn(work.problem, work.variant, device_index=self.index,
+                                timeout_s=work.timeout_s)
+            work.future.set_result(value)
+        except (WorkerLost, WorkerStartError) as exc:  # the tool's error, kind "failed"
+            work.future.set_exception(work.lost(str(exc)))
         except Exception as exc:  # noqa: BLE001 - handed to the waiting request
             work.future.set_exception(exc)
 
@@ -383,18 +395,13 @@ class GpuPool:
         Raises ``DeviceNotFound``; ``TimeoutError`` (the profile did not start and finish
         within ``wait_s``; it is dropped if it has not started); what ``profile_fn`` raised
         (``gpu_runner.profile.ProfileError``)."""
-        if self.config.ray_address is not None:
-            from gpu_runner.profile import ProfileError  # noqa: PLC0415
-
-            raise ProfileError("profiles are not taken on Ray actors yet: this runner schedules "
-                               f"on the Ray cluster at {self.config.ray_address}; profile "
-                               "with a runner on the GPU's own host")
         if self.config.profile_fn is not None:
             fn = self.config.profile_fn
         else:
             from gpu_runner.profile import profile_variant as fn  # noqa: PLC0415
+        from gpu_runner.profile import ProfileError  # noqa: PLC0415
         slot = self.slot(device)
-        work = _ProfileWork(problem, variant, timeout_s, fn)
+        work = _ProfileWork(problem, variant, timeout_s, fn, ProfileError)
         slot.put(work)
         try:
             return slot.index, work.future.result(timeout=wait_s)
@@ -411,19 +418,14 @@ class GpuPool:
 
         Raises ``DeviceNotFound``; ``TimeoutError`` (as ``profile``); what ``sanitize_fn``
         raised (``gpu_runner.sanitize.SanitizeError``)."""
-        if self.config.ray_address is not None:
-            from gpu_runner.sanitize import SanitizeError  # noqa: PLC0415
-
-            raise SanitizeError("compute-sanitizer does not run on Ray actors yet: this runner "
-                                f"schedules on the Ray cluster at {self.config.ray_address}; "
-                                "use a runner on the GPU's own host")
         if self.config.sanitize_fn is not None:
             fn = self.config.sanitize_fn
         else:
             from gpu_runner.sanitize import sanitize_variant as fn  # noqa: PLC0415
+        from gpu_runner.sanitize import SanitizeError  # noqa: PLC0415
         slot = self.slot(device)
         work = _ProfileWork(problem, variant, timeout_s,
-                            functools.partial(fn, tools=tuple(tools)))
+                            functools.partial(fn, tools=tuple(tools)), SanitizeError)
         slot.put(work)
         try:
             return slot.index, work.future.result(timeout=wait_s)

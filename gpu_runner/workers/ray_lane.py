@@ -16,18 +16,25 @@ Cancel: the actor is threaded (``max_concurrency``), so ``cancel`` reaches it wh
 its supervisor kills the worker and the evaluation ends ``Cancelled``. Progress lines are
 polled from the actor every ``POLL_S`` seconds.
 
+Captured inputs (``gpu_runner.captured``) that a request names by a path on the runner's machine
+are read here and sent inline (``captured.inline_paths``): the actor's node may be another
+machine. Profiles (ncu) and sanitizer runs (compute-sanitizer) run in the actor too
+(``run_tool``), on its GPU (device 0 inside it), with the tool found on the actor's node; a
+tool's own error (``ProfileError``, ``SanitizeError``) comes back with its message and kind.
+
 Needs ``ray`` (``pip install 'cudalens[ray]'``) here and cudalens with pycuda on every GPU node
 (the actor imports ``gpu_runner``); nothing imports ray until a runner is started
-with ``--ray``. Profiles and sanitizer runs are not sent to Ray actors yet: the pool answers
-them "not available" with the reason.
+with ``--ray``.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
-from gpu_runner.problem import Variant
+from gpu_runner.captured import inline_paths
+from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, Evaluation
 from gpu_runner.workers.backend import WorkerConfig
 from gpu_runner.workers.handle import WorkerLost, WorkerStartError
@@ -98,8 +105,26 @@ class GpuActorImpl:
     def compile(self, variants) -> list[CompileReport]:
         return self._sup.compile(variants)
 
+    def run_tool(self, fn: Callable, problem: Problem, variant: Variant, timeout_s: float):
+        """``fn(problem, variant, device_index=0, timeout_s=)`` (a profile or a sanitizer run,
+        ``pool.Slot``) on this actor's GPU: ("done", its value) | ("raised", the exception's
+        class, message, ``kind`` or None): an exception is rebuilt on the runner's side, so its
+        ``kind`` (which pickling an exception drops) survives."""
+        try:
+            return ("done", fn(problem, variant, device_index=0, timeout_s=timeout_s))
+        except Exception as exc:  # noqa: BLE001 - handed back to the request
+            return ("raised", type(exc), str(exc), getattr(exc, "kind", None))
+
     def close(self) -> None:
         self._sup.close()
+
+
+def _rebuild(cls: type, message: str, kind: Optional[str]) -> Exception:
+    """The exception ``run_tool`` reported, as its own class where that can be made."""
+    try:
+        return cls(message, kind) if kind is not None else cls(message)
+    except Exception:  # noqa: BLE001 - a class with another constructor
+        return RuntimeError(f"{cls.__name__}: {message}")
 
 
 _ACTOR = None
@@ -160,7 +185,7 @@ class RaySupervisor:
         ray = _ray()
         say = progress or (lambda _m: None)
         actor = self.start() and self.actor
-        ref = actor.evaluate.remote(spec)
+        ref = actor.evaluate.remote(replace(spec, problem=inline_paths(spec.problem)))
         since, asked = 0, False
         try:
             while True:
@@ -193,6 +218,19 @@ class RaySupervisor:
             return ray.get(self.start() and self.actor.compile.remote(list(variants)))
         except ray.exceptions.RayActorError as exc:
             raise self._lost(exc) from None
+
+    def run_tool(self, fn: Callable, problem: Problem, variant: Variant, timeout_s: float):
+        """``fn`` run in the actor on its GPU (``GpuActorImpl.run_tool``): its value, or what it
+        raised. Raises ``WorkerLost`` when the actor dies."""
+        ray = _ray()
+        try:
+            answer = ray.get(self.start() and self.actor.run_tool.remote(
+                fn, inline_paths(problem), variant, timeout_s))
+        except ray.exceptions.RayActorError as exc:
+            raise self._lost(exc) from None
+        if answer[0] == "done":
+            return answer[1]
+        raise _rebuild(*answer[1:])
 
     def close(self) -> None:
         ray = _ray()
