@@ -53,19 +53,21 @@ def at_block(v, block: int, label: str):
         Launch(grid=(-(-n // block), 1, 1), block=(block, 1, 1)) for n in (1 << 20, 100_003)))
 
 
-def test_deal_keeps_one_kernel_under_two_launches_on_one_gpu():
+def test_deal_keeps_label_at_tag_with_label():
     # A confirmation batch: three candidates under their own launches, then two of them again
-    # under the user's launch. The same source under another launch joins its first variant.
+    # under the user's launch (LABEL@user), which go to their candidate's GPU.
     c1, c2, c3 = variant("c1", "@a"), variant("c2", "@b"), variant("c3", "@c")
     vs = [c1, c2, c3, at_block(c1, 128, "c1@user"), at_block(c3, 128, "c3@user")]
     assert deal_indices(vs, 2) == [[0, 3], [1, 2, 4]]
     assert [[v.label for v in p] for p in deal(vs, 2)] == \
         [["c1", "c1@user"], ["c2", "c3", "c3@user"]]
     assert deal_indices(vs, 3) == [[0, 3], [1], [2, 4]]
-    # Identical variants (same source and launch) are dealt apart as before; another launch of
-    # theirs joins the first.
-    same = [variant("d1"), variant("d2"), at_block(variant("d0"), 128, "d3")]
-    assert [[v.label for v in p] for p in deal(same, 2)] == [["d1", "d3"], ["d2"]]
+    # One kernel under several launches (a block-size sweep) is still spread over the GPUs, and
+    # a tag without its candidate in the request is a candidate of its own.
+    sweep = [at_block(variant("b"), b, f"block{b}") for b in (64, 128, 256, 512)]
+    assert deal_indices(sweep, 2) == [[0, 2], [1, 3]]
+    assert deal_indices([variant("x@user"), variant("y"), variant("y@user"), variant("z")], 2) \
+        == [[0, 3], [1, 2]]
 
 
 def test_an_evaluation_uses_both_gpus_each_row_against_its_own_baseline(client):

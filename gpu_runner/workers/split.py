@@ -1,10 +1,11 @@
 """One evaluation split over several GPUs: candidates partitioned, each timed on its own GPU.
 
 ``SplitRun`` deals the candidates round-robin over the GPUs (lanes) it is given (only as many
-lanes as there are candidates; one lane when there are none), except that variants of one
-kernel under different launches (the same source, name, options and files: a drop-in check's
-``LABEL@user`` beside ``LABEL``, ``cudalens.dropin``) go to the same GPU, so what a launch
-change does is measured on one GPU against one baseline. Each lane's part is a whole
+lanes as there are candidates; one lane when there are none), except that a candidate labelled
+``LABEL@TAG`` goes to the GPU of the candidate labelled ``LABEL`` when the request has one (the
+optimize flow's drop-in check sends ``LABEL@user``, the candidate's source under the user's
+launch, ``cudalens.dropin``), so the two launches of one candidate are compared on one GPU
+against one baseline. Each lane's part is a whole
 supervised evaluation on that GPU (``Supervisor.evaluate`` or a Ray lane's): probe, verify,
 time the part's candidates interleaved with the baseline, so the baseline runs on every GPU
 used and a row's speedup never compares times from two GPUs. Parts are handed to the lane's
@@ -41,27 +42,22 @@ log = logging.getLogger("cudalens.runner")
 LOST = (WorkerStartError, WorkerUnavailable, WorkerLost)
 
 
-def _kernel(v: Variant) -> tuple:
-    """What makes two variants the same kernel code (their launches aside)."""
-    return (v.name, v.source, tuple(v.options), tuple(sorted(v.files.items())))
-
-
 def deal_indices(candidates: Sequence[Variant], lanes: int) -> list[list[int]]:
     """The candidates' indices dealt into at most ``lanes`` non-empty parts, each in request
-    order (module doc: round-robin, one kernel's launches kept together; one empty part when
-    there are no candidates). Raises ``ValueError`` for ``lanes`` < 1."""
+    order (module doc: round-robin, ``LABEL@TAG`` with ``LABEL``; one empty part when there
+    are no candidates). Raises ``ValueError`` for ``lanes`` < 1."""
     if lanes < 1:
         raise ValueError(f"a split evaluation needs at least one GPU; found {lanes}")
     if not candidates:
         return [[]]
     groups: list[list[int]] = []
-    home: dict[tuple, int] = {}  # kernel -> the group of its first variant
+    group_of: dict[str, int] = {}  # a label -> its group
     for i, v in enumerate(candidates):
-        g = home.get(_kernel(v))
-        if g is not None and all(candidates[j].launches != v.launches for j in groups[g]):
-            groups[g].append(i)  # the same kernel under another launch: the same GPU
+        base = v.label.rpartition("@")[0]
+        if base and base in group_of:
+            groups[group_of[base]].append(i)
         else:
-            home.setdefault(_kernel(v), len(groups))
+            group_of[v.label] = len(groups)
             groups.append([i])
     parts: list[list[int]] = [[] for _ in range(min(lanes, len(groups)))]
     for group in groups:  # to the part with the fewest candidates (the first of equals)
