@@ -32,6 +32,24 @@ from test_service_api import AUTH, LIMITS, TOKEN, body, wait_job  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 RAY_STARTUP_S = 120  # an actor's start: a Ray worker process, then its GPU worker process
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def test_a_cluster_without_gpus_leaves_the_runner_unavailable_saying_so(monkeypatch):
+    # Before the module's Ray instance: "--ray local" starts one here, which sees no GPU
+    # (CUDA_VISIBLE_DEVICES empty), and stops it again when the pool closes.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    pool = GpuPool(PoolConfig(ray_address="local", limits=LIMITS))
+    pool.start()
+    try:
+        assert pool.wait_ready(RAY_STARTUP_S) == "unavailable"
+        assert pool.message.startswith("the Ray cluster at local has no GPU (cluster "
+                                       "resources: {"), pool.message
+        assert pool.slots == {}
+    finally:
+        pool.close()
+    assert not ray.is_initialized()
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +61,6 @@ def flags(tmp_path_factory):
 def client(flags):
     path = os.pathsep.join([str(TESTS.parent), str(TESTS.parent / "server"), str(TESTS)])
     env = {"PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0"}
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # address="local": a fresh instance here even where RAY_ADDRESS names a cluster.
     ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False,
              log_to_driver=False, runtime_env={"env_vars": env})

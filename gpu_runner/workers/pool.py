@@ -33,6 +33,7 @@ import functools
 import logging
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -308,6 +309,10 @@ class GpuPool:
             slot.supervisor.close()
         if self.precompiler is not None:
             self.precompiler.close()
+        if self.config.ray_address is not None and "ray" in sys.modules:
+            from gpu_runner.workers.ray_lane import disconnect  # noqa: PLC0415 (optional)
+
+            disconnect()
         shutil.rmtree(self._cache_root, ignore_errors=True)
 
     # -- work ------------------------------------------------------------------------------

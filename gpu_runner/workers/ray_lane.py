@@ -59,14 +59,30 @@ def connect(address: str, gpus: Optional[int] = None) -> int:
     """Join the Ray cluster at ``address`` ("local": start one here) unless this process has
     joined one; how many GPU lanes to run: ``gpus``, else the cluster's GPU count. Raises
     ``RuntimeError`` without ray or without a GPU in the cluster."""
+    global _JOINED
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=None if address == "local" else address, log_to_driver=False)
+        _JOINED = True
     count = gpus if gpus is not None else int(ray.cluster_resources().get("GPU", 0))
     if count < 1:
+        resources = ray.cluster_resources()
+        disconnect()
         raise RuntimeError(f"the Ray cluster at {address} has no GPU (cluster resources: "
-                           f"{ray.cluster_resources()})")
+                           f"{resources})")
     return count
+
+
+_JOINED = False  # whether ``connect`` initialized Ray in this process
+
+
+def disconnect() -> None:
+    """Leave the cluster ``connect`` joined (a local instance it started stops); nothing when
+    Ray was initialized by someone else (a test, an embedding program)."""
+    global _JOINED
+    if _JOINED:
+        _JOINED = False
+        _ray().shutdown()
 
 
 class GpuActorImpl:
