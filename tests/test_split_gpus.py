@@ -158,3 +158,39 @@ def test_a_gpu_lost_mid_evaluation_requeues_its_candidates_on_the_other(tmp_path
         lost = [line for line in status["progress"] if line.startswith("gpu 1 lost")]
         assert len(lost) == 1 and "fake GPU 1 fell off the bus" in lost[0]
         assert lost[0].endswith("its 2 candidate(s) go to gpu 0")
+
+
+def test_a_captured_case_is_replayed_on_every_gpu_of_a_split(client, tmp_path):
+    from gpu_runner.problem import to_dict
+    from service_fakes import captured_problem
+
+    prob = captured_problem(str(tmp_path))
+    status = wait_job(client, client.post("/v1/evaluate", json=body(
+        variant("c1"), variant("c2"), problem=to_dict(prob), devices=[0, 1])).json()["id"])
+    ev = result(status)
+    assert ev.error == "" and [(r.verdict.status, r.device) for r in ev.candidates] == \
+        [("passed", 0), ("passed", 1)]
+    path = prob.cases[1].captured.path
+    for lane in (0, 1):  # local workers read the file where the runner is
+        assert f"gpu {lane}: captured case 'ragged' arrived as the path {path}" in \
+            status["progress"]
+
+
+def test_inline_paths_reads_a_captured_file_and_leaves_what_it_cannot_read(tmp_path):
+    import base64
+    from dataclasses import replace
+
+    from gpu_runner.captured import captured_inputs, inline_paths
+    from service_fakes import captured_problem
+
+    prob = captured_problem(str(tmp_path))
+    data = prob.cases[1].captured
+    inlined = inline_paths(prob)
+    got = inlined.cases[1].captured
+    assert got.path == "" and got.sha256 == data.sha256
+    assert base64.b64decode(got.payload) == (tmp_path / "captured.npz").read_bytes()
+    assert inlined.cases[0] == prob.cases[0]
+    assert captured_inputs(inlined.cases[1])["x"][:3].tolist() == [0.0, 0.25, 0.5]
+    gone = replace(prob, cases=(prob.cases[0], replace(prob.cases[1], captured=replace(
+        data, path=str(tmp_path / "missing.npz")))))
+    assert inline_paths(gone) == gone  # the worker says it cannot read it, as a local run
