@@ -20,11 +20,12 @@ import hashlib
 import io
 import zipfile
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from gpu_runner.problem import Buffer, Case, CapturedData
+from gpu_runner.problem import Buffer, Case, CapturedData, Problem
 
 CACHE_ENTRIES = 4
 _cache: "OrderedDict[str, tuple[dict, dict]]" = OrderedDict()
@@ -108,3 +109,23 @@ def captured_results(case: Case) -> dict[str, np.ndarray]:
     _, after = captured_arrays(case)
     return {a.name: after[a.name] for a in case.args
             if isinstance(a, Buffer) and a.role != "in"}
+
+
+def inline_paths(problem: Problem) -> Problem:
+    """``problem`` with every case's captured ``path`` replaced by the file's bytes inline
+    (``payload``), for a worker on another machine (a Ray actor, ``workers.ray_lane``): the file
+    is on the runner's machine. A file that cannot be read here is left as a path, so the worker
+    reports it as a local run would (``captured_arrays``); the digest is checked there."""
+    cases = []
+    for case in problem.cases:
+        data = case.captured
+        if data is not None and data.path and not data.payload:
+            try:
+                raw = Path(data.path).read_bytes()
+            except OSError:
+                pass
+            else:
+                case = replace(case, captured=replace(
+                    data, path="", payload=base64.b64encode(raw).decode()))
+        cases.append(case)
+    return replace(problem, cases=tuple(cases))

@@ -134,6 +134,19 @@ class CandidateResult:
     verdict: Verdict
     timing: Optional[Timing] = None
     speedup: Optional[Speedup] = None
+    # The runner's index of the GPU this row was verified and timed on (its speedup is against
+    # the baseline timed on that GPU, in the same run); -1 where unknown.
+    device: int = -1
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    """One GPU of an evaluation: its runner index, its facts, and the baseline's timing there
+    (the first run on it that timed the baseline; None if none did)."""
+
+    index: int
+    info: DeviceInfo
+    baseline: Optional[Timing] = None
 
 
 @dataclass(frozen=True)
@@ -143,3 +156,6 @@ class Evaluation:
     baseline: Optional[Timing]
     candidates: tuple[CandidateResult, ...] = field(default=())
     error: str = ""  # set when the baseline itself could not be compiled or run
+    # Every GPU the candidates ran on, in the order first used (``device``/``baseline`` above
+    # are the first's). A row's ``device`` names its entry; speedups never mix two GPUs.
+    gpus: tuple[GpuRun, ...] = field(default=())

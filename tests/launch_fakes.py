@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from cudalens.engine.runner import WithoutTools
+from gpu_runner.events import Verifying
 
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
@@ -76,3 +77,40 @@ def make_client(settings=None) -> LaunchAwareClient:
 
     nvcc.find_nvcc = no_nvcc
     return LaunchAwareClient()
+
+
+class LaunchAwareBackend:
+    """``LaunchAwareClient``'s verdicts as a runner worker's backend (``gpu_runner.workers.
+    backend.Backend``) on one of two fake GPUs, "Fake GPU N" (N the worker's device index), so
+    the drop-in flow can run through the real service and its split over GPUs; compiles as
+    ``service_fakes.FakeBackend``."""
+
+    def __init__(self, config):
+        from service_fakes import FakeBackend
+
+        self._fake = FakeBackend(config, devices=2)
+        self.info = dataclasses.replace(LaunchAwareClient().device_info(),
+                                        name=f"Fake GPU {config.device_index}")
+
+    def device_info(self) -> DeviceInfo:
+        return self.info
+
+    def device_count(self) -> int:
+        return 2
+
+    def wedged(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        pass
+
+    def compile(self, variants):
+        return self._fake.compile(variants)
+
+    def evaluate(self, task, progress) -> Evaluation:
+        spec = task.spec
+        for v in spec.candidates:
+            progress(Verifying(v.label, "nominal", 1))
+        ev = LaunchAwareClient().evaluate(spec.problem, spec.baseline, spec.candidates,
+                                          spec.repetitions)
+        return dataclasses.replace(ev, device=self.info)

@@ -18,17 +18,20 @@ CSV = ROOT / "tests" / "data" / "ncu" / "saxpy_metrics.csv"
 
 
 @contextlib.contextmanager
-def fake_runner_process(folder: Path, token: str, backend: str = "fake") -> Iterator[str]:
+def fake_runner_process(folder: Path, token: str, backend: str = "fake",
+                        split: bool = False) -> Iterator[str]:
     """The runner process's URL while the block runs; stopped afterwards (stdin closed, then
     terminated). ``folder``: where its port file and stand-in ncu go; ``backend``: ``fake``
     (``service_fakes.FakeBackend``), ``model`` (``model_runner.ModelBackend``) or
-    ``MODULE:NAME`` of a module in tests/."""
+    ``MODULE:NAME`` of a module in tests/; ``split``: every evaluation split over the
+    backend's GPUs (``--split``)."""
     ncu = folder / "ncu"
     ncu.write_text(f"#!/bin/sh\necho '==PROF== Connected to process 7'\ncat '{CSV}'\n")
     ncu.chmod(0o755)
     port_file = folder / "port"
     proc = subprocess.Popen([sys.executable, str(SERVICE), "--port-file", str(port_file),
-                             "--token", token, "--ncu", str(ncu), "--backend", backend],
+                             "--token", token, "--ncu", str(ncu), "--backend", backend]
+                            + (["--split"] if split else []),
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

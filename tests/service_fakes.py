@@ -281,3 +281,114 @@ def variant(label: str, marker: str = "", cases: int = 2, name: str = "saxpy"):
                      for n in (1 << 20, 100_003)[:cases])
     source = SAXPY + (f"// {marker}\n" if marker else "")
     return Variant(label=label, source=source, name=name, launches=launches)
+
+
+# -- two fake GPUs of different speeds (split evaluations, Ray lanes) ------------------------
+
+# fake GPU -> (baseline median, a passing candidate's median), microseconds: the speedups
+# differ (2.0 vs 1.5), so a row timed on one GPU and judged against the other's baseline shows.
+GPU_SPEED = {0: (100.0, 50.0), 1: (60.0, 40.0)}
+
+
+def fake_gpu_index(config) -> int:
+    """The fake GPU a worker plays: the one Ray gave its actor (``CUDA_VISIBLE_DEVICES``, the
+    device is 0 inside an actor), else the worker's device index."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if config.device_index == 0 and visible.isdigit():
+        return int(visible)
+    return config.device_index
+
+
+class SpeedFakeBackend(FakeBackend):
+    """``FakeBackend`` on fake GPU ``fake_gpu_index`` timed at ``GPU_SPEED``: the baseline and
+    each passing candidate get that GPU's medians and the speedup between them. ``@lose-gpuK``
+    in a candidate on fake GPU K: the process exits and GPU K's workers never start again (a
+    GPU lost mid-evaluation), recorded as a file in ``flag_dir``. ``@hold``: the worker sends
+    "verify: LABEL holding" every 20 ms until the file ``release`` exists in ``flag_dir``."""
+
+    def __init__(self, config, flag_dir: str = ""):
+        self.gpu = fake_gpu_index(config)
+        self.flag_dir = flag_dir
+        if flag_dir and os.path.exists(os.path.join(flag_dir, f"gpu{self.gpu}-lost")):
+            raise RuntimeError(f"fake GPU {self.gpu} fell off the bus")
+        super().__init__(config, devices=2)
+        from dataclasses import replace
+        self.info = replace(self.info, name=f"Fake GPU {self.gpu}", sm_count=132 - 18 * self.gpu)
+
+    def evaluate(self, task, progress) -> Evaluation:
+        from dataclasses import replace
+        for case in task.spec.problem.cases:
+            if case.captured is not None:  # how the captured arrays reached this worker
+                how = "inline" if case.captured.payload else f"as the path {case.captured.path}"
+                progress(Note(f"captured case '{case.label}' arrived {how}"))
+        for c in task.spec.candidates:
+            if f"@lose-gpu{self.gpu}" in c.source:
+                progress(Verifying(c.label, "nominal", 1))
+                open(os.path.join(self.flag_dir, f"gpu{self.gpu}-lost"), "w").close()
+                os._exit(3)
+            if "@hold" in c.source:
+                while not os.path.exists(os.path.join(self.flag_dir, "release")):
+                    progress(Note(f"verify: {c.label} holding"))
+                    time.sleep(0.02)
+        ev = super().evaluate(task, progress)
+        base, cand = GPU_SPEED[self.gpu]
+        rows = []
+        for r in ev.candidates:
+            if r.timing is not None:
+                r = replace(r, timing=_timing(r.verdict.variant, cand, self.info),
+                            speedup=Speedup(base / cand, base / cand * 0.98, base / cand * 1.02))
+            rows.append(r)
+        baseline = _timing(ev.baseline.variant, base, self.info) if ev.baseline else None
+        return replace(ev, baseline=baseline, candidates=tuple(rows))
+
+
+class TwoFakeGpus:
+    """A picklable backend factory: ``SpeedFakeBackend`` with ``flag_dir``."""
+
+    def __init__(self, flag_dir: str = ""):
+        self.flag_dir = flag_dir
+
+    def __call__(self, config) -> SpeedFakeBackend:
+        return SpeedFakeBackend(config, self.flag_dir)
+
+
+def captured_problem(directory: str):
+    """``problem()`` whose ragged case (100_003 floats) replays captured arrays from an ``.npz``
+    written to ``directory`` and named by its path (``CapturedData.path``, as the client sends
+    a large capture): x before, y before and after (y = 2.5 x + y)."""
+    import hashlib
+    import io
+    from dataclasses import replace
+
+    import numpy as np
+
+    from gpu_runner.problem import CapturedData
+
+    prob = problem()
+    n = prob.cases[1].args[0].value
+    x = (np.arange(n, dtype=np.float32) % 31) / 4
+    y = np.ones(n, dtype=np.float32)
+    buf = io.BytesIO()
+    np.savez(buf, **{"x.before": x, "y.before": y, "y.after": (2.5 * x + y).astype(np.float32)})
+    path = os.path.join(directory, "captured.npz")
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    data = CapturedData(sha256=hashlib.sha256(buf.getvalue()).hexdigest(), path=path)
+    return replace(prob, cases=(prob.cases[0], replace(prob.cases[1], captured=data)))
+
+
+def actor_sanitize(problem_, variant_, *, device_index, timeout_s, tools):
+    """A ``PoolConfig.sanitize_fn`` that says where it ran: one clean ``ToolRun`` per tool whose
+    note names the process, ``CUDA_VISIBLE_DEVICES`` and ``device_index``; ``@nosanitizer`` in
+    the variant: the ``SanitizeError`` of a node without compute-sanitizer; whether the
+    captured case's arrays arrived inline is in the report's ``case``."""
+    from gpu_runner.sanitize import SANITIZER_MISSING, SanitizeError, SanitizeReport, ToolRun
+
+    if "@nosanitizer" in variant_.source:
+        raise SanitizeError(f"compute-sanitizer was not found on the node of pid {os.getpid()}",
+                            SANITIZER_MISSING)
+    note = (f"pid {os.getpid()}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}, "
+            f"device_index={device_index}, timeout_s={timeout_s:g}")
+    inline = [c.label for c in problem_.cases if c.captured is not None and c.captured.payload]
+    return SanitizeReport(variant=variant_.label, case="inline: " + ",".join(inline),
+                          runs=tuple(ToolRun(t, (), 0, 0.0, note) for t in tools))

@@ -50,8 +50,10 @@ def _came_back(evaluations, entry):
 def test_each_verdict_comes_back_intact(evaluations, entry):
     ev, got = _came_back(evaluations, entry)
     want = simulated_result(entry)
-    # the service puts every timing against one copy bandwidth (its worker's)
-    want = dataclasses.replace(want, timing=rebase_timing(want.timing, ev.device))
+    # the service puts every timing against one copy bandwidth (its worker's), and each row
+    # names the GPU it ran on (the one GPU, 0, here)
+    want = dataclasses.replace(want, timing=rebase_timing(want.timing, ev.device), device=0)
+    assert [g.index for g in ev.gpus] == [0] and ev.gpus[0].info == ev.device
     assert_exact(got, want, entry["label"])
     assert got.verdict.status in expected_statuses(entry), got.verdict.reason
 

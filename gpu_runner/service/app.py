@@ -254,9 +254,15 @@ def create_app(pool: GpuPool, *, token: Optional[str] = None,
         spec = EvaluateSpec(problem=req.problem, baseline=req.baseline,
                             candidates=tuple(req.candidates), repetitions=req.repetitions,
                             warmup=req.warmup, time_budget_s=req.time_budget_s)
-        job = Job(spec, req.device)
+        devices = None
+        if req.devices:
+            devices = tuple(dict.fromkeys(([req.device] if req.device is not None else [])
+                                          + req.devices))
+        job = Job(spec, req.device, devices=devices)
         try:
             pool.slot(req.device)
+            for d in devices or ():
+                pool.slot(d)
             jobs.add(job)
             device_index = pool.submit(job)
         except DeviceNotFound as exc:

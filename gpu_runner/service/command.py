@@ -40,14 +40,21 @@ def _devices(text):
                    f"variable: command lines are visible to other users.")
 @click.option("--devices", callback=lambda _c, _p, v: _devices(v),
               help="Comma-separated CUDA device indices to serve (default: every visible GPU).")
+@click.option("--split", is_flag=True,
+              help="Split every evaluation that names no devices over all served GPUs (each "
+                   "candidate timed against the baseline on its own GPU).")
+@click.option("--ray", "ray_address", envvar="CUDALENS_RUNNER_RAY", show_envvar=True,
+              help="Schedule evaluations on the GPUs of the Ray cluster at ADDRESS (auto, "
+                   "ray://HOST:10001, or local to start one here), one actor per GPU; needs "
+                   "pip install 'cudalens[ray]'.", metavar="ADDRESS")
 @click.option("--max-body-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True,
               type=click.IntRange(1024), help="Largest request body accepted (413 above).")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @click.option("--port-file", hidden=True, type=click.Path(dir_okay=False))
 @click.option("--exit-with-parent", is_flag=True, hidden=True)
-def runner_command(host, port, token, devices, max_body_bytes, log_level, port_file,
-                   exit_with_parent) -> None:
+def runner_command(host, port, token, devices, split, ray_address, max_body_bytes, log_level,
+                   port_file, exit_with_parent) -> None:
     """Serve this machine's GPUs over HTTP+JSON: device facts, compile, evaluate and jobs,
     one worker process per GPU. The OpenAPI schema is at /openapi.json."""
     from gpu_runner.service.auth import BindRefused  # noqa: PLC0415
@@ -55,7 +62,8 @@ def runner_command(host, port, token, devices, max_body_bytes, log_level, port_f
     from gpu_runner.workers.pool import PoolConfig  # noqa: PLC0415
 
     config = ServeConfig(host=host, port=port, token=token or None,
-                         max_body_bytes=max_body_bytes, pool=PoolConfig(devices=devices),
+                         max_body_bytes=max_body_bytes, pool=PoolConfig(devices=devices, split=split,
+                                                    ray_address=ray_address or None),
                          port_file=port_file, exit_with_parent=exit_with_parent,
                          log_level=log_level)
     try:

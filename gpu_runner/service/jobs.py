@@ -24,10 +24,12 @@ from gpu_runner.workers.protocol import EvaluateSpec
 class Job:
     """One evaluation request. Thread-safe: the pool's threads report, requests read."""
 
-    def __init__(self, spec: EvaluateSpec, device: Optional[int], keep_lines: int = 2000):
+    def __init__(self, spec: EvaluateSpec, device: Optional[int], keep_lines: int = 2000,
+                 devices: Optional[tuple[int, ...]] = None):
         self.id = uuid.uuid4().hex
         self.spec = spec
         self.device = device
+        self.devices = devices  # split over these GPUs (see gpu_runner.workers.split)
         self.cancel = threading.Event()
         self.precompiled: tuple = ()  # futures of the CPU compiles (set by the pool)
         self.state = "queued"

@@ -19,7 +19,7 @@ integers exactly; a JavaScript client needs a BigInt-aware parser for those).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, TypeVar
+from typing import Annotated, Any, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import to_json
@@ -51,7 +51,10 @@ class _Body(BaseModel):
 class EvaluateRequest(_Body):
     """Verify and time ``candidates`` against ``baseline`` on ``problem``
     (``Runner.evaluate``'s arguments). ``device``: the CUDA device index to run on (None: the
-    least busy)."""
+    least busy). ``devices``: split the candidates over these GPUs, each candidate verified and
+    timed against the baseline on its own GPU (``gpu_runner.workers.split``; ``device``, when
+    given, is listed first); None: one GPU, unless the runner splits every evaluation
+    (``cudalens runner --split`` or ``--ray``)."""
 
     problem: Problem
     baseline: Variant
@@ -60,6 +63,8 @@ class EvaluateRequest(_Body):
     warmup: int = Field(3, ge=0, le=10_000, description="untimed launches of each variant first")
     time_budget_s: float = Field(60.0, gt=0, le=3600, description="timing loop budget, seconds")
     device: Optional[int] = Field(None, ge=0)
+    devices: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1,
+                                                                 max_length=64)
 
 
 class ProfileRequest(_Body):

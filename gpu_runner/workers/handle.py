@@ -31,6 +31,11 @@ class WorkerStartError(RuntimeError):
     """The worker process did not start or did not report ready in time."""
 
 
+class WorkerLost(RuntimeError):
+    """A remote worker went away with its host (a Ray actor or its node was lost): not the
+    fault of what it was running; its work goes to another GPU (``split``)."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What became of one task: ``kind`` is ``done``, ``failed``, ``died``, ``hung`` or

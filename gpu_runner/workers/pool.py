@@ -17,6 +17,13 @@ profiles). The profile itself runs ``PoolConfig.profile_fn`` (``gpu_runner.profi
 profile_variant``: ncu on a fixed launch script, in its own process) from the device's thread.
 Sanitizer runs (``sanitize``: compute-sanitizer on one launch, ``PoolConfig.sanitize_fn``) go
 the same way, for the same reason: the tools slow the GPU down for everyone on it.
+
+Several GPUs: a job whose ``devices`` names more than one (or any job without ``devices`` when
+``PoolConfig.split`` is set and more than one GPU serves) is split over them
+(``split.SplitRun``): its parts go on each device's queue like any job. With
+``PoolConfig.ray_address`` the devices are Ray actors holding one GPU each (``ray_lane``), every
+evaluation is split over them, and a lost actor's part is evaluated again on another; profiles
+and sanitizer runs go on the lane's queue as above and run inside its actor.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import functools
 import logging
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -39,7 +47,8 @@ from gpu_runner.workers.backend import WorkerConfig
 from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.precompile import Precompiler
 from gpu_runner.workers.protocol import EvaluateSpec
-from gpu_runner.workers.supervisor import (Cancelled, Supervisor, SupervisorError,
+from gpu_runner.workers.split import Part, SplitRun, stamp
+from gpu_runner.workers.supervisor import (Cancelled, Supervisor, SupervisorError, WorkerLost,
                                            WorkerStartError, WorkerUnavailable)
 
 log = logging.getLogger("cudalens.runner")
@@ -84,6 +93,13 @@ class PoolConfig:
     # sanitize_fn(problem, variant, device_index=, timeout_s=, tools=) -> SanitizeReport, raising
     # gpu_runner.sanitize.SanitizeError; None: gpu_runner.sanitize.sanitize_variant
     sanitize_fn: Optional[Callable] = None
+    # Split every evaluation that names no ``devices`` over all served GPUs.
+    split: bool = False
+    # A Ray cluster's address ("auto", "ray://host:10001", ...): the GPUs are Ray actors with
+    # one GPU each instead of this host's devices (``ray_lane``); "local" starts a local Ray
+    # instance, and an already initialized Ray in this process is used as it is.
+    ray_address: Optional[str] = None
+    ray_gpus: Optional[int] = None  # how many actors (None: the cluster's GPU count)
 
 
 class DeviceNotFound(LookupError):
@@ -98,10 +114,14 @@ class _CompileWork:
 
 class _ProfileWork:
     """A tool run on one variant from the device's thread (a profile or a sanitizer run):
-    ``fn(problem, variant, device_index=, timeout_s=)``."""
+    ``fn(problem, variant, device_index=, timeout_s=)``; ``error``: the tool's exception class
+    (``ProfileError``, ``SanitizeError``), raised with the reason when a Ray lane's actor is
+    lost or cannot start."""
 
-    def __init__(self, problem: Problem, variant: Variant, timeout_s: float, fn: Callable):
+    def __init__(self, problem: Problem, variant: Variant, timeout_s: float, fn: Callable,
+                 error: type = RuntimeError):
         self.problem, self.variant, self.timeout_s, self.fn = problem, variant, timeout_s, fn
+        self.lost = error
         self.cancelled = threading.Event()  # the request stopped waiting: skip it
         self.future: concurrent.futures.Future = concurrent.futures.Future()
 
@@ -139,6 +159,10 @@ class Slot:
                     self._compile(item)
                 elif isinstance(item, _ProfileWork):
                     self._profile(item)
+                elif isinstance(item, Part):
+                    if item.precompiled and not item.cancel.is_set():
+                        concurrent.futures.wait(item.precompiled, timeout=PRECOMPILE_WAIT_S)
+                    item.run(self.index, self.supervisor)
                 else:
                     self._evaluate(item)
             finally:
@@ -155,9 +179,16 @@ class Slot:
         if work.cancelled.is_set():
             work.future.cancel()
             return
+        remote = getattr(self.supervisor, "run_tool", None)  # a Ray lane: run in its actor
         try:
-            work.future.set_result(work.fn(work.problem, work.variant, device_index=self.index,
-                                           timeout_s=work.timeout_s))
+            if remote is not None:
+                value = remote(work.fn, work.problem, work.variant, work.timeout_s)
+            else:
+                value = work.fn(work.problem, work.variant, device_index=self.index,
+                                timeout_s=work.timeout_s)
+            work.future.set_result(value)
+        except (WorkerLost, WorkerStartError) as exc:  # the tool's error, kind "failed"
+            work.future.set_exception(work.lost(str(exc)))
         except Exception as exc:  # noqa: BLE001 - handed to the waiting request
             work.future.set_exception(exc)
 
@@ -171,7 +202,8 @@ class Slot:
             concurrent.futures.wait(futures, timeout=PRECOMPILE_WAIT_S)
         job.started(self.index)
         try:
-            job.finished(self.supervisor.evaluate(job.spec, job.progress, job.cancel))
+            job.finished(stamp(self.supervisor.evaluate(job.spec, job.progress, job.cancel),
+                               self.index))
         except Cancelled:
             job.cancelled()
         except SupervisorError as exc:
@@ -198,7 +230,7 @@ class GpuPool:
         self._cache_root = tempfile.mkdtemp(prefix="cudalens-runner-cubins-")
         threads = config.precompile_threads
         self.precompiler: Optional[Precompiler] = None
-        if threads != 0:
+        if threads != 0 and config.ray_address is None:  # Ray nodes compile for themselves
             kw = {"compile_fn": config.compile_fn} if config.compile_fn else {}
             self.precompiler = Precompiler(threads, **kw)
         self._closed = False
@@ -216,6 +248,12 @@ class GpuPool:
 
     def _make_slot(self, index: int) -> Slot:
         cache = tempfile.mkdtemp(prefix=f"gpu{index}-", dir=self._cache_root)
+        if self.config.ray_address is not None:
+            from gpu_runner.workers.ray_lane import RaySupervisor  # noqa: PLC0415 (optional)
+
+            sup = RaySupervisor(index, self.config.factory, self.config.limits)
+            sup.start()
+            return Slot(index, sup, cache)
         sup = Supervisor(WorkerConfig(device_index=index, compile_cache_dir=cache,
                                       factory=self.config.factory), self.config.limits)
         sup.start()
@@ -223,6 +261,15 @@ class GpuPool:
 
     def _start_all(self) -> None:
         devices = list(self.config.devices) if self.config.devices else None
+        if self.config.ray_address is not None:
+            try:
+                from gpu_runner.workers.ray_lane import connect  # noqa: PLC0415 (optional)
+
+                count = connect(self.config.ray_address, self.config.ray_gpus)
+            except Exception as exc:  # noqa: BLE001 - reported through status
+                self._settle("unavailable", str(exc))
+                return
+            devices = list(range(count))
         first = devices[0] if devices else 0
         try:
             slot = self._make_slot(first)
@@ -265,6 +312,10 @@ class GpuPool:
             slot.supervisor.close()
         if self.precompiler is not None:
             self.precompiler.close()
+        if self.config.ray_address is not None and "ray" in sys.modules:
+            from gpu_runner.workers.ray_lane import disconnect  # noqa: PLC0415 (optional)
+
+            disconnect()
         shutil.rmtree(self._cache_root, ignore_errors=True)
 
     # -- work ------------------------------------------------------------------------------
@@ -282,8 +333,30 @@ class GpuPool:
                                  f"{', '.join(map(str, sorted(self.slots))) or 'none'})")
         return slot
 
+    def split_lanes(self, job) -> Optional[list[int]]:
+        """The devices ``job`` is split over (its ``device`` first, if set), or None when it runs
+        on one. Raises ``DeviceNotFound`` for a named device not served."""
+        named = getattr(job, "devices", None)
+        if named:
+            for d in named:
+                self.slot(d)
+            lanes = list(dict.fromkeys(named))
+        elif self.config.split or self.config.ray_address is not None:
+            with self._lock:
+                lanes = sorted(self.slots)
+            if job.device is not None:
+                self.slot(job.device)
+                lanes = [job.device] + [i for i in lanes if i != job.device]
+        else:
+            return None
+        return lanes if len(lanes) > 1 else None
+
     def submit(self, job) -> int:
-        """Queue ``job`` (see ``PoolJob``); the device index it was queued on."""
+        """Queue ``job`` (see ``PoolJob``); the device index it was queued on (the first of a
+        split job's)."""
+        lanes = self.split_lanes(job)
+        if lanes is not None:
+            return self._submit_split(job, lanes)
         slot = self.slot(job.device)
         job.device = slot.index
         spec = job.spec
@@ -292,6 +365,20 @@ class GpuPool:
                                                             slot.arch, slot.cache_dir))
         slot.put(job)
         return slot.index
+
+    def _submit_split(self, job, lanes: list[int]) -> int:
+        job.device = lanes[0]
+        spec = job.spec
+
+        def dispatch(lane: int, part: Part) -> None:
+            slot = self.slot(lane)
+            if self.precompiler is not None:  # the part's compiles, into its GPU's cache
+                part.precompiled = tuple(self.precompiler.submit(
+                    [spec.baseline, *part.candidates], slot.arch, slot.cache_dir))
+            slot.put(part)
+
+        SplitRun(job, lanes, dispatch, load=lambda lane: self.slot(lane).busy).start()
+        return lanes[0]
 
     def compile(self, variants: Sequence[Variant], device: Optional[int],
                 timeout_s: float) -> list[CompileReport]:
@@ -320,8 +407,9 @@ class GpuPool:
             fn = self.config.profile_fn
         else:
             from gpu_runner.profile import profile_variant as fn  # noqa: PLC0415
+        from gpu_runner.profile import ProfileError  # noqa: PLC0415
         slot = self.slot(device)
-        work = _ProfileWork(problem, variant, timeout_s, fn)
+        work = _ProfileWork(problem, variant, timeout_s, fn, ProfileError)
         slot.put(work)
         try:
             return slot.index, work.future.result(timeout=wait_s)
@@ -342,9 +430,10 @@ class GpuPool:
             fn = self.config.sanitize_fn
         else:
             from gpu_runner.sanitize import sanitize_variant as fn  # noqa: PLC0415
+        from gpu_runner.sanitize import SanitizeError  # noqa: PLC0415
         slot = self.slot(device)
         work = _ProfileWork(problem, variant, timeout_s,
-                            functools.partial(fn, tools=tuple(tools)))
+                            functools.partial(fn, tools=tuple(tools)), SanitizeError)
         slot.put(work)
         try:
             return slot.index, work.future.result(timeout=wait_s)

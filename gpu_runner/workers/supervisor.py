@@ -41,7 +41,7 @@ from gpu_runner.events import Compiling, Note, OnEvent, Verifying, emit_to
 from gpu_runner.problem import Variant
 from gpu_runner.report import CandidateResult, CompileReport, DeviceInfo, Evaluation
 from gpu_runner.workers.backend import WorkerConfig
-from gpu_runner.workers.handle import (Outcome, WorkerHandle, WorkerStartError,
+from gpu_runner.workers.handle import (Outcome, WorkerHandle, WorkerLost, WorkerStartError,
                                        WorkerUnavailable)
 from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.protocol import CompileTask, EvaluateSpec, EvaluateTask, Ready
@@ -51,7 +51,7 @@ PROBE_REPETITIONS = 5
 PROBE_BUDGET_S = 5.0
 
 __all__ = ["Supervisor", "SupervisorError", "Cancelled", "WorkerEvent", "WorkerUnavailable",
-           "WorkerStartError", "suspect_from_events"]
+           "WorkerStartError", "WorkerLost", "suspect_from_events"]
 
 
 class SupervisorError(RuntimeError):

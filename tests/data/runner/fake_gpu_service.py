@@ -53,6 +53,9 @@ def main() -> None:
     parser.add_argument("--backend", default="fake",
                         help="fake (service_fakes.FakeBackend: markers), model "
                              "(model_runner.ModelBackend), or MODULE:NAME of a module in tests/")
+    parser.add_argument("--split", action="store_true",
+                        help="split every evaluation over the backend's GPUs (cudalens runner "
+                             "--split)")
     args = parser.parse_args()
     module, _, name = ALIASES.get(args.backend, args.backend).partition(":")
     backend = getattr(importlib.import_module(module), name)
@@ -60,6 +63,7 @@ def main() -> None:
     limits = Limits(startup_s=30, stop_s=2, first_kernel_timeout_s=2.0,
                     kernel_timeout_floor_s=2.0, silence_grace_s=5.0)
     pool = GpuPool(PoolConfig(factory=backend, limits=limits, precompile_threads=0,
+                              split=args.split,
                               profile_fn=functools.partial(gp.profile_variant, ncu=args.ncu),
                               sanitize_fn=functools.partial(gs.sanitize_variant,
                                                             sanitizer=args.sanitizer)))
