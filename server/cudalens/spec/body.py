@@ -561,6 +561,13 @@ class BodyAnalysis:
                 if loaded is not None:
                     self.facts.csr.setdefault(var, loaded)
                 continue
+            local = _symbol_of(p)
+            if local is not None and local in self.facts.loads and \
+                    self._starts_from(var, self.facts.loads[local]):
+                # int end = row_ptr[r + 1]; for (j = start; j < end; ...) with start loaded
+                # from row_ptr too: CSR row pointers read through locals
+                self.facts.csr.setdefault(var, self.facts.loads[local])
+                continue
             self.facts.bounds.setdefault(var, []).append(p + Poly.const(plus))
         for var in self.bounded:
             axis = self._axis(var)
@@ -570,6 +577,18 @@ class BodyAnalysis:
                 p = self.poly(value) if value is not None else None
                 if p is not None:
                     self.facts.values[var] = p
+
+    def _starts_from(self, var: str, pointer: str) -> bool:
+        """The first definition of ``var`` (a loop's ``int j = row_start``) is, or adds to, one
+        element of ``pointer`` read directly (``ptr[r]``) or through a local loaded from it
+        (``int row_start = ptr[r];``, also ``row_start + lane``)."""
+        value = next((v for v in self.defs.get(var, []) if v is not None), None)
+        if value is None:
+            return False
+        if self._loaded_from(value) == pointer:
+            return True
+        p = self.poly(value)
+        return p is not None and any(self.facts.loads.get(s) == pointer for s in p.symbols)
 
     def _axis(self, var: str) -> Optional[tuple[str, str]]:
         value = next((v for v in self.defs.get(var, []) if v is not None), None)
@@ -627,3 +646,11 @@ def analyze_body(parsed: Parsed, body: Node, kernel: Kernel) -> BodyFacts:
     a.finish_bounds()
     a.accesses()
     return a.facts
+
+
+def _symbol_of(poly: Poly) -> Optional[str]:
+    """``s`` when ``poly`` is exactly the symbol ``s`` (coefficient 1, no constant)."""
+    if len(poly.terms) != 1:
+        return None
+    monomial, coef = poly.terms[0]
+    return monomial[0] if coef == 1 and len(monomial) == 1 else None

@@ -104,6 +104,7 @@ class _Length:
     polys: tuple[Poly, ...] = ()
     grid_axis: str = ""
     why: str = ""
+    reach: tuple[str, ...] = ()  # for each of ``polys``, the access text that gives it
 
 
 _TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
@@ -309,8 +310,9 @@ class _Drafter:
         """The largest value of ``poly`` in terms of integer parameters, or None."""
         total = Poly()
         for m, c in poly.terms:
-            if c < 0 and any(s not in self.int_params for s in m):
-                continue  # a variable term with a negative sign is largest at 0
+            if c < 0 and any(s not in self.int_params and s not in self.constants for s in m):
+                continue  # a variable term with a negative sign is largest at 0 (a named
+                # constant keeps its sign: i < n - R bounds i by n - R, not n)
             term = Poly.const(c)
             for s in m:
                 v = self.var_upper(s, depth)
@@ -400,6 +402,7 @@ class _Drafter:
 
     def length_of(self, accesses: list[Access]) -> _Length:
         known: list[Poly] = []
+        reach: dict[Poly, str] = {}  # length -> the access that reaches its last element
         why = ""
         for a in accesses:
             only = _single_symbol(a.index)
@@ -423,11 +426,15 @@ class _Drafter:
             length = u + Poly.const(1)
             if length.is_const() and length.constant < 1:
                 continue
+            if length.constant < 0 and not length.is_const():
+                # i < n - R trims the edges of an array of n (a stencil's out[i])
+                length = length - Poly.const(length.constant)
             if not any(k.dominates(length) for k in known):
                 known = [k for k in known if not length.dominates(k)] + [length]
+                reach[length] = a.text
         if not known:
             return _Length(why=why or "not accessed in the body")
-        return _Length(polys=tuple(known))
+        return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
 
     def name_tables(self, a: Access) -> None:
         """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
@@ -534,6 +541,8 @@ class _Drafter:
                 self.later.setdefault(array, []).append(
                     f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
+        for p in pointers:
+            self.padding_note(p, lengths[p.name], rename)
         for p in k.parameters:
             if p.is_pointer:
                 params.append(self.buffer(p, roles[p.name], elements[p.name], assumed[p.name],
@@ -782,6 +791,22 @@ class _Drafter:
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
         return main, ln.why
+
+    def padding_note(self, p: Parameter, ln: _Length, rename: dict[str, str]) -> None:
+        """A note (an assumption) when ``p``'s length passes the bound of its index by a
+        constant: ``in[i + 6]`` under ``i < n`` makes it ``n + 6``, which is right only when
+        the caller pads the buffer (a stencil's halo) rather than passing ``in + R``."""
+        if len(ln.polys) != 1 or self.fills.get(p.name, ("",))[0] == "csr":
+            return
+        poly = ln.polys[0]
+        pad = poly.constant
+        if pad <= 0 or poly.is_const():
+            return
+        base = _render(poly - Poly.const(pad), rename)
+        self.later.setdefault(p.name, []).append(
+            f"length of {p.name} = {_render(poly, rename)}: '{ln.reach[0]}' reaches {pad} past "
+            f"the bound {base} of its index, so the caller is taken to pass a buffer padded by "
+            f"{pad}; assumed, confirm it")
 
     def index_ranges(self, pointers: list[Parameter], roles: dict[str, str],
                      by_param: dict[str, list[Access]], elements: dict[str, str],
