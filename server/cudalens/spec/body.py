@@ -75,6 +75,9 @@ class Access:
     # at the end of its assignment or call, since the right side is evaluated first
     # (``y[i] = y[i] + 1`` reads y before it writes it).
     order: int = 0
+    # ids of the branches (of ``if``, ``?:``, ``switch``) the access sits in: a write covers a
+    # later read of the same element only when every branch it sits in holds the read too
+    branches: frozenset = frozenset()
 
 
 @dataclass
@@ -548,7 +551,27 @@ class BodyAnalysis:
         self.facts.accesses.append(Access(
             param=param, kind=kind, index=index, text=self.text(node),
             line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
-            direct_index=direct, atomic=atomic, order=order))
+            direct_index=direct, atomic=atomic, order=order, branches=self._branches(node)))
+
+    def _branches(self, node: Node) -> frozenset:
+        """The ids of the conditional branches around ``node`` inside the body: each
+        ``if``'s consequence or alternative, ``?:``'s arms, a ``switch`` case, and the right
+        side of ``&&``/``||`` (conditions themselves run unconditionally)."""
+        out = set()
+        cur = node
+        while cur.parent is not None and cur.id != self.body.id:
+            parent = cur.parent
+            t = parent.type
+            if t in ("if_statement", "conditional_expression") and \
+                    cur != parent.child_by_field_name("condition"):
+                out.add(cur.id)
+            elif t == "case_statement":
+                out.add(parent.id)
+            elif t == "binary_expression" and operator(parent) in ("&&", "||") and \
+                    cur == parent.child_by_field_name("right"):
+                out.add(cur.id)
+            cur = parent
+        return frozenset(out)
 
     # -- bounds and axes -------------------------------------------------------------------
 

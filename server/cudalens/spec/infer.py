@@ -589,6 +589,15 @@ class _Drafter:
         atomic = next((a for a in accesses if a.atomic and a.kind == "update"), None)
         if atomic is not None and not any(a.kind == "read" for a in accesses):
             notes.append(f"{p.name}: inout: {atomic.atomic} accumulates into its initial contents")
+        if read and not atomic:
+            covered = _own_writes_first(accesses)
+            if covered is not None:
+                first_read, write = covered
+                notes.append(f"{p.name}: out: each read ('{first_read.text}', line "
+                             f"{first_read.line}) follows the same thread's write of that "
+                             f"element ('{write.text}', line {write.line}), so its initial "
+                             f"contents are never read")
+                return "out"
         return "inout" if read else "out"
 
     def grid_vars(self) -> dict[str, tuple[str, str]]:
@@ -938,27 +947,83 @@ class _Drafter:
                     if expr != "0":
                         self.notes.append(f"shared = {expr}: from {where} ('{text}')")
                     return expr
+            size, _ = self.shared_element()
             self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
-                              f"{block[0]} elements of 4 bytes, set it")
-            return f"block.x * 4"
-        m = _EXTERN_SHARED.search(self.source[self.kernel.start_byte:self.kernel.end_byte])
-        if m is None:
+                              f"{block[0]} elements of {size} bytes, set it")
+            return f"block.x * {size}"
+        found = self.shared_element()
+        if not found[1]:
             return "0"
-        ctype = templates.resolve_type(m.group("type"), self.context, self.bound)
-        size = _sizeof(ctype) or 4
+        size, declared = found
         self.notes.append(f"shared = block.x * {size}: GUESS, the body declares extern "
-                          f"__shared__ {m.group('type')} but no launch passes its size")
+                          f"__shared__ {declared} but no launch passes its size")
         return f"block.x * {size}"
+
+    def shared_element(self) -> tuple[int, str]:
+        """(bytes of one element, how the body declares it) of the kernel's ``extern
+        __shared__`` array: the type it is cast to when it is a byte array used through a
+        pointer cast (``reinterpret_cast<float*>(smem)``), else its declared type; (4, "")
+        when the body declares none."""
+        body = self.source[self.kernel.start_byte:self.kernel.end_byte]
+        m = _EXTERN_SHARED.search(body)
+        if m is None:
+            return 4, ""
+        declared = f"{m.group('type')} {m.group('name')}[]"
+        cast = _shared_cast(body, m.group("name"))
+        if cast is not None:
+            size = _sizeof(templates.resolve_type(cast, self.context, self.bound))
+            if size:
+                return size, f"{declared} (used as {cast} through a cast)"
+        size = _sizeof(templates.resolve_type(m.group("type"), self.context, self.bound))
+        return size or 4, declared
+
+
+def _own_writes_first(accesses: list[Access]) -> Optional[tuple[Access, Access]]:
+    """(first read, the write before it) when every read or update of a buffer comes after
+    a plain write (``=``) of the same element index in the same thread: a write earlier in the
+    text, at an equal index, in no branch that the read is not also in (``out[i] = expf(..);
+    ... out[i] *= inv;``, also ``y[c]`` of one loop read in a later loop over the same ``c``).
+    None when some read may see the buffer's initial contents (``y[i] += a * x[i]``)."""
+    ordered = sorted(accesses, key=lambda a: a.order)
+    first: Optional[tuple[Access, Access]] = None
+    for n, a in enumerate(ordered):
+        if a.kind not in ("read", "update"):
+            continue
+        if a.index is None or a.atomic:
+            return None
+        write = next((w for w in ordered[:n] if w.kind == "write" and not w.atomic
+                      and w.index == a.index and w.order <= a.order
+                      and w.branches <= a.branches), None)
+        if write is None:
+            return None
+        first = first or (a, write)
+    return first
 
 
 # Names template parameters give the block size by (``template <int BLOCK_SIZE>``)
 _BLOCK_NAME = re.compile(r"^(?:BLOCK|BLOCK_?SIZE|BLOCK_?DIM|(?:NUM_?|N_?)?THREADS|TPB|BS)$",
                          re.IGNORECASE)
 _EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?"
-                            r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\w+\s*\[\s*\]")
+                            r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*(?=\s+\w))?)\s+(?P<name>\w+)\s*"
+                            r"\[\s*\]")
 _SIZEOF = re.compile(r"sizeof\s*\(\s*(?P<type>[^()]+?)\s*\)")
 _CALL = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*\((?P<args>[^()]*)\)")
 _FLOAT_LIT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fF]?$")
+
+
+def _shared_cast(body: str, name: str) -> Optional[str]:
+    """The element type the kernel's byte array ``name`` of dynamic shared memory is used as:
+    the pointee of its first cast to a pointer (``reinterpret_cast<float*>(smem)``,
+    ``(float*)smem``, ``(float2*)&smem[0]``, ``static_cast<T*>``); None when it is not cast."""
+    ptype = r"(?:const\s+|volatile\s+)*(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\*"
+    target = rf"\(?\s*&?\s*{re.escape(name)}\b"
+    found = [m for rx in (rf"(?:reinterpret|static)_cast\s*<\s*{ptype}\s*>\s*\(\s*{target}",
+                          rf"\(\s*{ptype}\s*\)\s*{target}")
+             for m in [re.search(rx, body)] if m is not None]
+    if not found:
+        return None
+    first = min(found, key=lambda m: m.start())
+    return " ".join(first.group("type").split())
 
 
 def _literal(text: str) -> Optional[str]:
