@@ -95,6 +95,14 @@ class BodyFacts:
     # variable -> integer pointer parameter bounding it through an element
     # (``for (j = row_ptr[r]; j < row_ptr[r + 1]; j++)``: CSR row pointers)
     csr: dict[str, str] = field(default_factory=dict)
+    # loop variable -> (start, step) of every ``for`` over it, when each starts at the same
+    # integer and adds the same positive integer (``for (j = 0; j < TILE; j += ROWS)``: j
+    # reaches only TILE - ROWS); names the file's constants may stand for are kept as text
+    steps: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # variable -> (id of an ``if``'s consequence, bound) for the checks of ``if (c < W) ...``:
+    # an access inside that consequence (``Access.branches``) takes that bound first (a
+    # transpose's ``c`` is below W in one tile loop and below H in the other)
+    scoped: dict[str, list[tuple[int, Poly]]] = field(default_factory=dict)
 
 
 class BodyAnalysis:
@@ -114,7 +122,8 @@ class BodyAnalysis:
         self.updated: set[str] = set()
         self.pointer_locals: set[str] = set()
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
-        self.raw_bounds: list[tuple[str, Node, int]] = []  # (var, bound node, +1?)
+        # (var, bound node, +1?, id of the if's consequence it guards or None)
+        self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
         self.bounded: dict[str, None] = {}  # bounded variables, in order of their checks
         self.facts = BodyFacts()
 
@@ -144,10 +153,16 @@ class BodyAnalysis:
                     self.facts.builtins.add(text)
             elif t == "if_statement":
                 cond = n.child_by_field_name("condition")
-                exit_ = _is_exit(n.child_by_field_name("consequence"))
-                self._bounds(cond, exit_)
-            elif t in ("for_statement", "while_statement", "do_statement",
-                       "conditional_expression"):
+                consequence = n.child_by_field_name("consequence")
+                exit_ = _is_exit(consequence)
+                self._bounds(cond, exit_, None if exit_ or consequence is None
+                             else consequence.id)
+            elif t == "for_statement":
+                self._for_step(n)
+                cond = n.child_by_field_name("condition")
+                if cond is not None:
+                    self._bounds(cond, False)
+            elif t in ("while_statement", "do_statement", "conditional_expression"):
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     self._bounds(cond, False)
@@ -172,12 +187,49 @@ class BodyAnalysis:
                 if value is not None:
                     self.alias_decl[value.id] = name
 
-    def _bounds(self, cond: Node, exit_: bool) -> None:
+    def _for_step(self, loop: Node) -> None:
+        """Records ``(start, step)`` of ``for (int j = START; ...; j += STEP)`` (``++j`` is a
+        step of 1) in ``facts.steps``; a variable whose loops disagree gets ("", "")."""
+        init = loop.child_by_field_name("initializer")
+        update = loop.child_by_field_name("update")
+        if init is None or update is None:
+            return
+        name = start = None
+        if init.type == "declaration":
+            ds = init.children_by_field_name("declarator")
+            if len(ds) == 1 and ds[0].type == "init_declarator":
+                target = ds[0].child_by_field_name("declarator")
+                name = declared_name(target, self.parsed) if target is not None else None
+                start = ds[0].child_by_field_name("value")
+        elif init.type == "assignment_expression" and operator(init) == "=":
+            left = strip(init.child_by_field_name("left"))
+            name = self.text(left) if left.type == "identifier" else None
+            start = init.child_by_field_name("right")
+        update = strip(update)
+        step = None
+        if update.type == "update_expression" and "++" in self.text(update):
+            arg = strip(update.child_by_field_name("argument"))
+            step = "1" if arg.type == "identifier" and self.text(arg) == name else None
+        elif update.type == "assignment_expression" and operator(update) == "+=":
+            left = strip(update.child_by_field_name("left"))
+            right = strip(update.child_by_field_name("right"))
+            if left.type == "identifier" and self.text(left) == name and \
+                    right.type in ("number_literal", "identifier"):
+                step = self.text(right)
+        if not name or start is None:
+            return
+        start = strip(start)
+        first = self.text(start) if start.type in ("number_literal", "identifier") else None
+        found = (first, step) if first is not None and step is not None else ("", "")
+        if self.facts.steps.setdefault(name, found) != found:
+            self.facts.steps[name] = ("", "")
+
+    def _bounds(self, cond: Node, exit_: bool, scope: Optional[int] = None) -> None:
         cond = strip(cond)
         joiner = "||" if exit_ else "&&"
         if cond.type == "binary_expression" and operator(cond) == joiner:
-            self._bounds(cond.child_by_field_name("left"), exit_)
-            self._bounds(cond.child_by_field_name("right"), exit_)
+            self._bounds(cond.child_by_field_name("left"), exit_, scope)
+            self._bounds(cond.child_by_field_name("right"), exit_, scope)
             return
         if cond.type != "binary_expression":
             return
@@ -189,7 +241,7 @@ class BodyAnalysis:
             if o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
-                    self.raw_bounds.append((name, bound, wanted[o]))
+                    self.raw_bounds.append((name, bound, wanted[o], scope))
 
     # -- expressions -> polynomials --------------------------------------------------------
 
@@ -576,8 +628,8 @@ class BodyAnalysis:
     # -- bounds and axes -------------------------------------------------------------------
 
     def finish_bounds(self) -> None:
-        self.bounded = dict.fromkeys(v for v, _, _ in self.raw_bounds)
-        for var, node, plus in self.raw_bounds:
+        self.bounded = dict.fromkeys(v for v, _, _, _ in self.raw_bounds)
+        for var, node, plus, scope in self.raw_bounds:
             p = self.poly(node)
             if p is None:
                 loaded = self._loaded_from(node)
@@ -592,6 +644,8 @@ class BodyAnalysis:
                 self.facts.csr.setdefault(var, self.facts.loads[local])
                 continue
             self.facts.bounds.setdefault(var, []).append(p + Poly.const(plus))
+            if scope is not None:
+                self.facts.scoped.setdefault(var, []).append((scope, p + Poly.const(plus)))
         for var in self.bounded:
             axis = self._axis(var)
             if axis is not None:

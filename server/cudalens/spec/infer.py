@@ -66,7 +66,8 @@ from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
 from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, names_in
-from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl, SizeDecl
+from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
+                                 SizeDecl)
 from cudalens.spec.poly import Poly
 from cudalens.spec.tile_step import tile_step
 
@@ -303,6 +304,12 @@ class _Drafter:
         self.order = [p.name for p in kernel.parameters]
         self.int_params = {p.name for p in kernel.parameters
                            if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+        # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
+        # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
+        self.site_grid = self.launch_grid()
+        self.site_block = block_from_file(kernel, sites, self.context)
+        self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
+        self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -367,8 +374,118 @@ class _Drafter:
         for b in self.facts.bounds.get(name, []):
             u = self.upper(b, depth + 1)
             if u is not None:
-                return u - Poly.const(1)
+                return self.stepped(name, u - Poly.const(1))
+        return self.launch_upper(name)
+
+    def stepped(self, name: str, top: Poly) -> Poly:
+        """The last value loop variable ``name`` takes below ``top`` (inclusive) when it
+        starts at an integer and steps by one (``facts.steps``): ``for (j = 0; j < 32; j +=
+        8)`` ends at 24, not 31."""
+        start, step = self.facts.steps.get(name, ("", ""))
+        a, s = self._int_text(start), self._int_text(step)
+        if a is None or s is None or s < 2 or not top.is_const() or top.constant < a:
+            return top
+        return Poly.const(a + (top.constant - a) // s * s)
+
+    def _int_text(self, text: str) -> Optional[int]:
+        from cudalens.spec.cuda_tree import int_literal
+
+        if not text:
+            return None
+        if text in self.constants:
+            return self.constants[text]
+        return int_literal(text)
+
+    def launch_upper(self, name: str) -> Optional[Poly]:
+        """The largest ``blockIdx.a`` / ``threadIdx.a`` under the launch site's grid and
+        literal block, for a body with no bounds check on that axis: ``blockIdx.x <
+        grid.x`` (a symbol ``GRID.x`` standing for ``P / S``, resolved by ``grid_resolved``),
+        ``threadIdx.x < block.x``."""
+        if "." not in name:
+            return None
+        kind, axis = name.split(".", 1)
+        if axis not in ("x", "y", "z"):
+            return None
+        i = "xyz".index(axis)
+        if kind == "threadIdx" and self.site_block is not None and self.site_grid:
+            shape = self.site_block[0]
+            return Poly.const((shape[i] if i < len(shape) else 1) - 1)
+        if kind == "blockIdx" and axis in self.site_grid:
+            self.launch_bounded.add(axis)
+            extent, step, _ = self.site_grid[axis]
+            if step == 1:
+                return extent - Poly.const(1)
+            return Poly.sym(f"GRID.{axis}") - Poly.const(1)
         return None
+
+    def grid_resolved(self, poly: Poly) -> Optional[Poly]:
+        """``poly`` with each ``S * GRID.a`` (the launch covers ``P = S * grid.a`` along a)
+        written as ``P``; None when a ``GRID`` symbol stays (a coefficient S does not divide).
+        A ``ceil_div`` launch makes P's ragged value a multiple of S (``self.multiples``): the
+        body has no bounds check, so only whole blocks fit the buffers."""
+        out = Poly()
+        for m, c in poly.terms:
+            grids = [sym for sym in m if sym.startswith("GRID.")]
+            if not grids:
+                out = out + Poly(terms=((m, c),))
+                continue
+            term = Poly.const(c)
+            coef = c
+            for sym in m:
+                if not sym.startswith("GRID."):
+                    term = term * Poly.sym(sym)
+            for g in grids:
+                extent, step, how = self.site_grid[g[-1]]
+                if coef % step:
+                    return None
+                coef //= step
+                term = _divide(term, Poly.const(step))
+                if term is None:
+                    return None
+                term = term * extent
+                if how == "ceil":
+                    size = _single_symbol(extent)
+                    if size is None:
+                        return None
+                    self.multiples[size] = step
+            out = out + term
+        return out
+
+    def launch_axes(self, grid_vars: dict[str, tuple[str, str]]) -> list[str]:
+        """Axes the draft's grid takes from the launch site: those with no bounded index
+        variable whose ``blockIdx`` the launch's grid bounded in a length."""
+        return [a for a in "xyz" if a not in grid_vars and a in self.launch_bounded
+                and a in self.site_grid]
+
+    def launch_grid(self) -> dict[str, tuple[Poly, int, str]]:
+        """The first launch site's grid per axis, in the kernel's integer parameters: ``W /
+        TILE`` -> (W, 32, "floor"), ``(W + 31) / 32`` and ``ceil_div(W, 32)`` -> (W, 32,
+        "ceil"), ``rows`` -> (rows, 1, "floor"); an axis whose text does not translate is left
+        out. From a ``dim3`` variable (``dim3 grid(...), block(...);``), ``dim3(...)`` or a
+        plain expression."""
+        from cudalens.spec.block_shape import dim3_declarations, split_top
+
+        for site in self.sites:
+            if not site.config:
+                continue
+            text = site.config[0].strip()
+            m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
+            if re.fullmatch(r"[A-Za-z_]\w*", text) and text in dim3_declarations(self.source):
+                parts = split_top(dim3_declarations(self.source)[text])
+            elif m is not None and text.startswith(("dim3", "{")):
+                parts = split_top(m.group(1))
+            else:
+                parts = [text]
+            args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
+                    if q.name in self.int_params}
+            out: dict[str, tuple[Poly, int, str]] = {}
+            for axis, part in zip("xyz", parts):
+                found = _grid_axis(part, args, self.constants)
+                if found is not None:
+                    out[axis] = found
+            if out:
+                return out
+        return {}
 
     def csr_size(self, row_ptr: str) -> str:
         """The size of non-zeros of CSR row pointers ``row_ptr`` (``nnz``, or ``nnz_ROWPTR``
@@ -416,7 +533,7 @@ class _Drafter:
                               else f"index of '{a.text}' is not an affine expression")
                 continue
             self.name_tables(a)
-            u = self.upper(a.index)
+            u = self.scoped_upper(a)
             if u is None:
                 free = sorted(s for s in a.index.symbols
                               if s not in self.int_params and self.var_upper(s, 0) is None)
@@ -424,9 +541,16 @@ class _Drafter:
                               if free else f"no bounds check found for '{a.text}'")
                 continue
             length = u + Poly.const(1)
+            if any(sym.startswith("GRID.") for sym in length.symbols):
+                resolved = self.grid_resolved(length)
+                if resolved is None:
+                    why = why or f"the launch's grid does not divide into '{a.text}'"
+                    continue
+                length = resolved
             if length.is_const() and length.constant < 1:
                 continue
-            if length.constant < 0 and not length.is_const():
+            if length.constant < 0 and \
+                    _single_symbol(length - Poly.const(length.constant)) in self.int_params:
                 # i < n - R trims the edges of an array of n (a stencil's out[i])
                 length = length - Poly.const(length.constant)
             if not any(k.dominates(length) for k in known):
@@ -435,6 +559,22 @@ class _Drafter:
         if not known:
             return _Length(why=why or "not accessed in the body")
         return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
+
+    def scoped_upper(self, a: Access) -> Optional[Poly]:
+        """``upper(a.index)`` with the bounds of the ``if`` checks around ``a`` tried first
+        (``BodyFacts.scoped``): flow-insensitive bounds would give a variable checked against
+        W here and H there its first check everywhere."""
+        assert a.index is not None
+        saved = {}
+        for var, scoped in self.facts.scoped.items():
+            here = [b for sid, b in scoped if sid in a.branches]
+            if here and var in self.facts.bounds:
+                saved[var] = self.facts.bounds[var]
+                self.facts.bounds[var] = here + [b for b in saved[var] if b not in here]
+        try:
+            return self.upper(a.index)
+        finally:
+            self.facts.bounds.update(saved)
 
     def name_tables(self, a: Access) -> None:
         """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
@@ -487,6 +627,8 @@ class _Drafter:
         for var, _ in grid_vars.values():
             b = self.bound_of(var)
             used |= b.symbols if b is not None else set()
+        for axis in self.launch_axes(grid_vars):
+            used |= self.site_grid[axis][0].symbols
         size_names = [n for n in self.order if n in used and n in self.int_params]
         tables = [n for n in dict.fromkeys(self.table_sizes.values()) if n in used]
         nnzs = [n for n in self.csr_sizes.values() if n in used]
@@ -567,8 +709,15 @@ class _Drafter:
         name = k.qualified_name or k.name
         if self.instance:
             name = name + self.instance[self.instance.index("<"):]
+        multiples = []
+        for size, step in self.multiples.items():
+            if size in rename and any(d.name == rename[size] for d in sizes):
+                multiples.append(MultipleDecl(name=rename[size], expr=str(step)))
+                self.notes.append(f"multiple {rename[size]} = {step}: the launch covers "
+                                  f"{rename[size]} with whole blocks of {step} and the body has "
+                                  f"no bounds check, so the ragged size stays a multiple")
         return KernelSpec(
-            kernel=name, sizes=tuple(sizes), params=tuple(params),
+            kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
             launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
 
@@ -678,6 +827,8 @@ class _Drafter:
         for var, _ in grid_vars.values():
             b = self.bound_of(var)
             grid_syms |= b.symbols if b is not None else set()
+        for axis in self.launch_axes(grid_vars):
+            grid_syms |= self.site_grid[axis][0].symbols
         dims = [n for n in names if n in grid_syms] + \
             [n for n in names if n not in grid_syms and n in bound_syms]
         strides = [n for n in names if n not in dims]
@@ -777,6 +928,16 @@ class _Drafter:
                     out.append(text)
                 else:
                     out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+            elif axis in self.launch_axes(grid_vars):
+                extent, step, how = self.site_grid[axis]
+                text = _render(extent, rename)
+                shown = f"({text})" if " " in text else text
+                out.append(text if step == 1 else (f"ceil_div({text}, {step})" if how == "ceil"
+                                                   else f"{shown} / {step}"))
+                line = self.sites[0].range.start.line + 1 if self.sites else 0
+                self.launch_notes.append(
+                    f"grid.{axis} = {out[-1]}: from the launch at line {line}; the body has no "
+                    f"bounds check along {axis}, so that grid and the block bound its indices")
             elif axis == "x":
                 out.append(f"ceil_div({main}, {bx})")
                 self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
@@ -976,6 +1137,52 @@ class _Drafter:
                 return size, f"{declared} (used as {cast} through a cast)"
         size = _sizeof(templates.resolve_type(m.group("type"), self.context, self.bound))
         return size or 4, declared
+
+
+def _grid_axis(text: str, args: dict[str, str],
+               constants: dict[str, int]) -> Optional[tuple[Poly, int, str]]:
+    """One axis of a launch's grid as (extent, step, "floor"|"ceil") in the kernel's
+    parameters (``args``: launch argument text -> parameter), or None."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def poly(node: ast.AST) -> Optional[Poly]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return Poly.const(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in args:
+                return Poly.sym(args[node.id])
+            if node.id in constants:
+                return Poly.const(constants[node.id])
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = poly(node.left), poly(node.right)
+            if a is None or b is None:
+                return None
+            return a + b if isinstance(node.op, ast.Add) else (
+                a - b if isinstance(node.op, ast.Sub) else a * b)
+        return None
+
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and len(tree.args) == 2 \
+            and tree.func.id.lower() in ("ceil_div", "cdiv", "div_up", "divup", "ceildiv",
+                                         "div_round_up"):
+        a, b = poly(tree.args[0]), poly(tree.args[1])
+        if a is not None and b is not None and b.is_const() and b.constant >= 1 \
+                and not a.is_const():
+            return a, b.constant, "ceil"
+        return None
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Div):
+        a, b = poly(tree.left), poly(tree.right)
+        if a is None or b is None or not b.is_const() or b.constant < 1 or a.is_const():
+            return None
+        step = b.constant
+        if a.constant == step - 1 and step > 1:
+            return a - Poly.const(step - 1), step, "ceil"
+        return (a, step, "floor") if a.constant == 0 else None
+    a = poly(tree)
+    return (a, 1, "floor") if a is not None and not a.is_const() else None
 
 
 def _own_writes_first(accesses: list[Access]) -> Optional[tuple[Access, Access]]:
