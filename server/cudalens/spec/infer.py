@@ -1281,6 +1281,11 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
             if not p.is_pointer}
     block_text = site.config[1].strip() if len(site.config) > 1 else ""
+    # sizeof(*out), sizeof(out[0]) of an argument passed to a pointer parameter: its element
+    pointees: dict[str, str] = {}
+    for a, p in zip(site.arguments, kernel.parameters):
+        if p.is_pointer and re.fullmatch(r"[A-Za-z_]\w*", a.strip()):
+            pointees[f"*{a.strip()}"] = pointees[f"{a.strip()}[0]"] = p.type
     helpers = _helpers(source)
     expr = text
     for _ in range(4):
@@ -1297,15 +1302,16 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
                 body = re.sub(rf"\b{re.escape(formal)}\b", f"({value})", body)
             return f"({body})"
         expr = _CALL.sub(call, expr)
-        expr = _SIZEOF.sub(lambda m: str(_sizeof(templates.resolve_type(m.group("type"), source,
-                                                                          bound)) or "?"), expr)
+        expr = _SIZEOF.sub(lambda m: str(_sizeof(templates.resolve_type(
+            pointees.get(m.group("type").replace(" ", ""), m.group("type")), source, bound))
+            or "?"), expr)
 
         def name(m: re.Match) -> str:
             word = m.group(0)
             if word in args:
                 return rename.get(args[word], args[word])
-            if word == block_text:
-                return "block.x"
+            if word == block_text:  # block.x / block.y of a dim3 block stay what they say
+                return "block" if m.string[m.end():m.end() + 1] == "." else "block.x"
             init = _initializer(word, source)
             return f"({init})" if init is not None else word
         expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", name, expr)
