@@ -2,7 +2,8 @@
 
 A launch's block argument counts as literal when it is an integer constant (``256``, a
 ``#define``d name, a ``const``/``constexpr`` integer), ``dim3(...)``/``{...}`` of such constants,
-or the name of a ``dim3`` variable declared in the file with such constants. Lookups of names
+or the name of a ``dim3`` variable declared in the file with such constants (every declarator
+of a declaration counts: ``dim3 grid(W / TILE, H / TILE), threads(TILE, ROWS);``). Lookups of names
 are textual (regular expressions over the source), which suits a draft: a miss falls back to
 the default block. Each kind of name is found in one pass over a text into a table, cached by
 text (``named_ints``, ``dim3_declarations``): the specs of a file's kernels are inferred one
@@ -94,6 +95,8 @@ _NUMBER = r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
 _DEFINE = re.compile(rf"#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*{_NUMBER}\s*\)?\s*$", re.MULTILINE)
 _CONST = re.compile(rf"const(?<!\wconst)(?:expr)?\b[^;=(){{}}]*\b([A-Za-z_]\w*)\s*"
                     rf"(?:=\s*|\{{\s*){_NUMBER}\s*\}}?\s*;")
+
+
 @functools.lru_cache(maxsize=8)
 def named_ints(source: str) -> tuple[dict[str, int], dict[str, int]]:
     """``(defines, consts)``: each name's value in its first ``#define NAME VALUE`` and in its

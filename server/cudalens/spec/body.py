@@ -8,6 +8,11 @@ From the tree-sitter-cuda tree of the body this finds, flow-insensitively:
   (``+ - *``, ``<<`` by a constant, casts) in locals, parameters and thread built-ins;
 - exclusive upper bounds of local variables from bounds checks: ``if (i < n)``,
   ``if (i >= n) return;``, ``for (...; j < cols; ...)``, ``while``, ``(i < n) ? ... : ...``;
+- the ``if`` each bounds check guards (``BodyFacts.scoped``), the start and step of ``for``
+  loops (``BodyFacts.steps``), and for each access the conditional branches around it
+  (``Access.branches``), so that a write can be seen to cover a later read;
+- CSR row pointers: a loop from one element of an integer parameter to another, directly or
+  through locals loaded from it (``BodyFacts.csr``);
 - for each variable, the grid axis its initial value comes from (``blockIdx.x * blockDim.x +
   threadIdx.x`` is per-thread on x, ``blockIdx.x`` alone per-block on x).
 

@@ -7,7 +7,10 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``*p = ``, ``p[i] += ``, ``atomicAdd(&p[i], v)``, ``atomicAdd(p + k, v)``) is ``out`` when it
   is never read and ``inout`` otherwise; reads are ``p[i]`` as a value, compound assignments,
   ``++``/``--`` and atomic read-modify-writes (``atomicAdd`` accumulates into what the buffer
-  held). A non-const pointer that is never written is ``in`` (with a note); one passed where the
+  held). A buffer whose every read comes after the same thread's plain write of the same
+  element (same index, in no branch the read is not in: softmax's ``out[i] = expf(..)`` then
+  ``out[i] *= inv``) never sees its initial contents and is ``out`` (with a note). A non-const
+  pointer that is never written is ``in`` (with a note); one passed where the
   analysis cannot follow is ``inout`` (with a note).
 - Lengths: from bounds checks on the variables that index each pointer (see ``body``):
   ``p[i]`` with ``i < n`` gives ``n``; ``p[row * cols + col]`` with ``row < rows`` and
@@ -15,7 +18,22 @@ The draft is a starting point the user reviews; everything guessed carries a not
   parameter used in a length or a bound becomes a size of the same name (the scalar gets
   ``= name``): ``1 << 24`` when the kernel has one such size, else 4096 for the first two and 1024
   for the rest (grid dimensions first). A size used only as a stride (``row * ld + col``) gets
-  the inner size (``size ld = cols``) or 1.
+  the inner size (``size ld = cols``) or 1. A guard ``i < n - R`` trims the edges of an array
+  of ``n`` (a stencil's ``out[i]`` is ``n``, not ``n - R``; a named constant keeps its sign, so
+  ``in[i + R]`` under it is ``n``); a length past its index's bound by a constant
+  (``in[i + 2 * R]`` under ``i < n``) is a padded buffer, with an ``assumed`` note. A
+  variable checked in several ``if``s takes, for an access, the check around it first (a
+  transpose's ``c < W`` here, ``c < H`` there); a ``for`` from an integer by a constant step
+  ends at its last step (``j < TILE`` by ``BLOCK_ROWS`` ends at ``TILE - BLOCK_ROWS``).
+- No bounds check along an axis: the first launch site's grid (a ``dim3`` variable, ``dim3(...)``
+  or an expression, translated to the kernel's parameters: ``W / TILE``, ``(W + 31) / 32``,
+  ``ceil_div(W, 32)``, ``rows``) and literal block bound ``blockIdx`` and ``threadIdx``, so
+  ``blockIdx.x * TILE + threadIdx.x`` under ``grid(W / TILE)`` is below ``W``; the draft's
+  grid is that launch's, and a ``ceil_div`` launch adds ``multiple W = TILE`` (only whole
+  tiles fit an unchecked body).
+- CSR row pointers: ``for (j = ptr[r]; j < ptr[r + 1]; ...)``, also through locals (``int
+  start = ptr[r], end = ptr[r + 1]; for (j = start; j < end; ...)``, a start of ``start +
+  lane``): ``ptr`` gets ``csr(nnz)`` and what ``j`` indexes the length ``nnz``.
 - Index arrays: an integer buffer whose values are exactly the index of another buffer
   (``src[idx[i]]``) gets ``range(0, LENGTH_OF_SRC)``.
 - Launch: the block is the first literal block among the kernel's launch sites, else
@@ -35,8 +53,10 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``range(0, n_TABLE)``.
 - Dynamic shared memory: the third launch argument of the first launch site, translated
   (``sizeof``, helper functions with one ``return``, locals with one initializer, the
-  kernel's arguments as its sizes, the block variable as ``block.x``); else, when the body
-  declares ``extern __shared__``, a marked guess of one element per thread.
+  kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
+  ``sizeof(p[0])`` of a pointer argument as its element's bytes); else, when the body
+  declares ``extern __shared__``, a marked guess of one element per thread, the element being
+  the type a byte array is cast to (``reinterpret_cast<float*>(smem)``, ``(float*)smem``).
 - Scalars: a by-value argument of a launch site that is a literal, or a variable the file
   initializes once with a literal, gives the value; otherwise a value is guessed and marked
   ``GUESS`` in the notes, to be confirmed: floats named like an optimizer's parameters get
