@@ -88,8 +88,9 @@ def test_transpose_2d():
     assert scalars(spec) == {"rows": ("int", "rows"), "cols": ("int", "cols")}
     assert spec.launch.block == ("32", "8")
     assert spec.launch.grid == ("ceil_div(cols, block.x)", "ceil_div(rows, block.y)")
-    assert "block 32, 8: default for a body that uses threadIdx.y (no launch site with a " \
-           "literal block)" in spec.notes
+    assert "block 32, 8: GUESS, the default for a body that uses threadIdx.y (no launch site " \
+           "with a literal block)" in spec.notes
+    assert "block = 32, 8  # GUESS: see the notes" in format_spec(spec).splitlines()
 
 
 REDUCE = """\
@@ -394,7 +395,7 @@ def test_launch_sites_argument_overrides_the_kernel_sites():
     sf = parse_source(SAXPY, "k.cu")
     spec = infer_spec(sf.kernels[0], SAXPY, launch_sites=())
     assert spec.launch.block == ("256",)
-    assert "block 256: default (no launch site with a literal block)" in spec.notes
+    assert "block 256: GUESS, the default (no launch site with a literal block)" in spec.notes
     assert infer_spec(sf.kernels[0], SAXPY).launch.block == ("128",)
 
 

@@ -261,7 +261,8 @@ def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ..
     """The rest of what a draft reads outside the kernel and its launch sites' texts: the
     file's integer #defines, the template instances it names, the parameters' types with
     aliases followed, the initializers of variables passed at the launch sites, and the
-    one-line helper functions (dynamic shared memory)."""
+    one-line helper functions (dynamic shared memory), and the arguments of the ``dim3``
+    variables the launch sites pass as the grid."""
     consts = tuple(sorted(file_constants(source_text).items()))
     insts = templates.instances(kernel.name, source_text) if kernel.template_parameters else ()
     types = tuple(templates.resolve_type(p.type, source_text) for p in kernel.parameters)
@@ -269,7 +270,11 @@ def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ..
                   for a in s.arguments + s.config[1:])
     helpers = tuple(sorted(_helpers(source_text).items())) if any(
         len(s.config) >= 3 for s in sites) else ()
-    return consts, insts, types, inits, helpers
+    from cudalens.spec.block_shape import dim3_declarations
+
+    grids = tuple(dim3_declarations(source_text).get(s.config[0].strip()) for s in sites
+                  if s.config)  # dim3 grid(W / TILE, ...) bounds an unchecked body
+    return consts, insts, types, inits, helpers, grids
 
 
 @functools.lru_cache(maxsize=4096)
@@ -420,16 +425,17 @@ class _Drafter:
         """The largest ``blockIdx.a`` / ``threadIdx.a`` under the launch site's grid and
         literal block, for a body with no bounds check on that axis: ``blockIdx.x <
         grid.x`` (a symbol ``GRID.x`` standing for ``P / S``, resolved by ``grid_resolved``),
-        ``threadIdx.x < block.x``."""
+        ``threadIdx.x < block.x``, ``blockDim.x == block.x``."""
         if "." not in name:
             return None
         kind, axis = name.split(".", 1)
         if axis not in ("x", "y", "z"):
             return None
         i = "xyz".index(axis)
-        if kind == "threadIdx" and self.site_block is not None and self.site_grid:
+        if kind in ("threadIdx", "blockDim") and self.site_block is not None and self.site_grid:
             shape = self.site_block[0]
-            return Poly.const((shape[i] if i < len(shape) else 1) - 1)
+            extent = shape[i] if i < len(shape) else 1
+            return Poly.const(extent - 1 if kind == "threadIdx" else extent)
         if kind == "blockIdx" and axis in self.site_grid:
             self.launch_bounded.add(axis)
             extent, step, _ = self.site_grid[axis]
@@ -918,9 +924,9 @@ class _Drafter:
                                    f"{step.step} (= {step.value}) from threadIdx.x, so the "
                                    f"kernel covers its elements with exactly {step.value} threads")
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
-            return DEFAULT_BLOCK_2D, "default for a body that uses threadIdx.y " \
+            return DEFAULT_BLOCK_2D, "GUESS, the default for a body that uses threadIdx.y " \
                                      "(no launch site with a literal block)"
-        return DEFAULT_BLOCK_1D, "default (no launch site with a literal block)"
+        return DEFAULT_BLOCK_1D, "GUESS, the default (no launch site with a literal block)"
 
     def grid(self, grid_vars: dict[str, tuple[str, str]], block: tuple[int, ...], fixed: bool,
              rename: dict[str, str], main: str) -> tuple[str, ...]:
