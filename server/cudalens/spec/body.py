@@ -145,6 +145,10 @@ class BodyAnalysis:
                     self.assigned[self.text(left)] += 1
                     if operator(n) == "=":
                         self.def_sites[self.text(left)].append((n, n.child_by_field_name("right")))
+                        if self.text(left) in self.pointer_locals:
+                            # x = out + row * C: the alias now points into out (each use of x
+                            # takes the definition that reaches it)
+                            self.alias_decl[n.child_by_field_name("right").id] = self.text(left)
                     else:
                         self.updated.add(self.text(left))
             elif t == "update_expression":
@@ -381,6 +385,11 @@ class BodyAnalysis:
             if name in self.pointers:
                 return name, Poly()
             if name in self.pointer_locals:
+                if not self.substitutable(name) and name not in self.updated:
+                    value = self.reaching(name, node)
+                    base = self.pointer_base(value, depth + 1) if value is not None else None
+                    if base is not None:
+                        return base
                 for value in self.defs.get(name, []):
                     if value is None:
                         continue
@@ -453,9 +462,16 @@ class BodyAnalysis:
                 continue
             if self.text(n) in self.pointer_locals and self.pointer_base(n) is None:
                 continue  # a local pointer not derived from a parameter (shared memory, ...)
-            if self._alias_definition(n):
+            if self._alias_definition(n) or self._reassigned_alias(n):
                 continue
             self._use(n)
+
+    def _reassigned_alias(self, ident: Node) -> bool:
+        """``ident`` is the local pointer assigned in ``x = out + row * C``."""
+        parent = ident.parent
+        return parent is not None and parent.type == "assignment_expression" and \
+            operator(parent) == "=" and parent.child_by_field_name("left") == ident and \
+            self.text(ident) in self.pointer_locals
 
     def _alias_definition(self, ident: Node) -> bool:
         """``ident`` is the base pointer in the initializer of a local alias

@@ -1171,7 +1171,7 @@ def _grid_axis(text: str, args: dict[str, str],
     parameters (``args``: launch argument text -> parameter), or None."""
     try:
         tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
     def poly(node: ast.AST) -> Optional[Poly]:
