@@ -347,3 +347,31 @@ def test_dynamic_shared_bytes_from_the_launch(launch, shared, note):
     line = source.count("\n", 0, source.index("rows<<<")) + 1
     assert f"shared = {shared}: from the launch at line {line} ('{note}')" in spec.notes
     assert line_of(spec, "shared") == f"shared = {shared}"
+
+
+def test_a_pointer_reassigned_to_out_reads_out_after_writing_it():
+    """``x = out + row * C`` after the exponentials are stored: the sum reads out through x,
+    which follows the writes, so out stays out (not an escape, not inout) and inp is read only
+    before the reassignment."""
+    spec = infer("""\
+__global__ void sm(float* out, const float* inp, int N, int C) {
+    int row = blockIdx.x;
+    const float* x = inp + row * C;
+    float m = -INFINITY;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) m = fmaxf(m, x[i]);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) out[row * C + i] = expf(x[i] - m);
+    __syncthreads();
+    x = out + row * C;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) s += x[i];
+    for (int i = threadIdx.x; i < C; i += blockDim.x) out[row * C + i] = x[i] / s;
+}
+void go(float* o, const float* in, int N, int C) { sm<<<N, 128>>>(o, in, N, C); }
+""")
+    assert buffers(spec) == {"out": ("out", "float", "N * C", "uniform", (), None, None),
+                             "inp": ("in", "float", "N * C", "uniform", (), None, None)}
+    assert spec.launch.grid == ("N",)
+    assert ("out: out: each read ('x[i]', line 10) follows the same thread's write of that "
+            "element ('out[row * C + i]', line 6), so its initial contents are never read") \
+        in spec.notes
+    assert not any("escape" in n or "cannot follow" in n for n in spec.notes)
