@@ -375,3 +375,17 @@ void go(float* o, const float* in, int N, int C) { sm<<<N, 128>>>(o, in, N, C); 
             "element ('out[row * C + i]', line 6), so its initial contents are never read") \
         in spec.notes
     assert not any("escape" in n or "cannot follow" in n for n in spec.notes)
+
+
+def test_a_multiple_that_the_default_size_is_not_rounds_the_size_down():
+    spec = infer("""\
+__global__ void k(float* y, const float* x, int n) {
+    int i = blockIdx.x * 48 + threadIdx.x;
+    y[i] = 2.0f * x[i];
+}
+void go(float* y, const float* x, int n) { k<<<(n + 47) / 48, 48>>>(y, x, n); }
+""")
+    assert sizes(spec) == {"n": str((1 << 24) - (1 << 24) % 48)}
+    assert [(m.name, m.expr) for m in spec.multiples] == [("n", "48")]
+    assert spec.launch.grid == ("ceil_div(n, 48)",)
+    assert buffers(spec)["y"] == ("out", "float", "n", "uniform", (), None, None)

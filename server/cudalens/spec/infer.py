@@ -403,8 +403,8 @@ class _Drafter:
         return self.launch_upper(name)
 
     def stepped(self, name: str, top: Poly) -> Poly:
-        """The last value loop variable ``name`` takes below ``top`` (inclusive) when it
-        starts at an integer and steps by one (``facts.steps``): ``for (j = 0; j < 32; j +=
+        """The last value loop variable ``name`` takes up to ``top`` (inclusive) when it
+        starts at an integer and steps by a constant (``facts.steps``): ``for (j = 0; j < 32; j +=
         8)`` ends at 24, not 31."""
         start, step = self.facts.steps.get(name, ("", ""))
         a, s = self._int_text(start), self._int_text(step)
@@ -456,15 +456,11 @@ class _Drafter:
                 out = out + Poly(terms=((m, c),))
                 continue
             term = Poly.const(c)
-            coef = c
             for sym in m:
                 if not sym.startswith("GRID."):
                     term = term * Poly.sym(sym)
             for g in grids:
                 extent, step, how = self.site_grid[g[-1]]
-                if coef % step:
-                    return None
-                coef //= step
                 term = _divide(term, Poly.const(step))
                 if term is None:
                     return None
@@ -738,6 +734,8 @@ class _Drafter:
         multiples = []
         for size, step in self.multiples.items():
             if size in rename and any(d.name == rename[size] for d in sizes):
+                sizes = [_multiple_of(d, step, self.constants) if d.name == rename[size] else d
+                         for d in sizes]
                 multiples.append(MultipleDecl(name=rename[size], expr=str(step)))
                 self.notes.append(f"multiple {rename[size]} = {step}: the launch covers "
                                   f"{rename[size]} with whole blocks of {step} and the body has "
@@ -1163,6 +1161,20 @@ class _Drafter:
                 return size, f"{declared} (used as {cast} through a cast)"
         size = _sizeof(templates.resolve_type(m.group("type"), self.context, self.bound))
         return size or 4, declared
+
+
+def _multiple_of(size: SizeDecl, step: int, constants: dict[str, int]) -> SizeDecl:
+    """``size`` with its nominal value rounded down to a multiple of ``step`` (at least
+    ``step``) when it is not one (``multiple`` requires it)."""
+    from cudalens.spec.expr import evaluate
+
+    try:
+        value = evaluate(size.expr, dict(constants))
+    except ExprError:
+        return size
+    if not isinstance(value, int) or value % step == 0:
+        return size
+    return SizeDecl(name=size.name, expr=str(max(step, value - value % step)))
 
 
 def _grid_axis(text: str, args: dict[str, str],
