@@ -389,3 +389,27 @@ void go(float* y, const float* x, int n) { k<<<(n + 47) / 48, 48>>>(y, x, n); }
     assert [(m.name, m.expr) for m in spec.multiples] == [("n", "48")]
     assert spec.launch.grid == ("ceil_div(n, 48)",)
     assert buffers(spec)["y"] == ("out", "float", "n", "uniform", (), None, None)
+
+
+def test_the_grid_of_each_launching_function_is_its_own():
+    """Two host functions each declare ``grid_size`` and ``grid``; the first launch of the
+    kernel sees the declarations of its own function (the last ones above it)."""
+    spec = infer("""\
+__global__ void rowk(float* out, const float* inp, int N, int C) {
+    int r = blockIdx.x;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) out[r * C + c] = 2.0f * inp[r * C + c];
+}
+void other(int M) {
+    int grid_size = M * 2;
+    dim3 grid(M, 7);
+}
+void launch(float* out, const float* inp, int N, int C, int block_size) {
+    int grid_size = N;
+    rowk<<<grid_size, block_size>>>(out, inp, N, C);
+}
+""")
+    assert spec.launch.grid == ("N",)
+    assert buffers(spec) == {"out": ("out", "float", "N * C", "uniform", (), None, None),
+                             "inp": ("in", "float", "N * C", "uniform", (), None, None)}
+    assert "grid.x = N: from the launch at line 11; the body has no bounds check along x, so " \
+           "that grid and the block bound its indices" in spec.notes

@@ -125,6 +125,25 @@ def dim3_declarations(source: str) -> dict[str, str]:
     grid(W / TILE, H / TILE), threads(TILE, ROWS);``); arguments may hold parentheses
     (``(w + TILE - 1) / TILE``). One pass, cached by text; do not modify the result."""
     found: dict[str, str] = {}
+    for name, args, _ in dim3_declaration_sites(source):
+        found.setdefault(name, args)
+    return found
+
+
+def dim3_declared_before(name: str, source: str, offset: int) -> Optional[str]:
+    """The arguments of the last ``dim3`` declaration of ``name`` starting before ``offset``
+    (the one a launch at ``offset`` in the same function sees, when each host function
+    declares its own ``grid``), else of the first one, else None."""
+    sites = [(args, at) for n, args, at in dim3_declaration_sites(source) if n == name]
+    before = [args for args, at in sites if at < offset]
+    return before[-1] if before else (sites[0][0] if sites else None)
+
+
+@functools.lru_cache(maxsize=8)
+def dim3_declaration_sites(source: str) -> tuple[tuple[str, str, int], ...]:
+    """Every ``dim3`` declarator with arguments in ``source`` as (name, arguments, offset of
+    its declaration), in order (``dim3_declarations``' grammar)."""
+    found: list[tuple[str, str, int]] = []
     for head in _DIM3_HEAD.finditer(source):
         at = head.end()
         while True:
@@ -141,11 +160,11 @@ def dim3_declarations(source: str) -> dict[str, str]:
             if rest is None:  # dim3 g = (n + 255) / 256; is no list of dimensions
                 break
             if args is not None:
-                found.setdefault(m.group(1), args)
+                found.append((m.group(1), args, head.start()))
             if rest.group(1) == ";":
                 break
             at += rest.end()
-    return found
+    return tuple(found)
 
 
 def _balanced(text: str, start: int) -> Optional[int]:

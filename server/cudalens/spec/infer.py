@@ -261,8 +261,9 @@ def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ..
     """The rest of what a draft reads outside the kernel and its launch sites' texts: the
     file's integer #defines, the template instances it names, the parameters' types with
     aliases followed, the initializers of variables passed at the launch sites, and the
-    one-line helper functions (dynamic shared memory), and the arguments of the ``dim3``
-    variables the launch sites pass as the grid."""
+    one-line helper functions (dynamic shared memory), and the grids of the launch sites with
+    their ``dim3`` variables and integer locals written out (``_site_grid_text``: a grid
+    bounds an unchecked body)."""
     consts = tuple(sorted(file_constants(source_text).items()))
     insts = templates.instances(kernel.name, source_text) if kernel.template_parameters else ()
     types = tuple(templates.resolve_type(p.type, source_text) for p in kernel.parameters)
@@ -270,10 +271,7 @@ def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ..
                   for a in s.arguments + s.config[1:])
     helpers = tuple(sorted(_helpers(source_text).items())) if any(
         len(s.config) >= 3 for s in sites) else ()
-    from cudalens.spec.block_shape import dim3_declarations
-
-    grids = tuple(dim3_declarations(source_text).get(s.config[0].strip()) for s in sites
-                  if s.config)  # dim3 grid(W / TILE, ...) bounds an unchecked body
+    grids = tuple(_site_grid_text(s, source_text) for s in sites[:8] if s.config)
     return consts, insts, types, inits, helpers, grids
 
 
@@ -485,23 +483,13 @@ class _Drafter:
         "ceil"), ``rows`` -> (rows, 1, "floor"); an axis whose text does not translate is left
         out. From a ``dim3`` variable (``dim3 grid(...), block(...);``), ``dim3(...)`` or a
         plain expression."""
-        from cudalens.spec.block_shape import dim3_declarations, split_top
-
         for site in self.sites:
             if not site.config:
                 continue
-            text = site.config[0].strip()
-            m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
-            if re.fullmatch(r"[A-Za-z_]\w*", text) and text in dim3_declarations(self.source):
-                parts = split_top(dim3_declarations(self.source)[text])
-            elif m is not None and text.startswith(("dim3", "{")):
-                parts = split_top(m.group(1))
-            else:
-                parts = [text]
             args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
                     if q.name in self.int_params}
             out: dict[str, tuple[Poly, int, str]] = {}
-            for axis, part in zip("xyz", parts):
+            for axis, part in zip("xyz", _site_grid_text(site, self.source)):
                 found = _grid_axis(part, args, self.constants)
                 if found is not None:
                     out[axis] = found
@@ -1161,6 +1149,71 @@ class _Drafter:
                 return size, f"{declared} (used as {cast} through a cast)"
         size = _sizeof(templates.resolve_type(m.group("type"), self.context, self.bound))
         return size or 4, declared
+
+
+def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
+    """The texts of ``site``'s grid, one per axis: a ``dim3`` variable's arguments (its last
+    declaration before the launch), ``dim3(...)``'s, or the expression; each with the names
+    the launching function declares as integer locals written out (``int grid_size = N;``),
+    the launch's own arguments kept."""
+    from cudalens.spec.block_shape import dim3_declared_before, split_top
+
+    text = site.config[0].strip()
+    at = _offset_of(source, site.range.start.line, site.range.start.column)
+    m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
+    declared = dim3_declared_before(text, source, at) \
+        if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+    if declared is not None:
+        parts = split_top(declared)
+    elif m is not None and text.startswith(("dim3", "{")):
+        parts = split_top(m.group(1))
+    else:
+        parts = [text]
+    keep = {a.strip() for a in site.arguments}
+    return tuple(_locals_in(p, source, at, keep) for p in parts[:3])
+
+
+def _offset_of(text: str, line: int, column: int) -> int:
+    """The character offset of 0-based ``line`` and ``column`` in ``text`` (near enough for
+    ordering declarations before a launch)."""
+    start = 0
+    for _ in range(line):
+        nl = text.find("\n", start)
+        if nl < 0:
+            return len(text)
+        start = nl + 1
+    return start + column
+
+
+_LOCAL_INT = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto|unsigned)\s+"
+
+
+def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
+    """``expr`` with each name that is not in ``keep`` replaced by the initializer of its last
+    integer declaration before offset ``before`` (``int grid_size = N;`` in the launching
+    function; a few rounds), when that name is not assigned again between them."""
+    for _ in range(3):
+        changed = False
+
+        def one(m: "re.Match") -> str:
+            nonlocal changed
+            name = m.group(0)
+            if name in keep:
+                return name
+            found = list(re.finditer(rf"\b{_LOCAL_INT}{re.escape(name)}\s*=\s*([^;{{}}]+);",
+                                     source[:before]))
+            if not found:
+                return name
+            last = found[-1]
+            later = source[last.end():before]
+            if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=)(?!=)", later):
+                return name
+            changed = True
+            return f"({last.group(1).strip()})"
+        expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", one, expr)
+        if not changed:
+            break
+    return expr
 
 
 def _multiple_of(size: SizeDecl, step: int, constants: dict[str, int]) -> SizeDecl:
