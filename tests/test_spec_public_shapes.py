@@ -413,3 +413,18 @@ void launch(float* out, const float* inp, int N, int C, int block_size) {
                              "inp": ("in", "float", "N * C", "uniform", (), None, None)}
     assert "grid.x = N: from the launch at line 11; the body has no bounds check along x, so " \
            "that grid and the block bound its indices" in spec.notes
+
+
+def test_a_write_loop_shorter_than_the_read_loop_leaves_the_buffer_inout():
+    """Written for j <= t, scaled for every j < T: elements past t keep what the buffer held."""
+    spec = infer("""\
+__global__ void k(float* a, const float* p, int T) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < T) {
+        float* row = a + t * T;
+        for (int j = 0; j <= t; j++) row[j] = expf(p[t * T + j]);
+        for (int j = 0; j < T; j++) row[j] *= 0.5f;
+    }
+}
+""")
+    assert buffers(spec)["a"][0] == "inout"

@@ -28,6 +28,7 @@ symbol too, recorded in ``BodyFacts.loads`` with the pointer it was read from.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
@@ -83,6 +84,10 @@ class Access:
     # ids of the branches (of ``if``, ``?:``, ``switch``) the access sits in: a write covers a
     # later read of the same element only when every branch it sits in holds the read too
     branches: frozenset = frozenset()
+    # the ``for`` loops around the access, innermost first, as (loop variable, header text
+    # without spaces): a write covers a read of ``a[j]`` only from a loop over j with the same
+    # header (``j <= t`` in one loop and ``j < T`` in the next cover different elements)
+    loops: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -624,7 +629,28 @@ class BodyAnalysis:
         self.facts.accesses.append(Access(
             param=param, kind=kind, index=index, text=self.text(node),
             line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
-            direct_index=direct, atomic=atomic, order=order, branches=self._branches(node)))
+            direct_index=direct, atomic=atomic, order=order, branches=self._branches(node),
+            loops=self._loops(node)))
+
+    def _loops(self, node: Node) -> tuple[tuple[str, str], ...]:
+        """(variable, header) of each ``for`` whose body holds ``node``, innermost first."""
+        out = []
+        cur = node
+        while cur.parent is not None and cur.id != self.body.id:
+            parent = cur.parent
+            if parent.type == "for_statement" and cur == parent.child_by_field_name("body"):
+                parts = [parent.child_by_field_name(f) for f in
+                         ("initializer", "condition", "update")]
+                header = ";".join("".join(self.text(x).split()) if x is not None else ""
+                                  for x in parts)
+                init = parts[0]
+                var = ""
+                if init is not None:
+                    m = re.match(r"(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=", self.text(init))
+                    var = m.group(1) if m else ""
+                out.append((var, header))
+            cur = parent
+        return tuple(out)
 
     def _branches(self, node: Node) -> frozenset:
         """The ids of the conditional branches around ``node`` inside the body: each

@@ -1276,6 +1276,17 @@ def _grid_axis(text: str, args: dict[str, str],
     return (a, 1, "floor") if a is not None and not a.is_const() else None
 
 
+def _same_loops(write: Access, read: Access) -> bool:
+    """Each loop variable of ``read``'s index runs in ``write`` under a loop with the same
+    header as around ``read`` (the write reaches the elements the read does)."""
+    assert read.index is not None
+    written = dict(write.loops[::-1])
+    for var, header in read.loops:
+        if var and var in read.index.symbols and written.get(var) != header:
+            return False
+    return True
+
+
 def _own_writes_first(accesses: list[Access]) -> Optional[tuple[Access, Access]]:
     """(first read, the write before it) when every read or update of a buffer comes after
     a plain write (``=``) of the same element index in the same thread: a write earlier in the
@@ -1291,7 +1302,7 @@ def _own_writes_first(accesses: list[Access]) -> Optional[tuple[Access, Access]]
             return None
         write = next((w for w in ordered[:n] if w.kind == "write" and not w.atomic
                       and w.index == a.index and w.order <= a.order
-                      and w.branches <= a.branches), None)
+                      and w.branches <= a.branches and _same_loops(w, a)), None)
         if write is None:
             return None
         first = first or (a, write)
