@@ -428,3 +428,29 @@ __global__ void k(float* a, const float* p, int T) {
 }
 """)
     assert buffers(spec)["a"][0] == "inout"
+
+
+@pytest.mark.parametrize("guard, noted", [
+    ("if (i < n)", True),
+    ("if (i >= R && i < n - R)", False),
+    ("if (i >= 3 && i < n)", False),
+])
+def test_reads_before_element_zero_are_a_marked_guess(guard, noted):
+    """``in[i + k]`` for k from -R: without a check i >= R the kernel reads before in[0]
+    (the caller passes in + R); the draft says so on the buffer's line."""
+    spec = infer(f"""\
+#define R 3
+__global__ void st(const float* in, float* out, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    {guard} {{
+        float s = 0.0f;
+        for (int k = -R; k <= R; k++) s += in[i + k];
+        out[i] = s;
+    }}
+}}
+""")
+    note = ("in: 'in[i + k]' (line 6) reads 3 before its element 0 where no check keeps the "
+            "index at 0 or more: the kernel expects a pointer 3 into a padded buffer, which a "
+            "spec cannot pass; GUESS, check it (add the check, or index from 0)")
+    assert (note in spec.notes) is noted
+    assert line_of(spec, "in in:").endswith("  # GUESS: see the notes") is noted

@@ -54,6 +54,8 @@ _MAX_DEPTH = 32  # nesting of one index expression, substitutions included
 _EXITS = ("return_statement", "break_statement", "continue_statement")
 _UPPER_GUARD = {"<": 0, "<=": 1}  # v < B, v <= B (B + 1)
 _UPPER_EXIT = {">=": 0, ">": 1}  # if (v >= B) return; / if (v > B) return; (B + 1)
+_LOWER_GUARD = {">=": 0, ">": 1}  # v >= A, v > A (A + 1)
+_LOWER_EXIT = {"<": 0, "<=": 1}  # if (v < A) return; / if (v <= A) return; (A + 1)
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
@@ -113,6 +115,9 @@ class BodyFacts:
     # an access inside that consequence (``Access.branches``) takes that bound first (a
     # transpose's ``c`` is below W in one tile loop and below H in the other)
     scoped: dict[str, list[tuple[int, Poly]]] = field(default_factory=dict)
+    # variable -> texts of lower bounds: checks ``if (i >= R)`` / ``if (i < R) return;`` and
+    # the starts of ``for`` loops over it (``for (k = -R; ...)``), for reads before element 0
+    lower: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BodyAnalysis:
@@ -233,6 +238,8 @@ class BodyAnalysis:
         if not name or start is None:
             return
         start = strip(start)
+        if start.type in ("number_literal", "identifier", "unary_expression"):
+            self.facts.lower.setdefault(name, []).append(self.text(start))
         first = self.text(start) if start.type in ("number_literal", "identifier") else None
         found = (first, step) if first is not None and step is not None else ("", "")
         if self.facts.steps.setdefault(name, found) != found:
@@ -251,11 +258,16 @@ class BodyAnalysis:
         left, right = strip(cond.child_by_field_name("left")), \
             strip(cond.child_by_field_name("right"))
         wanted = _UPPER_EXIT if exit_ else _UPPER_GUARD
+        lower = _LOWER_EXIT if exit_ else _LOWER_GUARD
         for var, bound, o in ((left, right, op), (right, left, _FLIP.get(op, ""))):
             if o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
                     self.raw_bounds.append((name, bound, wanted[o], scope))
+            elif o in lower and var.type == "identifier" and \
+                    bound.type in ("number_literal", "identifier", "unary_expression"):
+                text = self.text(bound) + (" + 1" if lower[o] else "")
+                self.facts.lower.setdefault(self.text(var), []).append(text)
 
     # -- expressions -> polynomials --------------------------------------------------------
 

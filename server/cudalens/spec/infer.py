@@ -695,6 +695,7 @@ class _Drafter:
         params: list[BufferDecl | ScalarDecl] = []
         for p in pointers:
             self.padding_note(p, lengths[p.name], rename)
+            self.before_start_note(p, by_param[p.name])
         for p in k.parameters:
             if p.is_pointer:
                 params.append(self.buffer(p, roles[p.name], elements[p.name], assumed[p.name],
@@ -973,6 +974,52 @@ class _Drafter:
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
         return main, ln.why
+
+    def lowest(self, poly: Poly) -> Optional[int]:
+        """The smallest value of ``poly`` when each variable is at its lowest (``BodyFacts.
+        lower``: the largest of its checks and loop starts, else 0): None when a variable term
+        has a negative coefficient or a degree above one, or a lower bound does not evaluate."""
+        from cudalens.spec.expr import evaluate
+
+        total = 0
+        for m, c in poly.terms:
+            if not m:
+                total += c
+                continue
+            if c < 0 or len(m) > 1:
+                return None
+            (var,) = m
+            if var in self.constants:
+                total += c * self.constants[var]
+                continue
+            lows = []
+            for text in self.facts.lower.get(var, []):
+                try:
+                    v = evaluate(text, dict(self.constants))
+                except ExprError:
+                    return None
+                if not isinstance(v, int):
+                    return None
+                lows.append(v)
+            total += c * max(lows, default=0)
+        return total
+
+    def before_start_note(self, p: Parameter, accesses: list[Access]) -> None:
+        """A GUESS note when an access of ``p`` reads before element 0 (``in[i - 3]`` with no
+        check ``i >= 3``): the kernel expects a pointer into a padded buffer (``in + R``),
+        which a spec cannot pass, so the draft's buffer starts where the kernel's reads do
+        not."""
+        for a in accesses:
+            if a.index is None or a.kind == "escape":
+                continue
+            low = self.lowest(a.index)
+            if low is not None and low < 0:
+                self.later.setdefault(p.name, []).append(
+                    f"{p.name}: '{a.text}' (line {a.line}) reads {-low} before its element 0 "
+                    f"where no check keeps the index at 0 or more: the kernel expects a pointer "
+                    f"{-low} into a padded buffer, which a spec cannot pass; GUESS, check it "
+                    f"(add the check, or index from 0)")
+                return
 
     def padding_note(self, p: Parameter, ln: _Length, rename: dict[str, str]) -> None:
         """A note (an assumption) when ``p``'s length passes the bound of its index by a
