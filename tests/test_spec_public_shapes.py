@@ -454,3 +454,51 @@ __global__ void st(const float* in, float* out, int n) {{
             "spec cannot pass; GUESS, check it (add the check, or index from 0)")
     assert (note in spec.notes) is noted
     assert line_of(spec, "in in:").endswith("  # GUESS: see the notes") is noted
+
+
+CSR_MORE = {
+    "while": """\
+__global__ void k(const int* row_ptr, const int* col_idx, const float* val, const float* x,
+                  float* y, int rows) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < rows) {
+        int j = row_ptr[row];
+        int end = row_ptr[row + 1];
+        float s = 0.0f;
+        while (j < end) { s += val[j] * x[col_idx[j]]; j++; }
+        y[row] = s;
+    }
+}
+""",
+    "grid-stride-ldg": """\
+__global__ void k(const int* row_ptr, const int* col_idx, const float* val, const float* x,
+                  float* y, int rows) {
+    for (int row = blockIdx.x * blockDim.x + threadIdx.x; row < rows;
+         row += gridDim.x * blockDim.x) {
+        const int b = row_ptr[row], e = row_ptr[row + 1];
+        float s = 0.0f;
+        for (int j = b; j < e; j++) s += __ldg(&val[j]) * __ldg(&x[__ldg(&col_idx[j])]);
+        y[row] = s;
+    }
+}
+""",
+    "warp-per-row-lane-mask": """\
+__global__ void k(const int* row_ptr, const int* col_idx, const float* val, const float* x,
+                  float* y, int rows) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x & 31;
+    if (row < rows) {
+        int b = row_ptr[row], e = row_ptr[row + 1];
+        float s = 0.0f;
+        for (int j = b + lane; j < e; j += 32) s += val[j] * x[col_idx[j]];
+        for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);
+        if (lane == 0) y[row] = s;
+    }
+}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CSR_MORE))
+def test_csr_loops_in_other_spellings(name):
+    assert buffers(infer(CSR_MORE[name])) == CSR_EXPECTED

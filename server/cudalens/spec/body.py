@@ -621,7 +621,16 @@ class BodyAnalysis:
                     if base is not None and base[0] != param:
                         data.add(base[0])
             stripped = strip(index_node)
-            if stripped.type == "pointer_expression" and operator(stripped) == "&":
+            if stripped.type == "call_expression":  # __ldg(&idx[j]), __ldg(idx + j)
+                fn = stripped.child_by_field_name("function")
+                args = stripped.child_by_field_name("arguments")
+                inner = named_children(args) if args is not None else []
+                if fn is not None and self.text(fn) in READ_ONLY_LOADS and len(inner) == 1:
+                    arg = strip(inner[0])
+                    base = self.pointer_base(arg)  # &idx[j] or idx + j: one element of idx
+                    if base is not None and base[0] != param:
+                        direct = base[0]
+            elif stripped.type == "pointer_expression" and operator(stripped) == "&":
                 stripped = strip(stripped.child_by_field_name("argument"))
                 inner = stripped.child_by_field_name("indices") \
                     if stripped.type == "subscript_expression" else None
@@ -724,7 +733,20 @@ class BodyAnalysis:
         if self._loaded_from(value) == pointer:
             return True
         p = self.poly(value)
-        return p is not None and any(self.facts.loads.get(s) == pointer for s in p.symbols)
+        if p is not None:
+            return any(self.facts.loads.get(s) == pointer for s in p.symbols)
+        # start + (threadIdx.x & 31): not a polynomial, but it adds to a loaded local
+        value = strip(value)
+        if value.type != "binary_expression" or operator(value) != "+":
+            return False
+        for side in (value.child_by_field_name("left"), value.child_by_field_name("right")):
+            side = strip(side)
+            if self._loaded_from(side) == pointer:
+                return True
+            if side.type == "identifier" and self.substitutable(self.text(side)) and \
+                    self._loaded_from(self.defs[self.text(side)][0]) == pointer:
+                return True
+        return False
 
     def _axis(self, var: str) -> Optional[tuple[str, str]]:
         value = next((v for v in self.defs.get(var, []) if v is not None), None)
