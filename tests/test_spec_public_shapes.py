@@ -502,3 +502,23 @@ __global__ void k(const int* row_ptr, const int* col_idx, const float* val, cons
 @pytest.mark.parametrize("name", sorted(CSR_MORE))
 def test_csr_loops_in_other_spellings(name):
     assert buffers(infer(CSR_MORE[name])) == CSR_EXPECTED
+
+
+def test_a_grid_local_of_another_function_is_not_read():
+    """``grid_size`` is a parameter of the launching function; the ``int grid_size = 7`` of the
+    function above is another variable, so the grid stays unknown (no sizes from it)."""
+    spec = infer("""\
+__global__ void rowk(float* out, const float* inp, int N, int C) {
+    int r = blockIdx.x;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) out[r * C + c] = 2.0f * inp[r * C + c];
+}
+void other() {
+    int grid_size = 7;
+}
+void launch(float* out, const float* inp, int N, int C, int grid_size) {
+    rowk<<<grid_size, 256>>>(out, inp, N, C);
+}
+""")
+    assert spec.launch.grid == ("ceil_div(n, block.x)",)
+    assert not any(n.startswith("grid.x = ") for n in spec.notes)
+    assert line_of(spec, "grid") == "grid = ceil_div(n, block.x)  # assumed: see the notes"

@@ -1237,8 +1237,10 @@ _LOCAL_INT = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto|un
 
 def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
     """``expr`` with each name that is not in ``keep`` replaced by the initializer of its last
-    integer declaration before offset ``before`` (``int grid_size = N;`` in the launching
-    function; a few rounds), when that name is not assigned again between them."""
+    integer declaration before offset ``before`` in the launching function (``int grid_size =
+    N;``; the function taken to start after the last ``}`` that opens a line above the
+    launch; a few rounds), when that name is not assigned again between them."""
+    start = source.rfind("\n}", 0, before) + 1
     for _ in range(3):
         changed = False
 
@@ -1248,11 +1250,11 @@ def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
             if name in keep:
                 return name
             found = list(re.finditer(rf"\b{_LOCAL_INT}{re.escape(name)}\s*=\s*([^;{{}}]+);",
-                                     source[:before]))
+                                     source[start:before]))
             if not found:
                 return name
             last = found[-1]
-            later = source[last.end():before]
+            later = source[start + last.end():before]
             if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=)(?!=)", later):
                 return name
             changed = True
