@@ -296,6 +296,8 @@ def clear_text_caches() -> None:
     block_shape.named_ints.cache_clear()
     block_shape.dim3_declarations.cache_clear()
     block_shape.block_from_texts.cache_clear()
+    block_shape.dim3_declaration_sites.cache_clear()
+    _line_starts.cache_clear()
 
 
 class _Drafter:
@@ -1223,13 +1225,13 @@ def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
 def _offset_of(text: str, line: int, column: int) -> int:
     """The character offset of 0-based ``line`` and ``column`` in ``text`` (near enough for
     ordering declarations before a launch)."""
-    start = 0
-    for _ in range(line):
-        nl = text.find("\n", start)
-        if nl < 0:
-            return len(text)
-        start = nl + 1
-    return start + column
+    starts = _line_starts(text)
+    return len(text) if line >= len(starts) else starts[line] + column
+
+
+@functools.lru_cache(maxsize=8)
+def _line_starts(text: str) -> tuple[int, ...]:
+    return (0,) + tuple(m.end() for m in re.finditer("\n", text))
 
 
 _LOCAL_INT = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto|unsigned)\s+"
