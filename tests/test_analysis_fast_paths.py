@@ -77,10 +77,37 @@ def ref_named_int(name: str, source: str):
 
 
 def ref_dim3_args(name: str, source: str):
-    name = re.escape(name)
-    decl = re.search(rf"\bdim3\s+{name}\s*(?:=\s*(?:dim3\s*)?)?[({{](?P<args>[^(){{}}]*)[)}}]",
-                     source)
-    return decl.group("args") if decl else None
+    """The first declarator NAME of a ``dim3`` declaration, read declaration by declaration
+    (the reference of the declarator grammar, which the one-pass table must agree with):
+    ``NAME``, ``NAME(ARGS)``, ``NAME{ARGS}``, ``NAME = {ARGS}``, ``NAME = dim3(ARGS)``, ARGS
+    with brackets balanced (within 2000 characters), separated by ``,`` up to ``;``; a
+    declarator followed by anything else ends the declaration and does not count."""
+    for head in re.finditer(r"\bdim3\s+(?=[A-Za-z_])", source):
+        rest = source[head.end():]
+        while True:
+            m = re.match(r"\s*([A-Za-z_]\w*)\s*(?:=\s*(?:dim3\s*)?)?([({])?", rest)
+            if m is None:
+                break
+            args, rest = None, rest[m.end():]
+            if m.group(2):
+                depth, close = 1, None
+                for i, c in enumerate(rest[:1999]):
+                    depth += (c in "({") - (c in ")}")
+                    if depth == 0:
+                        close = i
+                        break
+                if close is None:
+                    break
+                args, rest = rest[:close], rest[close + 1:]
+            sep = re.match(r"\s*([,;])", rest[:200])
+            if sep is None:
+                break
+            if m.group(1) == name and args is not None:
+                return args
+            if sep.group(1) == ";" or m.group(1) == name:
+                break
+            rest = rest[sep.end():]
+    return None
 
 
 _TOKENS = ["struct", "class", "union", "typedef", "const", "constexpr", "#", "define", "dim3",

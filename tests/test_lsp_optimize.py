@@ -414,7 +414,7 @@ async def test_create_harness_spec_writes_the_draft(tmp_path):
         client.apply_workspace_edit(types.ApplyWorkspaceEditParams(edit=create.edit))
         text = (tmp_path / "transpose.cu.spec").read_text()
         assert text.startswith("# Harness spec drafted by cudalens")
-        assert "kernel transpose_naive\n" in text and "block = 32, 8\n" in text
+        assert "kernel transpose_naive\n" in text and "block = 32, 8  # GUESS: see the notes\n" in text
         # the watcher sees the new file: the spec is now written, the action is gone
         await client.wait_for(
             lambda: _no_create(client, uri), what="the action to disappear")

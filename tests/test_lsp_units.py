@@ -263,8 +263,8 @@ def test_create_spec_edit_creates_or_appends(tmp_path):
     assert isinstance(create, types.CreateFile) and create.uri.endswith("/t.cu.spec")
     body = insert.edits[0].new_text
     assert body.splitlines()[2:4] == ["kernel transpose_naive",
-                                      "# block 32, 8: default for a body that uses threadIdx.y "
-                                      "(no launch site with a literal block)"]
+                                      "# block 32, 8: GUESS, the default for a body that uses "
+                                      "threadIdx.y (no launch site with a literal block)"]
     existing = SpecFile("file:///w/t.cu.spec", "kernel other\nblock = 1\ngrid = 1\n", 7)
     edit = create_spec_edit(snap, view, tmp_path / "t.cu.spec", existing)
     (only,) = edit.document_changes

@@ -88,8 +88,9 @@ def test_transpose_2d():
     assert scalars(spec) == {"rows": ("int", "rows"), "cols": ("int", "cols")}
     assert spec.launch.block == ("32", "8")
     assert spec.launch.grid == ("ceil_div(cols, block.x)", "ceil_div(rows, block.y)")
-    assert "block 32, 8: default for a body that uses threadIdx.y (no launch site with a " \
-           "literal block)" in spec.notes
+    assert "block 32, 8: GUESS, the default for a body that uses threadIdx.y (no launch site " \
+           "with a literal block)" in spec.notes
+    assert "block = 32, 8  # GUESS: see the notes" in format_spec(spec).splitlines()
 
 
 REDUCE = """\
@@ -160,9 +161,9 @@ __global__ void softmax_block(const float* x, float* y, int rows, int cols)
 
 def test_block_per_row_grid_is_the_row_count():
     spec = infer(SOFTMAX_BLOCK_PER_ROW)
-    # yr[c] /= 2 reads what the kernel wrote: conservatively inout
+    # yr[c] /= 2 reads only what the same thread wrote at yr[c] before: y is out
     assert buffers(spec) == {"x": ("in", "float", "rows * cols"),
-                             "y": ("inout", "float", "rows * cols")}
+                             "y": ("out", "float", "rows * cols")}
     assert spec.launch.grid == ("rows",)
 
 
@@ -360,9 +361,10 @@ __global__ void stencil(const float* in, float* out, int n) {
     if (i > 0 && i < n - 1) out[i] = in[i - 1] + in[i] + in[i + 1];
 }
 """
-    # i <= n - 2, so in[i + 1] reaches n - 1 and out[i] reaches n - 2
+    # i <= n - 2, so in[i + 1] reaches n - 1; out[i] reaches n - 2, and the guard's n - 1
+    # trims the edge of an array of n (what the caller allocates), so out is n too
     assert buffers(infer(source)) == {"in": ("in", "float", "n"),
-                                      "out": ("out", "float", "n - 1")}
+                                      "out": ("out", "float", "n")}
 
 
 def test_inference_needs_the_body_in_the_text():
@@ -393,7 +395,7 @@ def test_launch_sites_argument_overrides_the_kernel_sites():
     sf = parse_source(SAXPY, "k.cu")
     spec = infer_spec(sf.kernels[0], SAXPY, launch_sites=())
     assert spec.launch.block == ("256",)
-    assert "block 256: default (no launch site with a literal block)" in spec.notes
+    assert "block 256: GUESS, the default (no launch site with a literal block)" in spec.notes
     assert infer_spec(sf.kernels[0], SAXPY).launch.block == ("128",)
 
 

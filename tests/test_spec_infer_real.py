@@ -91,8 +91,8 @@ __global__ void k(double* y, int n) {
 }
 """)
     assert spec.launch.shared == "block.x * 8"
-    assert ("shared = block.x * 8: GUESS, the body declares extern __shared__ double but no "
-            "launch passes its size") in spec.notes
+    assert ("shared = block.x * 8: GUESS, the body declares extern __shared__ double s[] but "
+            "no launch passes its size") in spec.notes
 
 
 def test_scalars_from_the_launch_or_marked_guesses():

@@ -2,7 +2,8 @@
 
 A launch's block argument counts as literal when it is an integer constant (``256``, a
 ``#define``d name, a ``const``/``constexpr`` integer), ``dim3(...)``/``{...}`` of such constants,
-or the name of a ``dim3`` variable declared in the file with such constants. Lookups of names
+or the name of a ``dim3`` variable declared in the file with such constants (every declarator
+of a declaration counts: ``dim3 grid(W / TILE, H / TILE), threads(TILE, ROWS);``). Lookups of names
 are textual (regular expressions over the source), which suits a draft: a miss falls back to
 the default block. Each kind of name is found in one pass over a text into a table, cached by
 text (``named_ints``, ``dim3_declarations``): the specs of a file's kernels are inferred one
@@ -94,10 +95,6 @@ _NUMBER = r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
 _DEFINE = re.compile(rf"#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*{_NUMBER}\s*\)?\s*$", re.MULTILINE)
 _CONST = re.compile(rf"const(?<!\wconst)(?:expr)?\b[^;=(){{}}]*\b([A-Za-z_]\w*)\s*"
                     rf"(?:=\s*|\{{\s*){_NUMBER}\s*\}}?\s*;")
-# ``\bdim3\s+NAME\s*(?:=\s*(?:dim3\s*)?)?[({](ARGS)[)}]``, the same way (the name is the whole
-# word after ``dim3``; the arguments hold no bracket, so no match holds another's start).
-_DIM3_DECL = re.compile(r"dim3(?<!\wdim3)\s+([A-Za-z_]\w*)\s*(?:=\s*(?:dim3\s*)?)?[({]"
-                        r"([^(){}]*)[)}]")
 
 
 @functools.lru_cache(maxsize=8)
@@ -116,14 +113,73 @@ def named_ints(source: str) -> tuple[dict[str, int], dict[str, int]]:
     return defines, consts
 
 
+_DIM3_HEAD = re.compile(r"dim3(?<!\wdim3)\s+(?=[A-Za-z_])")
+_DECLARATOR = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:=\s*(?:dim3\s*)?)?([({])?")
+_CLOSE = {"(": ")", "{": "}"}
+
+
 @functools.lru_cache(maxsize=8)
 def dim3_declarations(source: str) -> dict[str, str]:
-    """Each name's arguments in its first ``dim3 NAME(...)``/``dim3 NAME = {...}`` in
-    ``source`` (one pass, cached by text; do not modify the result)."""
+    """Each name's arguments in its first ``dim3 NAME(...)``/``dim3 NAME = {...}``/``dim3
+    NAME = dim3(...)`` in ``source``, every declarator of one declaration counted (``dim3
+    grid(W / TILE, H / TILE), threads(TILE, ROWS);``); arguments may hold parentheses
+    (``(w + TILE - 1) / TILE``). One pass, cached by text; do not modify the result."""
     found: dict[str, str] = {}
-    for m in _DIM3_DECL.finditer(source):
-        found.setdefault(m.group(1), m.group(2))
+    for name, args, _ in dim3_declaration_sites(source):
+        found.setdefault(name, args)
     return found
+
+
+def dim3_declared_before(name: str, source: str, offset: int) -> Optional[str]:
+    """The arguments of the last ``dim3`` declaration of ``name`` starting before ``offset``
+    (the one a launch at ``offset`` in the same function sees, when each host function
+    declares its own ``grid``), else of the first one, else None."""
+    sites = [(args, at) for n, args, at in dim3_declaration_sites(source) if n == name]
+    before = [args for args, at in sites if at < offset]
+    return before[-1] if before else (sites[0][0] if sites else None)
+
+
+@functools.lru_cache(maxsize=8)
+def dim3_declaration_sites(source: str) -> tuple[tuple[str, str, int], ...]:
+    """Every ``dim3`` declarator with arguments in ``source`` as (name, arguments, offset of
+    its declaration), in order (``dim3_declarations``' grammar)."""
+    found: list[tuple[str, str, int]] = []
+    for head in _DIM3_HEAD.finditer(source):
+        at = head.end()
+        while True:
+            m = _DECLARATOR.match(source, at)
+            if m is None:
+                break
+            at, args = m.end(), None
+            if m.group(2) is not None:
+                end = _balanced(source, at - 1)
+                if end is None:
+                    break
+                args, at = source[at:end - 1], end
+            rest = re.match(r"\s*([,;])", source[at:at + 200])
+            if rest is None:  # dim3 g = (n + 255) / 256; is no list of dimensions
+                break
+            if args is not None:
+                found.append((m.group(1), args, head.start()))
+            if rest.group(1) == ";":
+                break
+            at += rest.end()
+    return tuple(found)
+
+
+def _balanced(text: str, start: int) -> Optional[int]:
+    """The index after the bracket closing the one at ``start`` (no strings looked into),
+    or None when it is not closed within 2000 characters."""
+    depth = 0
+    for i in range(start, min(len(text), start + 2000)):
+        c = text[i]
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
 
 
 def literal_block(text: str, source: str) -> Optional[tuple[int, ...]]:
@@ -143,7 +199,7 @@ def literal_block(text: str, source: str) -> Optional[tuple[int, ...]]:
 
 
 def _dims(args: str, source: str) -> Optional[tuple[int, ...]]:
-    parts = [a for a in args.split(",")]
+    parts = split_top(args)
     if not 1 <= len(parts) <= 3:
         return None
     values = [const_value(a, source) for a in parts]
@@ -153,6 +209,23 @@ def _dims(args: str, source: str) -> Optional[tuple[int, ...]]:
     while len(dims) > 1 and dims[-1] == 1:
         dims.pop()
     return tuple(dims)  # type: ignore[arg-type]
+
+
+def split_top(args: str) -> list[str]:
+    """``args`` split at the commas outside parentheses and braces."""
+    parts, depth, cur = [], 0, []
+    for c in args:
+        if c in "({[":
+            depth += 1
+        elif c in ")}]":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return parts
 
 
 def block_from_file(kernel: Kernel, sites: Sequence[LaunchSite],

@@ -8,6 +8,11 @@ From the tree-sitter-cuda tree of the body this finds, flow-insensitively:
   (``+ - *``, ``<<`` by a constant, casts) in locals, parameters and thread built-ins;
 - exclusive upper bounds of local variables from bounds checks: ``if (i < n)``,
   ``if (i >= n) return;``, ``for (...; j < cols; ...)``, ``while``, ``(i < n) ? ... : ...``;
+- the ``if`` each bounds check guards (``BodyFacts.scoped``), the start and step of ``for``
+  loops (``BodyFacts.steps``), and for each access the conditional branches around it
+  (``Access.branches``), so that a write can be seen to cover a later read;
+- CSR row pointers: a loop from one element of an integer parameter to another, directly or
+  through locals loaded from it (``BodyFacts.csr``);
 - for each variable, the grid axis its initial value comes from (``blockIdx.x * blockDim.x +
   threadIdx.x`` is per-thread on x, ``blockIdx.x`` alone per-block on x).
 
@@ -23,6 +28,7 @@ symbol too, recorded in ``BodyFacts.loads`` with the pointer it was read from.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
@@ -48,6 +54,8 @@ _MAX_DEPTH = 32  # nesting of one index expression, substitutions included
 _EXITS = ("return_statement", "break_statement", "continue_statement")
 _UPPER_GUARD = {"<": 0, "<=": 1}  # v < B, v <= B (B + 1)
 _UPPER_EXIT = {">=": 0, ">": 1}  # if (v >= B) return; / if (v > B) return; (B + 1)
+_LOWER_GUARD = {">=": 0, ">": 1}  # v >= A, v > A (A + 1)
+_LOWER_EXIT = {"<": 0, "<=": 1}  # if (v < A) return; / if (v <= A) return; (A + 1)
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
@@ -75,6 +83,13 @@ class Access:
     # at the end of its assignment or call, since the right side is evaluated first
     # (``y[i] = y[i] + 1`` reads y before it writes it).
     order: int = 0
+    # ids of the branches (of ``if``, ``?:``, ``switch``) the access sits in: a write covers a
+    # later read of the same element only when every branch it sits in holds the read too
+    branches: frozenset = frozenset()
+    # the ``for`` loops around the access, innermost first, as (loop variable, header text
+    # without spaces): a write covers a read of ``a[j]`` only from a loop over j with the same
+    # header (``j <= t`` in one loop and ``j < T`` in the next cover different elements)
+    loops: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -92,6 +107,17 @@ class BodyFacts:
     # variable -> integer pointer parameter bounding it through an element
     # (``for (j = row_ptr[r]; j < row_ptr[r + 1]; j++)``: CSR row pointers)
     csr: dict[str, str] = field(default_factory=dict)
+    # loop variable -> (start, step) of every ``for`` over it, when each starts at the same
+    # integer and adds the same positive integer (``for (j = 0; j < TILE; j += ROWS)``: j
+    # reaches only TILE - ROWS); names the file's constants may stand for are kept as text
+    steps: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # variable -> (id of an ``if``'s consequence, bound) for the checks of ``if (c < W) ...``:
+    # an access inside that consequence (``Access.branches``) takes that bound first (a
+    # transpose's ``c`` is below W in one tile loop and below H in the other)
+    scoped: dict[str, list[tuple[int, Poly]]] = field(default_factory=dict)
+    # variable -> texts of lower bounds: checks ``if (i >= R)`` / ``if (i < R) return;`` and
+    # the starts of ``for`` loops over it (``for (k = -R; ...)``), for reads before element 0
+    lower: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BodyAnalysis:
@@ -111,7 +137,8 @@ class BodyAnalysis:
         self.updated: set[str] = set()
         self.pointer_locals: set[str] = set()
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
-        self.raw_bounds: list[tuple[str, Node, int]] = []  # (var, bound node, +1?)
+        # (var, bound node, +1?, id of the if's consequence it guards or None)
+        self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
         self.bounded: dict[str, None] = {}  # bounded variables, in order of their checks
         self.facts = BodyFacts()
 
@@ -128,6 +155,10 @@ class BodyAnalysis:
                     self.assigned[self.text(left)] += 1
                     if operator(n) == "=":
                         self.def_sites[self.text(left)].append((n, n.child_by_field_name("right")))
+                        if self.text(left) in self.pointer_locals:
+                            # x = out + row * C: the alias now points into out (each use of x
+                            # takes the definition that reaches it)
+                            self.alias_decl[n.child_by_field_name("right").id] = self.text(left)
                     else:
                         self.updated.add(self.text(left))
             elif t == "update_expression":
@@ -141,10 +172,16 @@ class BodyAnalysis:
                     self.facts.builtins.add(text)
             elif t == "if_statement":
                 cond = n.child_by_field_name("condition")
-                exit_ = _is_exit(n.child_by_field_name("consequence"))
-                self._bounds(cond, exit_)
-            elif t in ("for_statement", "while_statement", "do_statement",
-                       "conditional_expression"):
+                consequence = n.child_by_field_name("consequence")
+                exit_ = _is_exit(consequence)
+                self._bounds(cond, exit_, None if exit_ or consequence is None
+                             else consequence.id)
+            elif t == "for_statement":
+                self._for_step(n)
+                cond = n.child_by_field_name("condition")
+                if cond is not None:
+                    self._bounds(cond, False)
+            elif t in ("while_statement", "do_statement", "conditional_expression"):
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     self._bounds(cond, False)
@@ -169,12 +206,51 @@ class BodyAnalysis:
                 if value is not None:
                     self.alias_decl[value.id] = name
 
-    def _bounds(self, cond: Node, exit_: bool) -> None:
+    def _for_step(self, loop: Node) -> None:
+        """Records ``(start, step)`` of ``for (int j = START; ...; j += STEP)`` (``++j`` is a
+        step of 1) in ``facts.steps``; a variable whose loops disagree gets ("", "")."""
+        init = loop.child_by_field_name("initializer")
+        update = loop.child_by_field_name("update")
+        if init is None or update is None:
+            return
+        name = start = None
+        if init.type == "declaration":
+            ds = init.children_by_field_name("declarator")
+            if len(ds) == 1 and ds[0].type == "init_declarator":
+                target = ds[0].child_by_field_name("declarator")
+                name = declared_name(target, self.parsed) if target is not None else None
+                start = ds[0].child_by_field_name("value")
+        elif init.type == "assignment_expression" and operator(init) == "=":
+            left = strip(init.child_by_field_name("left"))
+            name = self.text(left) if left.type == "identifier" else None
+            start = init.child_by_field_name("right")
+        update = strip(update)
+        step = None
+        if update.type == "update_expression" and "++" in self.text(update):
+            arg = strip(update.child_by_field_name("argument"))
+            step = "1" if arg.type == "identifier" and self.text(arg) == name else None
+        elif update.type == "assignment_expression" and operator(update) == "+=":
+            left = strip(update.child_by_field_name("left"))
+            right = strip(update.child_by_field_name("right"))
+            if left.type == "identifier" and self.text(left) == name and \
+                    right.type in ("number_literal", "identifier"):
+                step = self.text(right)
+        if not name or start is None:
+            return
+        start = strip(start)
+        if start.type in ("number_literal", "identifier", "unary_expression"):
+            self.facts.lower.setdefault(name, []).append(self.text(start))
+        first = self.text(start) if start.type in ("number_literal", "identifier") else None
+        found = (first, step) if first is not None and step is not None else ("", "")
+        if self.facts.steps.setdefault(name, found) != found:
+            self.facts.steps[name] = ("", "")
+
+    def _bounds(self, cond: Node, exit_: bool, scope: Optional[int] = None) -> None:
         cond = strip(cond)
         joiner = "||" if exit_ else "&&"
         if cond.type == "binary_expression" and operator(cond) == joiner:
-            self._bounds(cond.child_by_field_name("left"), exit_)
-            self._bounds(cond.child_by_field_name("right"), exit_)
+            self._bounds(cond.child_by_field_name("left"), exit_, scope)
+            self._bounds(cond.child_by_field_name("right"), exit_, scope)
             return
         if cond.type != "binary_expression":
             return
@@ -182,11 +258,16 @@ class BodyAnalysis:
         left, right = strip(cond.child_by_field_name("left")), \
             strip(cond.child_by_field_name("right"))
         wanted = _UPPER_EXIT if exit_ else _UPPER_GUARD
+        lower = _LOWER_EXIT if exit_ else _LOWER_GUARD
         for var, bound, o in ((left, right, op), (right, left, _FLIP.get(op, ""))):
             if o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
-                    self.raw_bounds.append((name, bound, wanted[o]))
+                    self.raw_bounds.append((name, bound, wanted[o], scope))
+            elif o in lower and var.type == "identifier" and \
+                    bound.type in ("number_literal", "identifier", "unary_expression"):
+                text = self.text(bound) + (" + 1" if lower[o] else "")
+                self.facts.lower.setdefault(self.text(var), []).append(text)
 
     # -- expressions -> polynomials --------------------------------------------------------
 
@@ -321,6 +402,11 @@ class BodyAnalysis:
             if name in self.pointers:
                 return name, Poly()
             if name in self.pointer_locals:
+                if not self.substitutable(name) and name not in self.updated:
+                    value = self.reaching(name, node)
+                    base = self.pointer_base(value, depth + 1) if value is not None else None
+                    if base is not None:
+                        return base
                 for value in self.defs.get(name, []):
                     if value is None:
                         continue
@@ -393,9 +479,16 @@ class BodyAnalysis:
                 continue
             if self.text(n) in self.pointer_locals and self.pointer_base(n) is None:
                 continue  # a local pointer not derived from a parameter (shared memory, ...)
-            if self._alias_definition(n):
+            if self._alias_definition(n) or self._reassigned_alias(n):
                 continue
             self._use(n)
+
+    def _reassigned_alias(self, ident: Node) -> bool:
+        """``ident`` is the local pointer assigned in ``x = out + row * C``."""
+        parent = ident.parent
+        return parent is not None and parent.type == "assignment_expression" and \
+            operator(parent) == "=" and parent.child_by_field_name("left") == ident and \
+            self.text(ident) in self.pointer_locals
 
     def _alias_definition(self, ident: Node) -> bool:
         """``ident`` is the base pointer in the initializer of a local alias
@@ -528,7 +621,16 @@ class BodyAnalysis:
                     if base is not None and base[0] != param:
                         data.add(base[0])
             stripped = strip(index_node)
-            if stripped.type == "pointer_expression" and operator(stripped) == "&":
+            if stripped.type == "call_expression":  # __ldg(&idx[j]), __ldg(idx + j)
+                fn = stripped.child_by_field_name("function")
+                args = stripped.child_by_field_name("arguments")
+                inner = named_children(args) if args is not None else []
+                if fn is not None and self.text(fn) in READ_ONLY_LOADS and len(inner) == 1:
+                    arg = strip(inner[0])
+                    base = self.pointer_base(arg)  # &idx[j] or idx + j: one element of idx
+                    if base is not None and base[0] != param:
+                        direct = base[0]
+            elif stripped.type == "pointer_expression" and operator(stripped) == "&":
                 stripped = strip(stripped.child_by_field_name("argument"))
                 inner = stripped.child_by_field_name("indices") \
                     if stripped.type == "subscript_expression" else None
@@ -548,20 +650,70 @@ class BodyAnalysis:
         self.facts.accesses.append(Access(
             param=param, kind=kind, index=index, text=self.text(node),
             line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
-            direct_index=direct, atomic=atomic, order=order))
+            direct_index=direct, atomic=atomic, order=order, branches=self._branches(node),
+            loops=self._loops(node)))
+
+    def _loops(self, node: Node) -> tuple[tuple[str, str], ...]:
+        """(variable, header) of each ``for`` whose body holds ``node``, innermost first."""
+        out = []
+        cur = node
+        while cur.parent is not None and cur.id != self.body.id:
+            parent = cur.parent
+            if parent.type == "for_statement" and cur == parent.child_by_field_name("body"):
+                parts = [parent.child_by_field_name(f) for f in
+                         ("initializer", "condition", "update")]
+                header = ";".join("".join(self.text(x).split()) if x is not None else ""
+                                  for x in parts)
+                init = parts[0]
+                var = ""
+                if init is not None:
+                    m = re.match(r"(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=", self.text(init))
+                    var = m.group(1) if m else ""
+                out.append((var, header))
+            cur = parent
+        return tuple(out)
+
+    def _branches(self, node: Node) -> frozenset:
+        """The ids of the conditional branches around ``node`` inside the body: each
+        ``if``'s consequence or alternative, ``?:``'s arms, a ``switch`` case, and the right
+        side of ``&&``/``||`` (conditions themselves run unconditionally)."""
+        out = set()
+        cur = node
+        while cur.parent is not None and cur.id != self.body.id:
+            parent = cur.parent
+            t = parent.type
+            if t in ("if_statement", "conditional_expression") and \
+                    cur != parent.child_by_field_name("condition"):
+                out.add(cur.id)
+            elif t == "case_statement":
+                out.add(parent.id)
+            elif t == "binary_expression" and operator(parent) in ("&&", "||") and \
+                    cur == parent.child_by_field_name("right"):
+                out.add(cur.id)
+            cur = parent
+        return frozenset(out)
 
     # -- bounds and axes -------------------------------------------------------------------
 
     def finish_bounds(self) -> None:
-        self.bounded = dict.fromkeys(v for v, _, _ in self.raw_bounds)
-        for var, node, plus in self.raw_bounds:
+        self.bounded = dict.fromkeys(v for v, _, _, _ in self.raw_bounds)
+        for var, node, plus, scope in self.raw_bounds:
             p = self.poly(node)
             if p is None:
                 loaded = self._loaded_from(node)
                 if loaded is not None:
                     self.facts.csr.setdefault(var, loaded)
                 continue
+            local = _symbol_of(p)
+            if local is not None and local in self.facts.loads and \
+                    self._starts_from(var, self.facts.loads[local]):
+                # int end = row_ptr[r + 1]; for (j = start; j < end; ...) with start loaded
+                # from row_ptr too: CSR row pointers read through locals
+                self.facts.csr.setdefault(var, self.facts.loads[local])
+                continue
             self.facts.bounds.setdefault(var, []).append(p + Poly.const(plus))
+            if scope is not None:
+                self.facts.scoped.setdefault(var, []).append((scope, p + Poly.const(plus)))
         for var in self.bounded:
             axis = self._axis(var)
             if axis is not None:
@@ -570,6 +722,31 @@ class BodyAnalysis:
                 p = self.poly(value) if value is not None else None
                 if p is not None:
                     self.facts.values[var] = p
+
+    def _starts_from(self, var: str, pointer: str) -> bool:
+        """The first definition of ``var`` (a loop's ``int j = row_start``) is, or adds to, one
+        element of ``pointer`` read directly (``ptr[r]``) or through a local loaded from it
+        (``int row_start = ptr[r];``, also ``row_start + lane``)."""
+        value = next((v for v in self.defs.get(var, []) if v is not None), None)
+        if value is None:
+            return False
+        if self._loaded_from(value) == pointer:
+            return True
+        p = self.poly(value)
+        if p is not None:
+            return any(self.facts.loads.get(s) == pointer for s in p.symbols)
+        # start + (threadIdx.x & 31): not a polynomial, but it adds to a loaded local
+        value = strip(value)
+        if value.type != "binary_expression" or operator(value) != "+":
+            return False
+        for side in (value.child_by_field_name("left"), value.child_by_field_name("right")):
+            side = strip(side)
+            if self._loaded_from(side) == pointer:
+                return True
+            if side.type == "identifier" and self.substitutable(self.text(side)) and \
+                    self._loaded_from(self.defs[self.text(side)][0]) == pointer:
+                return True
+        return False
 
     def _axis(self, var: str) -> Optional[tuple[str, str]]:
         value = next((v for v in self.defs.get(var, []) if v is not None), None)
@@ -627,3 +804,11 @@ def analyze_body(parsed: Parsed, body: Node, kernel: Kernel) -> BodyFacts:
     a.finish_bounds()
     a.accesses()
     return a.facts
+
+
+def _symbol_of(poly: Poly) -> Optional[str]:
+    """``s`` when ``poly`` is exactly the symbol ``s`` (coefficient 1, no constant)."""
+    if len(poly.terms) != 1:
+        return None
+    monomial, coef = poly.terms[0]
+    return monomial[0] if coef == 1 and len(monomial) == 1 else None

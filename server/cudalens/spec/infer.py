@@ -7,7 +7,10 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``*p = ``, ``p[i] += ``, ``atomicAdd(&p[i], v)``, ``atomicAdd(p + k, v)``) is ``out`` when it
   is never read and ``inout`` otherwise; reads are ``p[i]`` as a value, compound assignments,
   ``++``/``--`` and atomic read-modify-writes (``atomicAdd`` accumulates into what the buffer
-  held). A non-const pointer that is never written is ``in`` (with a note); one passed where the
+  held). A buffer whose every read comes after the same thread's plain write of the same
+  element (same index, in no branch the read is not in: softmax's ``out[i] = expf(..)`` then
+  ``out[i] *= inv``) never sees its initial contents and is ``out`` (with a note). A non-const
+  pointer that is never written is ``in`` (with a note); one passed where the
   analysis cannot follow is ``inout`` (with a note).
 - Lengths: from bounds checks on the variables that index each pointer (see ``body``):
   ``p[i]`` with ``i < n`` gives ``n``; ``p[row * cols + col]`` with ``row < rows`` and
@@ -15,7 +18,22 @@ The draft is a starting point the user reviews; everything guessed carries a not
   parameter used in a length or a bound becomes a size of the same name (the scalar gets
   ``= name``): ``1 << 24`` when the kernel has one such size, else 4096 for the first two and 1024
   for the rest (grid dimensions first). A size used only as a stride (``row * ld + col``) gets
-  the inner size (``size ld = cols``) or 1.
+  the inner size (``size ld = cols``) or 1. A guard ``i < n - R`` trims the edges of an array
+  of ``n`` (a stencil's ``out[i]`` is ``n``, not ``n - R``; a named constant keeps its sign, so
+  ``in[i + R]`` under it is ``n``); a length past its index's bound by a constant
+  (``in[i + 2 * R]`` under ``i < n``) is a padded buffer, with an ``assumed`` note. A
+  variable checked in several ``if``s takes, for an access, the check around it first (a
+  transpose's ``c < W`` here, ``c < H`` there); a ``for`` from an integer by a constant step
+  ends at its last step (``j < TILE`` by ``BLOCK_ROWS`` ends at ``TILE - BLOCK_ROWS``).
+- No bounds check along an axis: the first launch site's grid (a ``dim3`` variable, ``dim3(...)``
+  or an expression, translated to the kernel's parameters: ``W / TILE``, ``(W + 31) / 32``,
+  ``ceil_div(W, 32)``, ``rows``) and literal block bound ``blockIdx`` and ``threadIdx``, so
+  ``blockIdx.x * TILE + threadIdx.x`` under ``grid(W / TILE)`` is below ``W``; the draft's
+  grid is that launch's, and a ``ceil_div`` launch adds ``multiple W = TILE`` (only whole
+  tiles fit an unchecked body).
+- CSR row pointers: ``for (j = ptr[r]; j < ptr[r + 1]; ...)``, also through locals (``int
+  start = ptr[r], end = ptr[r + 1]; for (j = start; j < end; ...)``, a start of ``start +
+  lane``): ``ptr`` gets ``csr(nnz)`` and what ``j`` indexes the length ``nnz``.
 - Index arrays: an integer buffer whose values are exactly the index of another buffer
   (``src[idx[i]]``) gets ``range(0, LENGTH_OF_SRC)``.
 - Launch: the block is the first literal block among the kernel's launch sites, else
@@ -35,8 +53,10 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``range(0, n_TABLE)``.
 - Dynamic shared memory: the third launch argument of the first launch site, translated
   (``sizeof``, helper functions with one ``return``, locals with one initializer, the
-  kernel's arguments as its sizes, the block variable as ``block.x``); else, when the body
-  declares ``extern __shared__``, a marked guess of one element per thread.
+  kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
+  ``sizeof(p[0])`` of a pointer argument as its element's bytes); else, when the body
+  declares ``extern __shared__``, a marked guess of one element per thread, the element being
+  the type a byte array is cast to (``reinterpret_cast<float*>(smem)``, ``(float*)smem``).
 - Scalars: a by-value argument of a launch site that is a literal, or a variable the file
   initializes once with a literal, gives the value; otherwise a value is guessed and marked
   ``GUESS`` in the notes, to be confirmed: floats named like an optimizer's parameters get
@@ -66,7 +86,8 @@ from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
 from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, names_in
-from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl, SizeDecl
+from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
+                                 SizeDecl)
 from cudalens.spec.poly import Poly
 from cudalens.spec.tile_step import tile_step
 
@@ -104,6 +125,7 @@ class _Length:
     polys: tuple[Poly, ...] = ()
     grid_axis: str = ""
     why: str = ""
+    reach: tuple[str, ...] = ()  # for each of ``polys``, the access text that gives it
 
 
 _TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
@@ -239,7 +261,9 @@ def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ..
     """The rest of what a draft reads outside the kernel and its launch sites' texts: the
     file's integer #defines, the template instances it names, the parameters' types with
     aliases followed, the initializers of variables passed at the launch sites, and the
-    one-line helper functions (dynamic shared memory)."""
+    one-line helper functions (dynamic shared memory), and the grids of the launch sites with
+    their ``dim3`` variables and integer locals written out (``_site_grid_text``: a grid
+    bounds an unchecked body)."""
     consts = tuple(sorted(file_constants(source_text).items()))
     insts = templates.instances(kernel.name, source_text) if kernel.template_parameters else ()
     types = tuple(templates.resolve_type(p.type, source_text) for p in kernel.parameters)
@@ -247,7 +271,8 @@ def _outside_extra(kernel: Kernel, source_text: str, sites: tuple[LaunchSite, ..
                   for a in s.arguments + s.config[1:])
     helpers = tuple(sorted(_helpers(source_text).items())) if any(
         len(s.config) >= 3 for s in sites) else ()
-    return consts, insts, types, inits, helpers
+    grids = tuple(_site_grid_text(s, source_text) for s in sites[:8] if s.config)
+    return consts, insts, types, inits, helpers, grids
 
 
 @functools.lru_cache(maxsize=4096)
@@ -271,6 +296,8 @@ def clear_text_caches() -> None:
     block_shape.named_ints.cache_clear()
     block_shape.dim3_declarations.cache_clear()
     block_shape.block_from_texts.cache_clear()
+    block_shape.dim3_declaration_sites.cache_clear()
+    _line_starts.cache_clear()
 
 
 class _Drafter:
@@ -302,6 +329,12 @@ class _Drafter:
         self.order = [p.name for p in kernel.parameters]
         self.int_params = {p.name for p in kernel.parameters
                            if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+        # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
+        # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
+        self.site_grid = self.launch_grid()
+        self.site_block = block_from_file(kernel, sites, self.context)
+        self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
+        self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -309,8 +342,9 @@ class _Drafter:
         """The largest value of ``poly`` in terms of integer parameters, or None."""
         total = Poly()
         for m, c in poly.terms:
-            if c < 0 and any(s not in self.int_params for s in m):
-                continue  # a variable term with a negative sign is largest at 0
+            if c < 0 and any(s not in self.int_params and s not in self.constants for s in m):
+                continue  # a variable term with a negative sign is largest at 0 (a named
+                # constant keeps its sign: i < n - R bounds i by n - R, not n)
             term = Poly.const(c)
             for s in m:
                 v = self.var_upper(s, depth)
@@ -365,8 +399,105 @@ class _Drafter:
         for b in self.facts.bounds.get(name, []):
             u = self.upper(b, depth + 1)
             if u is not None:
-                return u - Poly.const(1)
+                return self.stepped(name, u - Poly.const(1))
+        return self.launch_upper(name)
+
+    def stepped(self, name: str, top: Poly) -> Poly:
+        """The last value loop variable ``name`` takes up to ``top`` (inclusive) when it
+        starts at an integer and steps by a constant (``facts.steps``): ``for (j = 0; j < 32; j +=
+        8)`` ends at 24, not 31."""
+        start, step = self.facts.steps.get(name, ("", ""))
+        a, s = self._int_text(start), self._int_text(step)
+        if a is None or s is None or s < 2 or not top.is_const() or top.constant < a:
+            return top
+        return Poly.const(a + (top.constant - a) // s * s)
+
+    def _int_text(self, text: str) -> Optional[int]:
+        from cudalens.spec.cuda_tree import int_literal
+
+        if not text:
+            return None
+        if text in self.constants:
+            return self.constants[text]
+        return int_literal(text)
+
+    def launch_upper(self, name: str) -> Optional[Poly]:
+        """The largest ``blockIdx.a`` / ``threadIdx.a`` under the launch site's grid and
+        literal block, for a body with no bounds check on that axis: ``blockIdx.x <
+        grid.x`` (a symbol ``GRID.x`` standing for ``P / S``, resolved by ``grid_resolved``),
+        ``threadIdx.x < block.x``, ``blockDim.x == block.x``."""
+        if "." not in name:
+            return None
+        kind, axis = name.split(".", 1)
+        if axis not in ("x", "y", "z"):
+            return None
+        i = "xyz".index(axis)
+        if kind in ("threadIdx", "blockDim") and self.site_block is not None and self.site_grid:
+            shape = self.site_block[0]
+            extent = shape[i] if i < len(shape) else 1
+            return Poly.const(extent - 1 if kind == "threadIdx" else extent)
+        if kind == "blockIdx" and axis in self.site_grid:
+            self.launch_bounded.add(axis)
+            extent, step, _ = self.site_grid[axis]
+            if step == 1:
+                return extent - Poly.const(1)
+            return Poly.sym(f"GRID.{axis}") - Poly.const(1)
         return None
+
+    def grid_resolved(self, poly: Poly) -> Optional[Poly]:
+        """``poly`` with each ``S * GRID.a`` (the launch covers ``P = S * grid.a`` along a)
+        written as ``P``; None when a ``GRID`` symbol stays (a coefficient S does not divide).
+        A ``ceil_div`` launch makes P's ragged value a multiple of S (``self.multiples``): the
+        body has no bounds check, so only whole blocks fit the buffers."""
+        out = Poly()
+        for m, c in poly.terms:
+            grids = [sym for sym in m if sym.startswith("GRID.")]
+            if not grids:
+                out = out + Poly(terms=((m, c),))
+                continue
+            term = Poly.const(c)
+            for sym in m:
+                if not sym.startswith("GRID."):
+                    term = term * Poly.sym(sym)
+            for g in grids:
+                extent, step, how = self.site_grid[g[-1]]
+                term = _divide(term, Poly.const(step))
+                if term is None:
+                    return None
+                term = term * extent
+                if how == "ceil":
+                    size = _single_symbol(extent)
+                    if size is None:
+                        return None
+                    self.multiples[size] = step
+            out = out + term
+        return out
+
+    def launch_axes(self, grid_vars: dict[str, tuple[str, str]]) -> list[str]:
+        """Axes the draft's grid takes from the launch site: those with no bounded index
+        variable whose ``blockIdx`` the launch's grid bounded in a length."""
+        return [a for a in "xyz" if a not in grid_vars and a in self.launch_bounded
+                and a in self.site_grid]
+
+    def launch_grid(self) -> dict[str, tuple[Poly, int, str]]:
+        """The first launch site's grid per axis, in the kernel's integer parameters: ``W /
+        TILE`` -> (W, 32, "floor"), ``(W + 31) / 32`` and ``ceil_div(W, 32)`` -> (W, 32,
+        "ceil"), ``rows`` -> (rows, 1, "floor"); an axis whose text does not translate is left
+        out. From a ``dim3`` variable (``dim3 grid(...), block(...);``), ``dim3(...)`` or a
+        plain expression."""
+        for site in self.sites:
+            if not site.config:
+                continue
+            args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
+                    if q.name in self.int_params}
+            out: dict[str, tuple[Poly, int, str]] = {}
+            for axis, part in zip("xyz", _site_grid_text(site, self.source)):
+                found = _grid_axis(part, args, self.constants)
+                if found is not None:
+                    out[axis] = found
+            if out:
+                return out
+        return {}
 
     def csr_size(self, row_ptr: str) -> str:
         """The size of non-zeros of CSR row pointers ``row_ptr`` (``nnz``, or ``nnz_ROWPTR``
@@ -400,6 +531,7 @@ class _Drafter:
 
     def length_of(self, accesses: list[Access]) -> _Length:
         known: list[Poly] = []
+        reach: dict[Poly, str] = {}  # length -> the access that reaches its last element
         why = ""
         for a in accesses:
             only = _single_symbol(a.index)
@@ -413,7 +545,7 @@ class _Drafter:
                               else f"index of '{a.text}' is not an affine expression")
                 continue
             self.name_tables(a)
-            u = self.upper(a.index)
+            u = self.scoped_upper(a)
             if u is None:
                 free = sorted(s for s in a.index.symbols
                               if s not in self.int_params and self.var_upper(s, 0) is None)
@@ -421,13 +553,40 @@ class _Drafter:
                               if free else f"no bounds check found for '{a.text}'")
                 continue
             length = u + Poly.const(1)
+            if any(sym.startswith("GRID.") for sym in length.symbols):
+                resolved = self.grid_resolved(length)
+                if resolved is None:
+                    why = why or f"the launch's grid does not divide into '{a.text}'"
+                    continue
+                length = resolved
             if length.is_const() and length.constant < 1:
                 continue
+            if length.constant < 0 and \
+                    _single_symbol(length - Poly.const(length.constant)) in self.int_params:
+                # i < n - R trims the edges of an array of n (a stencil's out[i])
+                length = length - Poly.const(length.constant)
             if not any(k.dominates(length) for k in known):
                 known = [k for k in known if not length.dominates(k)] + [length]
+                reach[length] = a.text
         if not known:
             return _Length(why=why or "not accessed in the body")
-        return _Length(polys=tuple(known))
+        return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
+
+    def scoped_upper(self, a: Access) -> Optional[Poly]:
+        """``upper(a.index)`` with the bounds of the ``if`` checks around ``a`` tried first
+        (``BodyFacts.scoped``): flow-insensitive bounds would give a variable checked against
+        W here and H there its first check everywhere."""
+        assert a.index is not None
+        saved = {}
+        for var, scoped in self.facts.scoped.items():
+            here = [b for sid, b in scoped if sid in a.branches]
+            if here and var in self.facts.bounds:
+                saved[var] = self.facts.bounds[var]
+                self.facts.bounds[var] = here + [b for b in saved[var] if b not in here]
+        try:
+            return self.upper(a.index)
+        finally:
+            self.facts.bounds.update(saved)
 
     def name_tables(self, a: Access) -> None:
         """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
@@ -480,6 +639,8 @@ class _Drafter:
         for var, _ in grid_vars.values():
             b = self.bound_of(var)
             used |= b.symbols if b is not None else set()
+        for axis in self.launch_axes(grid_vars):
+            used |= self.site_grid[axis][0].symbols
         size_names = [n for n in self.order if n in used and n in self.int_params]
         tables = [n for n in dict.fromkeys(self.table_sizes.values()) if n in used]
         nnzs = [n for n in self.csr_sizes.values() if n in used]
@@ -534,6 +695,9 @@ class _Drafter:
                 self.later.setdefault(array, []).append(
                     f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
+        for p in pointers:
+            self.padding_note(p, lengths[p.name], rename)
+            self.before_start_note(p, by_param[p.name])
         for p in k.parameters:
             if p.is_pointer:
                 params.append(self.buffer(p, roles[p.name], elements[p.name], assumed[p.name],
@@ -558,8 +722,17 @@ class _Drafter:
         name = k.qualified_name or k.name
         if self.instance:
             name = name + self.instance[self.instance.index("<"):]
+        multiples = []
+        for size, step in self.multiples.items():
+            if size in rename and any(d.name == rename[size] for d in sizes):
+                sizes = [_multiple_of(d, step, self.constants) if d.name == rename[size] else d
+                         for d in sizes]
+                multiples.append(MultipleDecl(name=rename[size], expr=str(step)))
+                self.notes.append(f"multiple {rename[size]} = {step}: the launch covers "
+                                  f"{rename[size]} with whole blocks of {step} and the body has "
+                                  f"no bounds check, so the ragged size stays a multiple")
         return KernelSpec(
-            kernel=name, sizes=tuple(sizes), params=tuple(params),
+            kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
             launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
 
@@ -580,6 +753,15 @@ class _Drafter:
         atomic = next((a for a in accesses if a.atomic and a.kind == "update"), None)
         if atomic is not None and not any(a.kind == "read" for a in accesses):
             notes.append(f"{p.name}: inout: {atomic.atomic} accumulates into its initial contents")
+        if read and not atomic:
+            covered = _own_writes_first(accesses)
+            if covered is not None:
+                first_read, write = covered
+                notes.append(f"{p.name}: out: each read ('{first_read.text}', line "
+                             f"{first_read.line}) follows the same thread's write of that "
+                             f"element ('{write.text}', line {write.line}), so its initial "
+                             f"contents are never read")
+                return "out"
         return "inout" if read else "out"
 
     def grid_vars(self) -> dict[str, tuple[str, str]]:
@@ -660,6 +842,8 @@ class _Drafter:
         for var, _ in grid_vars.values():
             b = self.bound_of(var)
             grid_syms |= b.symbols if b is not None else set()
+        for axis in self.launch_axes(grid_vars):
+            grid_syms |= self.site_grid[axis][0].symbols
         dims = [n for n in names if n in grid_syms] + \
             [n for n in names if n not in grid_syms and n in bound_syms]
         strides = [n for n in names if n not in dims]
@@ -729,9 +913,9 @@ class _Drafter:
                                    f"{step.step} (= {step.value}) from threadIdx.x, so the "
                                    f"kernel covers its elements with exactly {step.value} threads")
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
-            return DEFAULT_BLOCK_2D, "default for a body that uses threadIdx.y " \
+            return DEFAULT_BLOCK_2D, "GUESS, the default for a body that uses threadIdx.y " \
                                      "(no launch site with a literal block)"
-        return DEFAULT_BLOCK_1D, "default (no launch site with a literal block)"
+        return DEFAULT_BLOCK_1D, "GUESS, the default (no launch site with a literal block)"
 
     def grid(self, grid_vars: dict[str, tuple[str, str]], block: tuple[int, ...], fixed: bool,
              rename: dict[str, str], main: str) -> tuple[str, ...]:
@@ -759,6 +943,16 @@ class _Drafter:
                     out.append(text)
                 else:
                     out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+            elif axis in self.launch_axes(grid_vars):
+                extent, step, how = self.site_grid[axis]
+                text = _render(extent, rename)
+                shown = f"({text})" if " " in text else text
+                out.append(text if step == 1 else (f"ceil_div({text}, {step})" if how == "ceil"
+                                                   else f"{shown} / {step}"))
+                line = self.sites[0].range.start.line + 1 if self.sites else 0
+                self.launch_notes.append(
+                    f"grid.{axis} = {out[-1]}: from the launch at line {line}; the body has no "
+                    f"bounds check along {axis}, so that grid and the block bound its indices")
             elif axis == "x":
                 out.append(f"ceil_div({main}, {bx})")
                 self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
@@ -782,6 +976,68 @@ class _Drafter:
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
         return main, ln.why
+
+    def lowest(self, poly: Poly) -> Optional[int]:
+        """The smallest value of ``poly`` when each variable is at its lowest (``BodyFacts.
+        lower``: the largest of its checks and loop starts, else 0): None when a variable term
+        has a negative coefficient or a degree above one, or a lower bound does not evaluate."""
+        from cudalens.spec.expr import evaluate
+
+        total = 0
+        for m, c in poly.terms:
+            if not m:
+                total += c
+                continue
+            if c < 0 or len(m) > 1:
+                return None
+            (var,) = m
+            if var in self.constants:
+                total += c * self.constants[var]
+                continue
+            lows = []
+            for text in self.facts.lower.get(var, []):
+                try:
+                    v = evaluate(text, dict(self.constants))
+                except ExprError:
+                    return None
+                if not isinstance(v, int):
+                    return None
+                lows.append(v)
+            total += c * max(lows, default=0)
+        return total
+
+    def before_start_note(self, p: Parameter, accesses: list[Access]) -> None:
+        """A GUESS note when an access of ``p`` reads before element 0 (``in[i - 3]`` with no
+        check ``i >= 3``): the kernel expects a pointer into a padded buffer (``in + R``),
+        which a spec cannot pass, so the draft's buffer starts where the kernel's reads do
+        not."""
+        for a in accesses:
+            if a.index is None or a.kind == "escape":
+                continue
+            low = self.lowest(a.index)
+            if low is not None and low < 0:
+                self.later.setdefault(p.name, []).append(
+                    f"{p.name}: '{a.text}' (line {a.line}) reads {-low} before its element 0 "
+                    f"where no check keeps the index at 0 or more: the kernel expects a pointer "
+                    f"{-low} into a padded buffer, which a spec cannot pass; GUESS, check it "
+                    f"(add the check, or index from 0)")
+                return
+
+    def padding_note(self, p: Parameter, ln: _Length, rename: dict[str, str]) -> None:
+        """A note (an assumption) when ``p``'s length passes the bound of its index by a
+        constant: ``in[i + 6]`` under ``i < n`` makes it ``n + 6``, which is right only when
+        the caller pads the buffer (a stencil's halo) rather than passing ``in + R``."""
+        if len(ln.polys) != 1 or self.fills.get(p.name, ("",))[0] == "csr":
+            return
+        poly = ln.polys[0]
+        pad = poly.constant
+        if pad <= 0 or poly.is_const():
+            return
+        base = _render(poly - Poly.const(pad), rename)
+        self.later.setdefault(p.name, []).append(
+            f"length of {p.name} = {_render(poly, rename)}: '{ln.reach[0]}' reaches {pad} past "
+            f"the bound {base} of its index, so the caller is taken to pass a buffer padded by "
+            f"{pad}; assumed, confirm it")
 
     def index_ranges(self, pointers: list[Parameter], roles: dict[str, str],
                      by_param: dict[str, list[Access]], elements: dict[str, str],
@@ -913,27 +1169,221 @@ class _Drafter:
                     if expr != "0":
                         self.notes.append(f"shared = {expr}: from {where} ('{text}')")
                     return expr
+            size, _ = self.shared_element()
             self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
-                              f"{block[0]} elements of 4 bytes, set it")
-            return f"block.x * 4"
-        m = _EXTERN_SHARED.search(self.source[self.kernel.start_byte:self.kernel.end_byte])
-        if m is None:
+                              f"{block[0]} elements of {size} bytes, set it")
+            return f"block.x * {size}"
+        found = self.shared_element()
+        if not found[1]:
             return "0"
-        ctype = templates.resolve_type(m.group("type"), self.context, self.bound)
-        size = _sizeof(ctype) or 4
+        size, declared = found
         self.notes.append(f"shared = block.x * {size}: GUESS, the body declares extern "
-                          f"__shared__ {m.group('type')} but no launch passes its size")
+                          f"__shared__ {declared} but no launch passes its size")
         return f"block.x * {size}"
+
+    def shared_element(self) -> tuple[int, str]:
+        """(bytes of one element, how the body declares it) of the kernel's ``extern
+        __shared__`` array: the type it is cast to when it is a byte array used through a
+        pointer cast (``reinterpret_cast<float*>(smem)``), else its declared type; (4, "")
+        when the body declares none."""
+        body = self.source[self.kernel.start_byte:self.kernel.end_byte]
+        m = _EXTERN_SHARED.search(body)
+        if m is None:
+            return 4, ""
+        declared = f"{m.group('type')} {m.group('name')}[]"
+        cast = _shared_cast(body, m.group("name"))
+        if cast is not None:
+            size = _sizeof(templates.resolve_type(cast, self.context, self.bound))
+            if size:
+                return size, f"{declared} (used as {cast} through a cast)"
+        size = _sizeof(templates.resolve_type(m.group("type"), self.context, self.bound))
+        return size or 4, declared
+
+
+def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
+    """The texts of ``site``'s grid, one per axis: a ``dim3`` variable's arguments (its last
+    declaration before the launch), ``dim3(...)``'s, or the expression; each with the names
+    the launching function declares as integer locals written out (``int grid_size = N;``),
+    the launch's own arguments kept."""
+    from cudalens.spec.block_shape import dim3_declared_before, split_top
+
+    text = site.config[0].strip()
+    at = _offset_of(source, site.range.start.line, site.range.start.column)
+    m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
+    declared = dim3_declared_before(text, source, at) \
+        if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+    if declared is not None:
+        parts = split_top(declared)
+    elif m is not None and text.startswith(("dim3", "{")):
+        parts = split_top(m.group(1))
+    else:
+        parts = [text]
+    keep = {a.strip() for a in site.arguments}
+    return tuple(_locals_in(p, source, at, keep) for p in parts[:3])
+
+
+def _offset_of(text: str, line: int, column: int) -> int:
+    """The character offset of 0-based ``line`` and ``column`` in ``text`` (near enough for
+    ordering declarations before a launch)."""
+    starts = _line_starts(text)
+    return len(text) if line >= len(starts) else starts[line] + column
+
+
+@functools.lru_cache(maxsize=8)
+def _line_starts(text: str) -> tuple[int, ...]:
+    return (0,) + tuple(m.end() for m in re.finditer("\n", text))
+
+
+_LOCAL_INT = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto|unsigned)\s+"
+
+
+def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
+    """``expr`` with each name that is not in ``keep`` replaced by the initializer of its last
+    integer declaration before offset ``before`` in the launching function (``int grid_size =
+    N;``; the function taken to start after the last ``}`` that opens a line above the
+    launch; a few rounds), when that name is not assigned again between them."""
+    start = source.rfind("\n}", 0, before) + 1
+    for _ in range(3):
+        changed = False
+
+        def one(m: "re.Match") -> str:
+            nonlocal changed
+            name = m.group(0)
+            if name in keep:
+                return name
+            found = list(re.finditer(rf"\b{_LOCAL_INT}{re.escape(name)}\s*=\s*([^;{{}}]+);",
+                                     source[start:before]))
+            if not found:
+                return name
+            last = found[-1]
+            later = source[start + last.end():before]
+            if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=)(?!=)", later):
+                return name
+            changed = True
+            return f"({last.group(1).strip()})"
+        expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", one, expr)
+        if not changed:
+            break
+    return expr
+
+
+def _multiple_of(size: SizeDecl, step: int, constants: dict[str, int]) -> SizeDecl:
+    """``size`` with its nominal value rounded down to a multiple of ``step`` (at least
+    ``step``) when it is not one (``multiple`` requires it)."""
+    from cudalens.spec.expr import evaluate
+
+    try:
+        value = evaluate(size.expr, dict(constants))
+    except ExprError:
+        return size
+    if not isinstance(value, int) or value % step == 0:
+        return size
+    return SizeDecl(name=size.name, expr=str(max(step, value - value % step)))
+
+
+def _grid_axis(text: str, args: dict[str, str],
+               constants: dict[str, int]) -> Optional[tuple[Poly, int, str]]:
+    """One axis of a launch's grid as (extent, step, "floor"|"ceil") in the kernel's
+    parameters (``args``: launch argument text -> parameter), or None."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+    def poly(node: ast.AST) -> Optional[Poly]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return Poly.const(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in args:
+                return Poly.sym(args[node.id])
+            if node.id in constants:
+                return Poly.const(constants[node.id])
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = poly(node.left), poly(node.right)
+            if a is None or b is None:
+                return None
+            return a + b if isinstance(node.op, ast.Add) else (
+                a - b if isinstance(node.op, ast.Sub) else a * b)
+        return None
+
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and len(tree.args) == 2 \
+            and tree.func.id.lower() in ("ceil_div", "cdiv", "div_up", "divup", "ceildiv",
+                                         "div_round_up"):
+        a, b = poly(tree.args[0]), poly(tree.args[1])
+        if a is not None and b is not None and b.is_const() and b.constant >= 1 \
+                and not a.is_const():
+            return a, b.constant, "ceil"
+        return None
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Div):
+        a, b = poly(tree.left), poly(tree.right)
+        if a is None or b is None or not b.is_const() or b.constant < 1 or a.is_const():
+            return None
+        step = b.constant
+        if a.constant == step - 1 and step > 1:
+            return a - Poly.const(step - 1), step, "ceil"
+        return (a, step, "floor") if a.constant == 0 else None
+    a = poly(tree)
+    return (a, 1, "floor") if a is not None and not a.is_const() else None
+
+
+def _same_loops(write: Access, read: Access) -> bool:
+    """Each loop variable of ``read``'s index runs in ``write`` under a loop with the same
+    header as around ``read`` (the write reaches the elements the read does)."""
+    assert read.index is not None
+    written = dict(write.loops[::-1])
+    for var, header in read.loops:
+        if var and var in read.index.symbols and written.get(var) != header:
+            return False
+    return True
+
+
+def _own_writes_first(accesses: list[Access]) -> Optional[tuple[Access, Access]]:
+    """(first read, the write before it) when every read or update of a buffer comes after
+    a plain write (``=``) of the same element index in the same thread: a write earlier in the
+    text, at an equal index, in no branch that the read is not also in (``out[i] = expf(..);
+    ... out[i] *= inv;``, also ``y[c]`` of one loop read in a later loop over the same ``c``).
+    None when some read may see the buffer's initial contents (``y[i] += a * x[i]``)."""
+    ordered = sorted(accesses, key=lambda a: a.order)
+    first: Optional[tuple[Access, Access]] = None
+    for n, a in enumerate(ordered):
+        if a.kind not in ("read", "update"):
+            continue
+        if a.index is None or a.atomic:
+            return None
+        write = next((w for w in ordered[:n] if w.kind == "write" and not w.atomic
+                      and w.index == a.index and w.order <= a.order
+                      and w.branches <= a.branches and _same_loops(w, a)), None)
+        if write is None:
+            return None
+        first = first or (a, write)
+    return first
 
 
 # Names template parameters give the block size by (``template <int BLOCK_SIZE>``)
 _BLOCK_NAME = re.compile(r"^(?:BLOCK|BLOCK_?SIZE|BLOCK_?DIM|(?:NUM_?|N_?)?THREADS|TPB|BS)$",
                          re.IGNORECASE)
 _EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?"
-                            r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\w+\s*\[\s*\]")
+                            r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*(?=\s+\w))?)\s+(?P<name>\w+)\s*"
+                            r"\[\s*\]")
 _SIZEOF = re.compile(r"sizeof\s*\(\s*(?P<type>[^()]+?)\s*\)")
 _CALL = re.compile(r"(?<![\w.])(?P<name>[A-Za-z_]\w*)\s*\((?P<args>[^()]*)\)")
 _FLOAT_LIT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fF]?$")
+
+
+def _shared_cast(body: str, name: str) -> Optional[str]:
+    """The element type the kernel's byte array ``name`` of dynamic shared memory is used as:
+    the pointee of its first cast to a pointer (``reinterpret_cast<float*>(smem)``,
+    ``(float*)smem``, ``(float2*)&smem[0]``, ``static_cast<T*>``); None when it is not cast."""
+    ptype = r"(?:const\s+|volatile\s+)*(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s*\*"
+    target = rf"\(?\s*&?\s*{re.escape(name)}\b"
+    found = [m for rx in (rf"(?:reinterpret|static)_cast\s*<\s*{ptype}\s*>\s*\(\s*{target}",
+                          rf"\(\s*{ptype}\s*\)\s*{target}")
+             for m in [re.search(rx, body)] if m is not None]
+    if not found:
+        return None
+    first = min(found, key=lambda m: m.start())
+    return " ".join(first.group("type").split())
 
 
 def _literal(text: str) -> Optional[str]:
@@ -984,6 +1434,11 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
             if not p.is_pointer}
     block_text = site.config[1].strip() if len(site.config) > 1 else ""
+    # sizeof(*out), sizeof(out[0]) of an argument passed to a pointer parameter: its element
+    pointees: dict[str, str] = {}
+    for a, p in zip(site.arguments, kernel.parameters):
+        if p.is_pointer and re.fullmatch(r"[A-Za-z_]\w*", a.strip()):
+            pointees[f"*{a.strip()}"] = pointees[f"{a.strip()}[0]"] = p.type
     helpers = _helpers(source)
     expr = text
     for _ in range(4):
@@ -1000,15 +1455,16 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
                 body = re.sub(rf"\b{re.escape(formal)}\b", f"({value})", body)
             return f"({body})"
         expr = _CALL.sub(call, expr)
-        expr = _SIZEOF.sub(lambda m: str(_sizeof(templates.resolve_type(m.group("type"), source,
-                                                                          bound)) or "?"), expr)
+        expr = _SIZEOF.sub(lambda m: str(_sizeof(templates.resolve_type(
+            pointees.get(m.group("type").replace(" ", ""), m.group("type")), source, bound))
+            or "?"), expr)
 
         def name(m: re.Match) -> str:
             word = m.group(0)
             if word in args:
                 return rename.get(args[word], args[word])
-            if word == block_text:
-                return "block.x"
+            if word == block_text:  # block.x / block.y of a dim3 block stay what they say
+                return "block" if m.string[m.end():m.end() + 1] == "." else "block.x"
             init = _initializer(word, source)
             return f"({init})" if init is not None else word
         expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", name, expr)

@@ -50,8 +50,8 @@ def format_spec(spec: KernelSpec) -> str:
         else:
             lines.append(f"scalar {p.name}: {p.type} = {p.expr}"
                          + _mark(spec, (f"scalar {p.name} = ", f"scalar {p.name}: ")))
-    lines.append(f"block = {', '.join(spec.launch.block)}")
-    lines.append(f"grid = {', '.join(spec.launch.grid)}")
+    lines.append(f"block = {', '.join(spec.launch.block)}" + _mark(spec, ("block ",)))
+    lines.append(f"grid = {', '.join(spec.launch.grid)}" + _mark(spec, ("grid",)))
     if spec.launch.shared.strip() != "0":
         lines.append(f"shared = {spec.launch.shared}" + _mark(spec, ("shared",)))
     if spec.flops is not None:
