@@ -194,8 +194,10 @@ def sigint_cancels(cancel: threading.Event,
                    say: Callable[[str], None] = lambda _m: None) -> Iterator[threading.Event]:
     """While active, the first Ctrl-C sets ``cancel`` (the loop stops at its next step and the
     results so far are reported); a second one interrupts at once. Only installed in the main
-    thread; elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    thread, and only where SIGINT is not ignored (a background job started with SIGINT ignored
+    stays immune to it); elsewhere this does nothing."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) == signal.SIG_IGN):
         yield cancel
         return
 
