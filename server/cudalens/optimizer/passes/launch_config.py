@@ -10,7 +10,9 @@ change means:
 - the spec's grid depends on the block (``ceil_div(n, block.x)``), so the same elements
   stay covered;
 - no buffer length, scalar value or shared-memory size depends on the block;
-- the kernel has no fixed-size ``__shared__`` array, no non-type template parameter, no
+- the kernel does not use dynamic shared memory (``extern __shared__``), whose size the spec
+  then fixes independently of the block, and has no fixed-size ``__shared__`` array, no
+  non-type template parameter, no
   file macro equal to the block size in its body, no block index scaled by a constant
   (``blockIdx.x * TILE_DIM``: each block covers a tile of fixed size, whatever the block) and
   no loop over a thread index stepping by a constant (each usually means the block size is
@@ -96,6 +98,28 @@ def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[tupl
         arrays = [d for d in walk(decl) if d.type == "array_declarator"]
         if arrays and not extern:
             return f"'{parsed.text_of(decl)}' (line {parsed.line_of(decl)})", parsed.line_of(decl)
+    return None
+
+
+def _used_dynamic_shared(body: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, int]]:
+    """The first use of an ``extern __shared__`` array of ``body`` (its dynamic shared
+    memory), as ('text' of the declaration, line of the use); None when there is none."""
+    for n in walk(body):
+        if n.type != "__shared__":
+            continue
+        decl = n.parent
+        while decl is not None and decl.type not in ("declaration", "compound_statement"):
+            decl = decl.parent
+        if decl is None or decl.type != "declaration" or not any(
+                c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
+                for c in decl.children):
+            continue
+        names = {parsed.text_of(d) for a in walk(decl) if a.type == "array_declarator"
+                 for d in [a.child_by_field_name("declarator")] if d is not None}
+        for use in walk(body):
+            if use.type == "identifier" and parsed.text_of(use) in names and \
+                    not decl.start_byte <= use.start_byte < decl.end_byte:
+                return " ".join(parsed.text_of(decl).split()), parsed.line_of(use)
     return None
 
 
@@ -250,6 +274,11 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]
     if shared:
         return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
                       f"usually assumes the block size", shared[1]), ()
+    dynamic = _used_dynamic_shared(body, parsed)
+    if dynamic is not None:  # the spec's size does not follow the block (checked above)
+        return Reason(f"the kernel uses its dynamic shared memory ('{dynamic[0]}') at line "
+                      f"{dynamic[1]}, and the spec fixes its size at {launch.shared.strip()} "
+                      f"bytes: a larger block could index past it", dynamic[1]), ()
     constants = {**_int_constants(parsed), **_int_macros(parsed)}
     tiled = _tile_scaled_block_index(body, parsed, constants)
     if tiled is not None:
