@@ -301,23 +301,27 @@ def program(source: str, kernel: str, spec: KernelSpec, checked: bool = False,
             + '#line 1 "sim_main.cpp"\n' + "\n".join(lines) + "\n")
 
 
-@functools.lru_cache(maxsize=1)
-def _header_dir() -> Path:
+_CHECKED_FLAGS = ["-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+
+
+@functools.lru_cache(maxsize=2)
+def _header_dir(checked: bool = False) -> Path:
     """A directory holding the standard headers the programs use, precompiled once per test
-    session (g++ then skips parsing them: about 1 s less per program). Where precompiling
-    fails the plain header is used."""
+    session for the plain or the checked flags (g++ then skips parsing them: about 1 s less
+    per program). Where precompiling fails the plain header is used."""
     tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-pch-"))
     header = tmp / _HEADER_NAME
     header.write_text(_HEADERS)
-    subprocess.run(["g++", *_FLAGS, "-x", "c++-header", str(header), "-o", str(header) + ".gch"],
-                   capture_output=True, text=True, timeout=120)
+    extra = _CHECKED_FLAGS if checked else []
+    subprocess.run(["g++", *_FLAGS, *extra, "-x", "c++-header", str(header), "-o",
+                    str(header) + ".gch"], capture_output=True, text=True, timeout=120)
     return tmp
 
 
 @functools.lru_cache(maxsize=64)
 def build(text: str, checked: bool = False) -> str:
-    """Compiles a ``program`` with g++ (C++20, threads; ``checked``: with AddressSanitizer,
-    without the precompiled header); returns the executable's path.
+    """Compiles a ``program`` with g++ (C++20, threads; ``checked``: with AddressSanitizer);
+    returns the executable's path.
 
     Raises AssertionError with g++'s diagnostics when it does not compile.
     """
@@ -325,11 +329,7 @@ def build(text: str, checked: bool = False) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-"))
     src, exe = tmp / f"{digest}.cpp", tmp / digest
     src.write_text(text)
-    if checked:
-        (tmp / _HEADER_NAME).write_text(_HEADERS)
-        flags = [*_FLAGS, "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-I", str(tmp)]
-    else:
-        flags = [*_FLAGS, "-I", str(_header_dir())]
+    flags = [*_FLAGS, *(_CHECKED_FLAGS if checked else []), "-I", str(_header_dir(checked))]
     proc = subprocess.run(["g++", *flags, "-o", str(exe), str(src)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"g++ failed on {src}:\n{proc.stderr[:3000]}"
