@@ -110,7 +110,13 @@ def test_two_crashing_candidates(sup):
 
 
 def test_candidates_displaced_by_an_in_process_fault_are_evaluated_again(sup):
-    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault"), variant("c3")))
+    lines = []
+    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault"), variant("c3")),
+                      on_event=as_text(lines.append))
+    # the progress names the candidate that faulted, not only how many it displaced
+    [again] = [l for l in lines if "could not be finished" in l]
+    assert again.startswith("c2 faulted (case 'nominal', seed 1: an illegal memory access was "
+                            "encountered); 2 candidate(s) could not be finished after ")
     assert statuses(ev) == [("c1", "passed"), ("c2", "launch_error"), ("c3", "passed")]
     assert "illegal memory access" in ev.candidates[1].verdict.reason
     wedged = pids(sup, "wedged")
@@ -123,7 +129,12 @@ def test_candidates_displaced_by_an_in_process_fault_are_evaluated_again(sup):
 
 
 def test_fault_while_timing_retimes_the_others_and_reports_no_error(sup):
-    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault-timing"), variant("c3")))
+    lines = []
+    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault-timing"), variant("c3")),
+                      on_event=as_text(lines.append))
+    [again] = [l for l in lines if "could not be finished" in l]
+    assert again.startswith("c2 faulted (case 'nominal', seed 1 (while timing): c: an illegal "
+                            "memory access was encountered); 2 candidate(s) could not be ")
     assert statuses(ev) == [("c1", "passed"), ("c2", "launch_error"), ("c3", "passed")]
     assert ev.candidates[1].verdict.reason.startswith("case 'nominal', seed 1 (while timing)")
     for i in (0, 2):

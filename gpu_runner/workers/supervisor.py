@@ -90,6 +90,19 @@ def suspect_from_events(events: Sequence[object],
     return next((v for v in group if v.label == last.label), None)
 
 
+def faulted_words(group: Sequence[Variant], ev: Evaluation, wedged: bool) -> str:
+    """``"LABEL faulted (REASON); "`` for the candidates of ``group`` whose own result is the
+    fault that wedged the worker (a ``launch_error`` or ``timeout`` not caused by another
+    kernel), so the progress line names the candidate and not only the count of those it
+    displaced; "" when none is known (the fault came with no verdict, e.g. while timing the
+    baseline)."""
+    if not wedged:
+        return ""
+    named = [(v.label, r.verdict.reason) for v, r in zip(group, ev.candidates)
+             if r.verdict.status in ("launch_error", "timeout") and not displaced(r, wedged)]
+    return "".join(f"{label} faulted ({reason}); " for label, reason in named)
+
+
 class Supervisor:
     """Runs evaluations and compiles on one GPU through a worker process it replaces at need.
 
@@ -255,8 +268,9 @@ class _GroupRun:
                     return ev  # the baseline failed: nothing to judge against
                 again = self._take(group, ev, bool(out.wedged))
                 if again:
-                    self.say(Note(f"{len(again)} candidate(s) could not be finished after "
-                                  f"{out.wedged}; evaluating them again in a fresh worker"))
+                    self.say(Note(f"{faulted_words(group, ev, bool(out.wedged))}{len(again)} "
+                                  f"candidate(s) could not be finished after {out.wedged}; "
+                                  f"evaluating them again in a fresh worker"))
                     if len(again) < len(group):
                         queue.appendleft(again)
                     elif len(group) > 1:
