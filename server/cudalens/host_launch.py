@@ -30,7 +30,7 @@ from typing import Iterator, Mapping, Optional
 
 from cudalens.source.launches import launch_site_from_call, launches_kernel
 from cudalens.source.model import Kernel
-from cudalens.source.syntax import captures, new_parser
+from cudalens.kernel_model.syntax import captures, new_parser
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import KernelSpec, LaunchDecl, ScalarDecl
 

@@ -31,8 +31,8 @@ from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.pointer_uses import classify
 from cudalens.optimizer.reasons import LocatedError
 from cudalens.optimizer.structural import block_dependence, element_bytes
-from cudalens.optimizer.syntax import (Parsed, UnreadableBody, named_children, readable_body,
-                                       unparen, walk)
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.spec import dtypes
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl
