@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import collections
 import re
-import traceback
+import sys
 from pathlib import Path
 
 import pytest
-import tree_sitter
 from click.testing import CliRunner
 
 from cudalens.cli import main
@@ -21,6 +20,10 @@ from cudalens.optimizer.context import make_context
 from cudalens.source.parser import parse_source
 from cudalens.spec import infer as infer_module
 from cudalens.spec.infer import infer_spec
+
+sys.path.insert(0, str(Path(__file__).absolute().parent))
+
+from parse_counts import count_parses  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -32,35 +35,10 @@ __global__ void saxpy(int n, float a, const float* x, float* y) {
 """
 
 
-class _CountingParser:
-    """A tree-sitter parser that records the bytes of each parse and where it was called."""
-
-    def __init__(self, real, seen: list[tuple[bytes, str]]):
-        object.__setattr__(self, "_real", real)
-        object.__setattr__(self, "_seen", seen)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-    def __setattr__(self, name, value):
-        setattr(self._real, name, value)
-
-    def parse(self, data, *args, **kwargs):
-        caller = next(f for f in reversed(traceback.extract_stack()[:-1])
-                      if "tree_sitter" not in f.filename)
-        self._seen.append((bytes(data), f"{Path(caller.filename).name}:{caller.lineno}"))
-        return self._real.parse(data, *args, **kwargs)
-
-
 @pytest.fixture
 def parses(monkeypatch):
     """Every tree-sitter parse from here on: (bytes parsed, caller), with the cache emptied."""
-    seen: list[tuple[bytes, str]] = []
-    real = tree_sitter.Parser
-    monkeypatch.setattr(tree_sitter, "Parser", lambda *a, **k: _CountingParser(real(*a, **k), seen))
-    monkeypatch.setattr(syntax, "_local", type(syntax._local)())
-    syntax.clear_parses()
-    yield seen
+    yield count_parses(monkeypatch)
     syntax.clear_parses()
 
 

@@ -37,7 +37,8 @@ def apply_edits(data: bytes, edits: Iterable[Edit]) -> str:
 
 
 def fresh_name(base: str, taken: set[str]) -> str:
-    """``base``, or ``base`` with a numeric suffix, that is not in ``taken``; adds it to ``taken``."""
+    """``base``, or ``base`` with a numeric suffix, that is not in ``taken``; adds it to
+    ``taken``."""
     name, n = base, 1
     while name in taken:
         name = f"{base}{n}"

@@ -7,9 +7,9 @@ and kept cheap: an ``IncrementalParser`` per document re-parses only around the 
 re-reads only the declarations it touched, and ``SpecCache`` redoes spec work (loading,
 inferring, the identity text) only for kernels whose text or launches changed. Inferring a
 changed kernel's spec reads the parser's tree (``kernel_model.syntax.remember``) instead of
-parsing the file again, whole-file scans are made once per text, and the store keys' normalized pieces
-are cached by their text (``MaterialCache``); each gives what the plain path gives
-(``tests/test_analysis_fast_paths.py``).
+parsing the file again, whole-file scans are made once per text, and the store keys'
+normalized pieces are cached by their text (``MaterialCache``); each gives what the plain
+path gives (``tests/test_analysis_fast_paths.py``).
 """
 
 from __future__ import annotations
@@ -260,10 +260,11 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
 
 
 def _share_tree(text: str, data: bytes, parser: IncrementalParser) -> None:
-    """Gives spec inference (``kernel_model.syntax.parse``) the document's incremental tree of ``text``
-    so that inferring an edited kernel's spec does not parse the whole file again. Only a tree
-    without errors: tree-sitter's error recovery may differ between an incremental and a full
-    parse, and inference must see what a full parse gives (then it parses the text itself)."""
+    """Gives spec inference (``kernel_model.syntax.parse``) the document's incremental tree of
+    ``text`` so that inferring an edited kernel's spec does not parse the whole file again.
+    Only a tree without errors: tree-sitter's error recovery may differ between an incremental
+    and a full parse, and inference must see what a full parse gives (then it parses the text
+    itself)."""
     tree = parser.last_tree()
     if tree is not None and not tree.root_node.has_error:
         remember(text, tree, data)

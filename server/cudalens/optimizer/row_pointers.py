@@ -16,10 +16,10 @@ import dataclasses
 import re
 from typing import Optional
 
-from cudalens.optimizer import index2d
-from cudalens.optimizer.context import PassContext
 from cudalens.kernel_model.edits import Edit, apply_edits
 from cudalens.kernel_model.syntax import named_children, unparen, walk
+from cudalens.optimizer import index2d
+from cudalens.optimizer.context import PassContext
 
 _LOW = re.compile(r"[?:<>&|^,=]")
 

@@ -13,13 +13,13 @@ from typing import Callable, Optional, TypeVar
 
 import tree_sitter
 
-from cudalens.optimizer.reasons import reason_of
-from cudalens.optimizer.aliasing import aliased_arguments
-from cudalens.optimizer.context import PassContext
-from cudalens.optimizer.macros import Macro, parse_expression
 from cudalens.kernel_model.edits import Edit, apply_edits, line_indent
 from cudalens.kernel_model.model import kernel_definition
 from cudalens.kernel_model.syntax import Parsed, identifiers, parse, walk
+from cudalens.optimizer.aliasing import aliased_arguments
+from cudalens.optimizer.context import PassContext
+from cudalens.optimizer.macros import Macro, parse_expression
+from cudalens.optimizer.reasons import reason_of
 from cudalens.spec import dtypes
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl

@@ -98,9 +98,9 @@ class IncrementalParser:
 
     def last_tree(self) -> Optional[tree_sitter.Tree]:
         """A copy of the tree of the last ``parse`` (None before the first), for other
-        readers of the same text (spec inference: ``kernel_model.syntax.remember``). The parser edits
-        its own tree on the next call, never this copy (``Tree.copy`` shares the nodes;
-        tree-sitter copies a node before editing one that is shared)."""
+        readers of the same text (spec inference: ``kernel_model.syntax.remember``). The
+        parser edits its own tree on the next call, never this copy (``Tree.copy`` shares the
+        nodes; tree-sitter copies a node before editing one that is shared)."""
         return self._tree.copy() if self._tree is not None else None
 
     def _clean(self, src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:

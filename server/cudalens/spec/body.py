@@ -33,10 +33,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from cudalens.source.model import Kernel
-from cudalens.spec import dtypes
 from cudalens.kernel_model.syntax import (Node, Parsed, declared_name, int_literal,
                                           named_children, operator, strip, walk)
+from cudalens.source.model import Kernel
+from cudalens.spec import dtypes
 from cudalens.spec.poly import Poly
 
 # Read-only loads that take a pointer (CUDA C++ Programming Guide, "Read-Only Data Cache Load

@@ -76,14 +76,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from cudalens.kernel_model.model import kernel_model
 from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
 from cudalens.spec import templates
 from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value
-from cudalens.spec.defines import file_constants
 from cudalens.spec.body import Access, BodyFacts, analyze_body
-from cudalens.kernel_model.model import kernel_model
+from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, names_in
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
