@@ -66,15 +66,21 @@ def test_bad_option_values_name_the_option(tmp_path):
 def test_the_first_ctrl_c_cancels_and_the_second_interrupts():
     cancel = threading.Event()
     said: list[str] = []
-    before = signal.getsignal(signal.SIGINT)
-    with sigint_cancels(cancel, said.append):
-        os.kill(os.getpid(), signal.SIGINT)
-        assert cancel.wait(2.0)
-        assert said == ["cancelling: finishing the current step (Ctrl-C again to stop at once)"]
-        with pytest.raises(KeyboardInterrupt):
+    # SIGINT as on a terminal, also where the test run was started with it ignored (a
+    # background job; sigint_cancels then leaves it ignored: tests/test_cli_interrupt.py)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with sigint_cancels(cancel, said.append):
             os.kill(os.getpid(), signal.SIGINT)
-            threading.Event().wait(2.0)
-    assert signal.getsignal(signal.SIGINT) is before
+            assert cancel.wait(2.0)
+            assert said == [
+                "cancelling: finishing the current step (Ctrl-C again to stop at once)"]
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+                threading.Event().wait(2.0)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, outer)
 
 
 def test_run_llm_proposer_runs_the_loop(tmp_path):

@@ -10,10 +10,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-EXIT_FOUND_PROBLEMS = 1
-EXIT_INPUT = 2
-EXIT_NO_GPU = 3
-EXIT_INTERRUPTED = 130
+from cudalens.cli_exit import EXIT_FOUND_PROBLEMS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU
 
 
 @click.command(context_settings={"ignore_unknown_options": True,

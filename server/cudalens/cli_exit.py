@@ -1,7 +1,7 @@
 """The command line's exit statuses and its two ways out shared by every command module
-(``cli``, ``cli_plan``, ``cli_report``): an error message with a status (``_fail``) and why a
-path cannot be written (``_unwritable``). Apart from ``cli`` so that the command modules it
-registers do not import it back (docs/architecture.md, "No cycles").
+(``cli``, ``cli_capture``, ``cli_plan``, ``cli_report``): an error message with a status
+(``_fail``) and why a path cannot be written (``_unwritable``). Apart from ``cli`` so that
+the command modules it registers do not import it back (docs/architecture.md, "No cycles").
 """
 
 from __future__ import annotations

@@ -35,11 +35,9 @@ values); stale captures are never used, and the job's progress says so.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -48,6 +46,7 @@ from lsprotocol import types
 
 from cudalens.errors import CudalensError
 from cudalens.lsp import commands as cmd
+from cudalens.lsp.background import Background, Words
 from cudalens.lsp.commands import KernelArgs
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri
 
@@ -276,20 +275,20 @@ class Captures:
         self._snapshot = snapshot
         self._settings = settings
         self._roots = tuple(roots)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-capture")
-        self._ids = itertools.count(1)
+        self._bg = Background(notifier, "capture",
+                              Words("capture", "captured", "capturing", types.MessageType.Error),
+                              log)
         self.running: Optional[_Running] = None
-        self._closed = False
 
     async def start(self, args: KernelArgs) -> dict[str, Any]:
         """Starts capturing ``args``' kernel; the answer says whether it started and why not."""
         snapshot = self._snapshot(args.uri)
         if snapshot is None:
-            return self._refuse(f"{args.uri} is not an open CUDA document")
+            return self._bg.refuse(f"{args.uri} is not an open CUDA document")
         try:
             view = snapshot.kernel(args.kernel)
         except KeyError as exc:
-            return self._refuse(str(exc.args[0]))
+            return self._bg.refuse(str(exc.args[0]))
         try:
             command = capture_command(self._settings(), snapshot.path)
         except NoCommand as exc:
@@ -297,9 +296,9 @@ class Captures:
                                        types.MessageType.Error)
             return {"ok": False, "reason": str(exc)}
         if self.running is not None:
-            return self._refuse(f"a capture of {self.running.kernel} is running; wait for it "
-                                f"or cancel it")
-        token = f"cudalens/capture/{next(self._ids)}"
+            return self._bg.refuse(f"a capture of {self.running.kernel} is running; wait for "
+                                   f"it or cancel it")
+        token = self._bg.token()
         running = self.running = _Running(token, view.name, threading.Event())
         shown = " ".join(command.argv)
         await self.notifier.progress_begin(token, f"Capture a launch of {view.name}",
@@ -340,30 +339,17 @@ class Captures:
                                    workspace=root, nvcc=settings.nvcc, echo=echo, cwd=root,
                                    cancel=running.cancel)
 
-        token, name = running.token, view.name
-        try:
-            outcome = await loop.run_in_executor(self._executor, work)
-        except ProgramCancelled:
-            if not self._closed:
-                self.notifier.progress_end(token, f"{name}: capture cancelled; the program was "
-                                                  f"stopped and nothing was saved")
-            return
-        except Exception as exc:  # noqa: BLE001 - any failure ends this capture, not the server
-            text = str(exc).strip() or type(exc).__name__
-            if not isinstance(exc, CudalensError):
-                log.warning("capturing %s failed", name, exc_info=True)
-                text = f"{type(exc).__name__}: {text}"
-            if not self._closed:
-                self.notifier.show_message(f"cudalens: {name} was not captured: {text}",
-                                           types.MessageType.Error)
-                self.notifier.progress_end(token, f"{name}: not captured")
-            return
-        finally:
+        def after() -> None:
             if self.running is running:
                 self.running = None
-        if self._closed:
-            return
-        await self._finished(snapshot, view, outcome, token)
+
+        token, name = running.token, view.name
+        ok, outcome = await self._bg.run(
+            token, name, work, after=after, cancelled=(ProgramCancelled,),
+            cancelled_end=f"{name}: capture cancelled; the program was stopped and nothing "
+                          f"was saved")
+        if ok:
+            await self._finished(snapshot, view, outcome, token)
 
     async def _finished(self, snapshot: DocumentSnapshot, view: KernelView, outcome,
                         token: str) -> None:
@@ -418,15 +404,9 @@ class Captures:
         await self.notifier.show_document(path_to_uri(path))  # the draft is on disk either way
 
     def shutdown(self) -> None:
-        self._closed = True
+        self._bg.shutdown()
         if self.running is not None:
             self.running.cancel.set()
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-    def _refuse(self, reason: str) -> dict[str, Any]:
-        self.notifier.show_message(f"cudalens: cannot capture: {reason}",
-                                   types.MessageType.Warning)
-        return {"ok": False, "reason": reason}
 
 
 # -- Optimize on a capture ------------------------------------------------------------------

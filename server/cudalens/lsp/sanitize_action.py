@@ -21,9 +21,7 @@ same way (``SanitizerChecks.record``).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -31,6 +29,7 @@ from lsprotocol import types
 
 from cudalens.errors import CudalensError
 from cudalens.lsp import commands as cmd
+from cudalens.lsp.background import Background, Words
 from cudalens.lsp.commands import KernelArgs
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp.positions import overlaps
@@ -109,11 +108,11 @@ class SanitizerChecks:
         self._snapshot = snapshot
         self._settings = settings
         self._client = client
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-sanitize")
-        self._ids = itertools.count(1)
+        self._bg = Background(notifier, "sanitize",
+                              Words("check", "checked", "checking", types.MessageType.Warning),
+                              log)
         self._results: dict[str, dict[str, Checked]] = {}
         self._running: set[tuple[str, str]] = set()
-        self._closed = False
         diagnostics.providers.append(self.diagnostics)
 
     def diagnostics(self, snapshot: DocumentSnapshot) -> list[types.Diagnostic]:
@@ -129,18 +128,18 @@ class SanitizerChecks:
         """Starts a check of ``args``' kernel; the answer says whether it started."""
         snapshot = self._snapshot(args.uri)
         if snapshot is None:
-            return self._refuse(f"{args.uri} is not an open CUDA document")
+            return self._bg.refuse(f"{args.uri} is not an open CUDA document")
         try:
             view = snapshot.kernel(args.kernel)
             target = snapshot.target(view)
         except KeyError as exc:
-            return self._refuse(str(exc.args[0]))
+            return self._bg.refuse(str(exc.args[0]))
         except CudalensError as exc:
-            return self._refuse(f"{args.kernel} has no usable spec: {exc}")
+            return self._bg.refuse(f"{args.kernel} has no usable spec: {exc}")
         key = (snapshot.uri, view.name)
         if key in self._running:
-            return self._refuse(f"{view.name} is being checked already")
-        token = f"cudalens/sanitize/{next(self._ids)}"
+            return self._bg.refuse(f"{view.name} is being checked already")
+        token = self._bg.token()
         self._running.add(key)
         await self.notifier.progress_begin(
             token, f"Check {view.name} with compute-sanitizer",
@@ -149,27 +148,15 @@ class SanitizerChecks:
         return {"ok": True, "token": token}
 
     async def _run(self, snapshot: DocumentSnapshot, name: str, target, token: str) -> None:
-        loop = asyncio.get_running_loop()
         settings = self._settings()
+
         def work():  # in the thread: making the connection may start a local runner
             client = self._client(settings)  # the optimize jobs' connection
             return sanitize_target(target, client)
 
-        try:
-            run = await loop.run_in_executor(self._executor, work)
-        except Exception as exc:  # noqa: BLE001 - any failure ends this check, not the server
-            text = str(exc).strip() or type(exc).__name__
-            if not isinstance(exc, CudalensError):
-                log.warning("checking %s failed", name, exc_info=True)
-                text = f"{type(exc).__name__}: {text}"
-            if not self._closed:
-                self.notifier.show_message(f"cudalens: {name} was not checked: {text}",
-                                                   types.MessageType.Warning)
-                self.notifier.progress_end(token, f"{name}: not checked")
-            return
-        finally:
-            self._running.discard((snapshot.uri, name))
-        if self._closed:
+        ok, run = await self._bg.run(token, name, work,
+                                     after=lambda: self._running.discard((snapshot.uri, name)))
+        if not ok:
             return
         found = run.found
         self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
@@ -185,7 +172,7 @@ class SanitizerChecks:
     def record(self, snapshot: DocumentSnapshot, name: str, found: tuple[Located, ...]) -> None:
         """Keeps findings made elsewhere (the check before an optimize job) for ``snapshot``'s
         text and publishes them."""
-        if self._closed:
+        if self._bg.closed:
             return
         self._results.setdefault(snapshot.uri, {})[name] = Checked(name, snapshot.text, found)
         self._diagnostics.publish(snapshot.uri)
@@ -194,10 +181,4 @@ class SanitizerChecks:
         self._results.pop(uri, None)
 
     def shutdown(self) -> None:
-        self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-    def _refuse(self, reason: str) -> dict[str, Any]:
-        self.notifier.show_message(f"cudalens: cannot check: {reason}",
-                                           types.MessageType.Warning)
-        return {"ok": False, "reason": reason}
+        self._bg.shutdown()
