@@ -4,7 +4,7 @@
   are one pass per text into tables, cached per text: compared with the scans as they were
   written before (one regular expression search per name, kept below as the reference) on
   every example and test source, a generated file and random token soups built to trip them.
-* Spec inference on a document's incremental tree (``cuda_tree.remember``) gives the draft a
+* Spec inference on a document's incremental tree (``syntax.remember``) gives the draft a
   full parse gives, for every kernel of every example and test source.
 * ``documents.analyze`` with its caches (spec cache, incremental parser, material cache),
   edit after edit, equals a fresh analysis of the same text with every cache emptied: kernels,
@@ -25,8 +25,9 @@ import pytest
 from cudalens.lsp.documents import SpecCache, _share_tree, analyze
 from cudalens.source.incremental import IncrementalParser
 from cudalens.source.parser import parse_source
-from cudalens.source.syntax import new_parser
-from cudalens.spec import cuda_tree, validate
+from cudalens.kernel_model.syntax import new_parser
+from cudalens.kernel_model import syntax
+from cudalens.spec import validate
 from cudalens.spec.block_shape import const_int, dim3_declarations, literal_block
 from cudalens.spec.errors import SpecError
 from cudalens.spec.infer import clear_text_caches, infer_spec
@@ -51,7 +52,7 @@ def _id(path: Path) -> str:
 def _clear_caches() -> None:
     """Everything inference keeps between calls, so the next call is the plain path."""
     clear_text_caches()
-    assert cuda_tree._REMEMBERED.get(GENERATED) is None and \
+    assert syntax.PARSES.remembered.get(GENERATED) is None and \
         validate._record_types.cache_info().currsize == 0
 
 
@@ -195,12 +196,12 @@ def test_inference_on_the_incremental_tree_equals_inference_on_the_text(path: Pa
     parser.parse(text)
     _clear_caches()
     _share_tree(text, text.encode("utf-8"), parser)
-    remembered = cuda_tree._REMEMBERED.get(text)
+    remembered = syntax.PARSES.remembered.get(text)
     if parse_source(text).error_ranges or new_parser().parse(text.encode()).root_node.has_error:
         assert remembered is None  # a tree with errors is never shared
         return
     assert remembered is not None  # inference below reads the document's tree
-    assert cuda_tree.parse(text) is remembered
+    assert syntax.parse(text) is remembered
     assert _drafts(text) == plain
 
 
@@ -210,15 +211,15 @@ def test_a_remembered_tree_is_not_changed_by_the_next_edit():
     parser = IncrementalParser()
     parser.parse(a)
     _clear_caches()
-    cuda_tree.remember(a, parser.last_tree())
+    syntax.remember(a, parser.last_tree())
     parser.parse(b)  # edits the parser's own tree
     fresh = new_parser().parse(a.encode()).root_node
-    kept = cuda_tree.parse(a).tree.root_node
+    kept = syntax.parse(a).tree.root_node
     assert str(kept) == str(fresh)
     assert (kept.start_byte, kept.end_byte) == (0, len(a))
     with pytest.raises(ValueError, match=r"expected a tree of the 5-byte text, found one "
                                          r"spanning bytes 0\.\.\d+"):
-        cuda_tree.remember("int;\n", parser.last_tree())
+        syntax.remember("int;\n", parser.last_tree())
 
 
 # -- store keys -------------------------------------------------------------------------------

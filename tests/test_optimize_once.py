@@ -1,7 +1,7 @@
 """One optimize does each piece of work once (issue 12, "one source of truth"): the kernel's
-text is parsed by tree-sitter once by ``load_target`` and once more at most (the launch-config
-pass's own syntax layer, ``optimizer/syntax.py``, until the syntax layers are one), never by
-``make_context``, spec validation or inference again; every candidate's variant is built once
+text is parsed by tree-sitter once, by ``load_target`` through the one syntax layer
+(``kernel_model/syntax.py``), never by ``make_context``, spec validation, inference or the
+passes again; every candidate's variant is built once
 (the confirmation relabels it, the winner's profile is the very variant that was sent).
 Counted on the deterministic model runner (``tests/data/lsp/model_runner.py``), no GPU."""
 
@@ -9,75 +9,42 @@ from __future__ import annotations
 
 import collections
 import sys
-import traceback
 from pathlib import Path
 
 import pytest
-import tree_sitter
 
 sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
+sys.path.insert(0, str(Path(__file__).absolute().parent))
 
 from model_runner import ModelRunnerClient  # noqa: E402
+from parse_counts import count_parses  # noqa: E402
 
 import cudalens.optimize as optimize_module  # noqa: E402
+from cudalens.kernel_model import syntax  # noqa: E402
 from cudalens.optimize import optimize  # noqa: E402
-from cudalens.optimizer import syntax as optimizer_syntax  # noqa: E402
-from cudalens.spec import cuda_tree  # noqa: E402
 from cudalens.store.from_optimize import profile_subject  # noqa: E402
 from cudalens.target import load_target  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-class _CountingParser:
-    """A tree-sitter parser that records each parse of ``watched`` bytes with its caller."""
-
-    def __init__(self, real, seen: list[str], watched: list[bytes]):
-        object.__setattr__(self, "_real", real)
-        object.__setattr__(self, "_seen", seen)
-        object.__setattr__(self, "_watched", watched)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-    def __setattr__(self, name, value):
-        setattr(self._real, name, value)
-
-    def parse(self, data, *args, **kwargs):
-        if self._watched and data == self._watched[0]:
-            caller = next(f for f in reversed(traceback.extract_stack()[:-1])
-                          if "tree_sitter" not in f.filename)
-            self._seen.append(f"{Path(caller.filename).name}:{caller.lineno}")
-        return self._real.parse(data, *args, **kwargs)
-
-
 @pytest.fixture
 def parses(monkeypatch):
-    """(calls, watched): the call sites of every parse of the bytes put in ``watched``."""
-    seen: list[str] = []
-    watched: list[bytes] = []
-    real = tree_sitter.Parser
-    monkeypatch.setattr(tree_sitter, "Parser",
-                        lambda *a, **k: _CountingParser(real(*a, **k), seen, watched))
-    monkeypatch.setattr(optimizer_syntax, "_local", type(optimizer_syntax._local)())
-    optimizer_syntax._parse_bytes.cache_clear()
-    cuda_tree.parse.cache_clear()
-    yield seen, watched
-    optimizer_syntax._parse_bytes.cache_clear()
-    cuda_tree.parse.cache_clear()
+    """Every tree-sitter parse from here on: (bytes parsed, caller), with the cache emptied."""
+    yield count_parses(monkeypatch)
+    syntax.clear_parses()
 
 
 @pytest.mark.parametrize("name", ["saxpy", "layernorm"])
-def test_one_optimize_parses_the_kernel_once_and_once_more_at_most(parses, name):
-    seen, watched = parses
+def test_one_optimize_parses_the_kernel_once(parses, name):
     path = EXAMPLES / f"{name}.cu"
-    watched.append(path.read_bytes())
+    data = path.read_bytes()
     target = load_target(path)
-    assert [s.split(":")[0] for s in seen] == ["target.py"]
+    assert [where.split(":")[0] for d, where in parses if d == data] == ["syntax.py"]
     optimize(target, ModelRunnerClient(), budget=8, seed=0)
-    # before: target.py, validate (cuda_tree), make_context (parse_source), launch_config
-    assert len(seen) <= 2, f"expected at most 2 parses of {name}.cu, found {seen}"
-    assert not any(s.startswith(("parser.py", "cuda_tree.py")) for s in seen), seen
+    # before the one syntax layer: target.py, then the launch-config pass's own parse
+    seen = [where for d, where in parses if d == data]
+    assert len(seen) == 1, f"expected 1 parse of {name}.cu, found {seen}"
 
 
 def test_each_variant_is_built_once_and_the_profile_is_the_variant_sent(monkeypatch):

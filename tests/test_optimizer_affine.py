@@ -7,7 +7,7 @@ import pytest
 
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, split_linear
 from cudalens.optimizer.macros import file_macros, int_value, parse_expression, substitute
-from cudalens.optimizer.syntax import parse
+from cudalens.kernel_model.syntax import parse
 from cudalens.spec.poly import Poly
 
 SOURCE = """

@@ -400,7 +400,8 @@ def test_launch_sites_argument_overrides_the_kernel_sites():
 
 
 def test_body_hidden_by_an_error_before_it_is_parsed_alone():
-    from cudalens.spec.cuda_tree import kernel_body_node, parse
+    from cudalens.kernel_model.model import kernel_model
+    from cudalens.kernel_model.syntax import parse
 
     source = """\
 __global__ void twice(const float* x, float* y, int n) {
@@ -411,7 +412,9 @@ __global__ void twice(const float* x, float* y, int n) {
     prefix = "int q = f(a, [\n"  # error recovery swallows the kernel in the whole-file tree
     kernel = parse_source(" " * len(prefix) + source, "k.cu").kernels[0]
     text = prefix + source
-    parsed, body = kernel_body_node(parse(text), kernel)
+    model = kernel_model(text, kernel)
+    assert model.definition is None and model.loose_body is None
+    parsed, body = model.salvaged_body()
     assert parsed is not parse(text)  # the definition's own text was parsed
     assert body.type == "compound_statement"
     spec = infer_spec(kernel, text, ())

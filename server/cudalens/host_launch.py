@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Optional
 
+from cudalens.kernel_model.syntax import captures, new_parser
 from cudalens.source.launches import launch_site_from_call, launches_kernel
 from cudalens.source.model import Kernel
-from cudalens.source.syntax import captures, new_parser
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import KernelSpec, LaunchDecl, ScalarDecl
 

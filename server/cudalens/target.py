@@ -10,7 +10,7 @@ from typing import Optional
 
 from cudalens.errors import CudalensError
 from cudalens.source.model import Kernel, SourceFile
-from cudalens.source.parser import parse_tree
+from cudalens.source.parser import parse_source
 from cudalens.spec import parser as spec_parser
 from cudalens.spec.errors import SpecError
 from cudalens.spec.infer import infer_spec
@@ -52,7 +52,7 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
     except TextFileError as exc:
         where = f"{path}:{exc.line}" if exc.line else str(path)
         raise CudalensError(f"{where}: {exc}") from None
-    source = parse_file(text, str(path))
+    source = parse_source(text, str(path))  # the tree shared through ``syntax.parse``
     if not source.kernels:
         hint = ""
         if re.search(r"^[ \t]*#[ \t]*define\b[^\n]*\b__global__\b", text, re.M):
@@ -61,21 +61,6 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
                     "out), though cudalens check, which compiles the file, lists them")
         raise CudalensError(f"{path}: expected at least one __global__ kernel, found none{hint}")
     return text, source
-
-
-def parse_file(text: str, path: str) -> SourceFile:
-    """``parse_source(text, path)``, its tree also given to spec inference and validation
-    (``cuda_tree.remember``) so that they do not parse the file again; only a tree without
-    errors (as ``lsp/documents.py`` shares a document's)."""
-    from cudalens.source.syntax import new_parser
-    from cudalens.spec import cuda_tree
-
-    data = text.encode("utf-8")
-    tree = new_parser().parse(data)
-    source = parse_tree(data, text, tree.root_node, path)
-    if not tree.root_node.has_error:
-        cuda_tree.remember(text, tree, data)
-    return source
 
 
 def template_instance(name: Optional[str]) -> Optional[str]:

@@ -33,7 +33,7 @@ import tree_sitter
 
 from cudalens.source.model import Kernel, Parameter
 from cudalens.source.parser import parse_source
-from cudalens.source.syntax import new_parser, squeeze, text_of
+from cudalens.kernel_model.syntax import new_parser, squeeze, text_of
 from gpu_runner.includes import find_includes
 
 # CUDA toolkit headers a kernel may need, and the C/C++ headers of constants and math.

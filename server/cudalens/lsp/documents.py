@@ -6,10 +6,10 @@ snapshot by version and by the store key of each kernel. Analysis is done on eve
 and kept cheap: an ``IncrementalParser`` per document re-parses only around the edit and
 re-reads only the declarations it touched, and ``SpecCache`` redoes spec work (loading,
 inferring, the identity text) only for kernels whose text or launches changed. Inferring a
-changed kernel's spec reads the parser's tree (``cuda_tree.remember``) instead of parsing the
-file again, whole-file scans are made once per text, and the store keys' normalized pieces
-are cached by their text (``MaterialCache``); each gives what the plain path gives
-(``tests/test_analysis_fast_paths.py``).
+changed kernel's spec reads the parser's tree (``kernel_model.syntax.remember``) instead of
+parsing the file again, whole-file scans are made once per text, and the store keys'
+normalized pieces are cached by their text (``MaterialCache``); each gives what the plain
+path gives (``tests/test_analysis_fast_paths.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from cudalens.errors import CudalensError
+from cudalens.kernel_model.syntax import remember
 from cudalens.lsp.positions import LineIndex, contains
 from cudalens.source.incremental import IncrementalParser
 from cudalens.source.model import Kernel, SourceFile
 from cudalens.source.parser import parse_source
-from cudalens.spec import cuda_tree
 from cudalens.spec.infer import outside_inputs
 from cudalens.spec.model import KernelSpec
 from cudalens.spec.parser import spec_path_for
@@ -260,13 +260,14 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
 
 
 def _share_tree(text: str, data: bytes, parser: IncrementalParser) -> None:
-    """Gives spec inference (``cuda_tree.parse``) the document's incremental tree of ``text``
-    so that inferring an edited kernel's spec does not parse the whole file again. Only a tree
-    without errors: tree-sitter's error recovery may differ between an incremental and a full
-    parse, and inference must see what a full parse gives (then it parses the text itself)."""
+    """Gives spec inference (``kernel_model.syntax.parse``) the document's incremental tree of
+    ``text`` so that inferring an edited kernel's spec does not parse the whole file again.
+    Only a tree without errors: tree-sitter's error recovery may differ between an incremental
+    and a full parse, and inference must see what a full parse gives (then it parses the text
+    itself)."""
     tree = parser.last_tree()
     if tree is not None and not tree.root_node.has_error:
-        cuda_tree.remember(text, tree, data)
+        remember(text, tree, data)
 
 
 def spec_identity(spec: KernelSpec) -> str:

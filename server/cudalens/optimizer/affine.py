@@ -16,8 +16,8 @@ from typing import Mapping, Optional
 
 import tree_sitter
 
+from cudalens.kernel_model.syntax import Parsed, named_children
 from cudalens.optimizer.macros import Macro, parse_expression, substitute
-from cudalens.optimizer.syntax import Parsed, named_children
 from cudalens.spec.poly import Poly
 
 _MAX_DEPTH = 12  # nested macro expansions / local substitutions followed

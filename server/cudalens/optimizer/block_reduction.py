@@ -37,13 +37,14 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer.reasons import LocatedError
+from cudalens.kernel_model.loops import for_header
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer import structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import file_macros
-from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, for_header,
-                                       named_children, unparen, walk)
+from cudalens.optimizer.reasons import LocatedError
 from cudalens.spec.poly import Poly
 
 COMBINE_FUNCTIONS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+from cudalens.kernel_model.model import KernelModel, kernel_model
 from cudalens.source.model import Kernel, LaunchSite, SourceFile
 from cudalens.spec.model import KernelSpec, LaunchDecl
 
@@ -38,6 +39,12 @@ class PassContext:
     @property
     def launch(self) -> LaunchDecl:
         return self.spec.launch
+
+    @property
+    def model(self) -> KernelModel:
+        """The kernel's syntax nodes in ``text`` (``kernel_model``: looked up once per text,
+        the model spec inference of the same text reads)."""
+        return kernel_model(self.text, self.kernel)
 
     def kernel_launch_sites(self) -> tuple[LaunchSite, ...]:
         """The launch sites of this kernel among ``launch_sites`` (matched as

@@ -26,12 +26,12 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer.reasons import LocatedError, reason_of
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, named_children,
-                                       unparen, walk)
+from cudalens.optimizer.reasons import LocatedError, reason_of
 from cudalens.spec import dtypes
 from cudalens.spec.model import BufferDecl, ScalarDecl
 

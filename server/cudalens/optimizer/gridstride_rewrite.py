@@ -58,13 +58,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
+from cudalens.kernel_model.model import kernel_definition, readable_body
+from cudalens.kernel_model.syntax import identifiers, named_children, parse, walk
 from cudalens.optimizer import half_pairs
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.elementwise import Elementwise
 from cudalens.optimizer.index_width import int_fits
-from cudalens.optimizer.syntax import (Edit, apply_edits, fresh_name, identifiers,
-                                       kernel_definition, line_indent, named_children, parse,
-                                       readable_body, walk)
 from cudalens.spec import dtypes
 
 VECTOR_BYTES = 16  # widest global load/store per thread: 128 bits (ld.global.v4.f32)

@@ -28,7 +28,7 @@ from typing import Mapping, Optional
 
 import tree_sitter
 
-from cudalens.optimizer.syntax import Parsed, named_children, unparen
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen
 from cudalens.spec import dtypes
 
 

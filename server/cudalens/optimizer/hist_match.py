@@ -24,6 +24,8 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.context import PassContext
@@ -31,8 +33,6 @@ from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.pointer_uses import classify
 from cudalens.optimizer.reasons import LocatedError
 from cudalens.optimizer.structural import block_dependence, element_bytes
-from cudalens.optimizer.syntax import (Parsed, UnreadableBody, named_children, readable_body,
-                                       unparen, walk)
 from cudalens.spec import dtypes
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl

@@ -21,12 +21,12 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer.reasons import LocatedError
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, file_macros, int_value
-from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Parsed, named_children,
-                                       unparen, walk)
+from cudalens.optimizer.reasons import LocatedError
 from cudalens.spec import dtypes
 from cudalens.spec.model import ScalarDecl
 from cudalens.spec.poly import Poly

@@ -20,7 +20,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer.syntax import Parsed, parse, walk
+from cudalens.kernel_model.syntax import Parsed, parse, walk
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _INT = re.compile(r"^\(*\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*\)*$")

@@ -21,7 +21,7 @@ from typing import Literal, Optional
 
 import tree_sitter
 
-from cudalens.optimizer.syntax import Parsed, walk
+from cudalens.kernel_model.syntax import Parsed, walk
 
 UseKind = Literal["read", "write", "update", "escape"]
 

@@ -18,10 +18,10 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
+from cudalens.kernel_model.loops import for_header, less_than_bound
+from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, unparen, walk
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, for_header, fresh_name,
-                                       identifiers, less_than_bound, line_indent,
-                                       named_children, unparen, walk)
 
 WARP = 32
 EXPS = ("expf", "__expf", "exp")

@@ -16,9 +16,10 @@ import dataclasses
 import re
 from typing import Optional
 
+from cudalens.kernel_model.edits import Edit, apply_edits
+from cudalens.kernel_model.syntax import named_children, unparen, walk
 from cudalens.optimizer import index2d
 from cudalens.optimizer.context import PassContext
-from cudalens.optimizer.syntax import Edit, apply_edits, named_children, unparen, walk
 
 _LOW = re.compile(r"[?:<>&|^,=]")
 

@@ -13,12 +13,13 @@ from typing import Callable, Optional, TypeVar
 
 import tree_sitter
 
-from cudalens.optimizer.reasons import reason_of
+from cudalens.kernel_model.edits import Edit, apply_edits, line_indent
+from cudalens.kernel_model.model import kernel_definition
+from cudalens.kernel_model.syntax import Parsed, identifiers, parse, walk
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, parse_expression
-from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, identifiers, kernel_definition,
-                                       line_indent, parse, walk)
+from cudalens.optimizer.reasons import reason_of
 from cudalens.spec import dtypes
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
@@ -158,7 +159,7 @@ class Layout:
         self.lines: list[str] = ["{"]
 
     def fresh(self, base: str) -> str:
-        from cudalens.optimizer.syntax import fresh_name
+        from cudalens.kernel_model.edits import fresh_name
         return fresh_name(base, self.taken)
 
     def __call__(self, depth: int, line: str = "") -> None:

@@ -32,7 +32,7 @@ from .kernels import GLOBAL, enclosing_scope, global_token, kernel_from_definiti
 from .launches import LaunchIndex, launch_site_from_call
 from .model import Kernel, LaunchSite, Position, Range, SourceFile
 from .parser import parse_tree
-from .syntax import captures, new_parser, text_of
+from cudalens.kernel_model.syntax import captures, new_parser, text_of
 
 _GLOBAL_QUERY = f'"{GLOBAL}" @keyword'
 _LAUNCH_QUERY = "(call_expression (kernel_call_syntax)) @launch"
@@ -98,9 +98,9 @@ class IncrementalParser:
 
     def last_tree(self) -> Optional[tree_sitter.Tree]:
         """A copy of the tree of the last ``parse`` (None before the first), for other
-        readers of the same text (spec inference: ``cuda_tree.remember``). The parser edits
-        its own tree on the next call, never this copy (``Tree.copy`` shares the nodes;
-        tree-sitter copies a node before editing one that is shared)."""
+        readers of the same text (spec inference: ``kernel_model.syntax.remember``). The
+        parser edits its own tree on the next call, never this copy (``Tree.copy`` shares the
+        nodes; tree-sitter copies a node before editing one that is shared)."""
         return self._tree.copy() if self._tree is not None else None
 
     def _clean(self, src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:

@@ -16,7 +16,7 @@ import tree_sitter
 
 from .model import Kernel
 from .parameters import parameters_from_list, template_parameter_names
-from .syntax import ancestors, meaningful_children, range_of, text_of
+from cudalens.kernel_model.syntax import ancestors, named_children, range_of, text_of
 
 GLOBAL = "__global__"
 
@@ -118,7 +118,7 @@ def _function_declarator(definition: tree_sitter.Node) -> tree_sitter.Node | Non
         if node.type not in _DECLARATOR_WRAPPERS:
             return None
         inner = node.child_by_field_name("declarator")
-        node = inner if inner is not None else next(iter(meaningful_children(node)), None)
+        node = inner if inner is not None else next(iter(named_children(node)), None)
     return node
 
 
@@ -182,7 +182,7 @@ def kernel_from_definition(
     launch_bounds: tuple[str, ...] = ()
     for child in definition.children:
         if child.type == "launch_bounds":
-            launch_bounds = tuple(text_of(src, a) for a in meaningful_children(child))
+            launch_bounds = tuple(text_of(src, a) for a in named_children(child))
             break
     extern_c = bool(scope.extern_c)
     if extent.type == "linkage_specification":

@@ -12,7 +12,7 @@ from typing import Iterable
 import tree_sitter
 
 from .model import Kernel, LaunchSite
-from .syntax import captures, meaningful_children, range_of, squeeze, text_of
+from cudalens.kernel_model.syntax import captures, named_children, range_of, squeeze, text_of
 
 _LAUNCH_QUERY = "(call_expression (kernel_call_syntax)) @launch"
 
@@ -33,7 +33,7 @@ def _callee_name(src: bytes, node: tree_sitter.Node | None) -> str:
     if node.type == "template_type":
         return _callee_name(src, node.child_by_field_name("name"))
     if node.type == "parenthesized_expression":
-        inner = meaningful_children(node)
+        inner = named_children(node)
         return _callee_name(src, inner[0]) if len(inner) == 1 else squeeze(text_of(src, node))
     return squeeze(text_of(src, node))
 
@@ -44,8 +44,8 @@ def launch_site_from_call(src: bytes, call: tree_sitter.Node) -> LaunchSite:
     arguments = call.child_by_field_name("arguments")
     return LaunchSite(
         kernel=_callee_name(src, call.child_by_field_name("function")),
-        config=tuple(text_of(src, c) for c in meaningful_children(config_node)),
-        arguments=tuple(text_of(src, a) for a in meaningful_children(arguments)) if arguments is not None else (),
+        config=tuple(text_of(src, c) for c in named_children(config_node)),
+        arguments=tuple(text_of(src, a) for a in named_children(arguments)) if arguments is not None else (),
         range=range_of(call),
     )
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 
 from .model import Parameter
-from .syntax import range_of, squeeze, text_of
+from cudalens.kernel_model.syntax import range_of, squeeze, text_of
 
 RESTRICT_SPELLINGS = frozenset({"restrict", "__restrict", "__restrict__"})
 

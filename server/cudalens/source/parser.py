@@ -18,7 +18,7 @@ from .kernels import GLOBAL, Scope, definition_extent, enclosing_scope, global_t
 from .launches import LaunchIndex, find_launch_sites
 from .model import Kernel, Range, SourceFile
 from .recovery import Recovery
-from .syntax import ancestors, captures, new_parser, range_of
+from cudalens.kernel_model.syntax import ancestors, captures, parse, range_of
 
 _GLOBAL_QUERY = f'"{GLOBAL}" @keyword'
 
@@ -35,12 +35,15 @@ def parse_source(text: str, path: str = "<memory>") -> SourceFile:
     reports a missing ``}`` only at the end of the file, or one ERROR over the whole file;
     the re-parses place errors at the broken kernel.
 
+    The tree is ``kernel_model.syntax.parse(text)``'s: parsed once per text, shared with spec
+    inference, validation and the passes.
+
     Raises ``TypeError`` when ``text`` is not a ``str``. Never raises for malformed C++.
     """
     if not isinstance(text, str):
         raise TypeError(f"{path}: parse_source expects the source text as str, found {type(text).__name__}")
-    src = text.encode("utf-8")
-    return parse_tree(src, text, new_parser().parse(src).root_node, path)
+    parsed = parse(text)
+    return parse_tree(parsed.data, text, parsed.tree.root_node, path)
 
 
 def parse_tree(src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:

@@ -19,7 +19,7 @@ import tree_sitter
 
 from .kernels import GLOBAL, definition_extent, global_token
 from .prefix import declaration_start
-from .syntax import LineIndex, captures, new_parser
+from cudalens.kernel_model.syntax import LineIndex, captures, new_parser
 
 #: Constructs that cannot stand in a function body; finding one in a kernel body means the
 #: body swallowed code after a missing ``}``. Definitions with a return type are real

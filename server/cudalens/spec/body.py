@@ -33,11 +33,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
+from cudalens.kernel_model.syntax import (Node, Parsed, declared_name, int_literal,
+                                          named_children, operator, strip, walk)
 from cudalens.source.model import Kernel
-from cudalens.source.syntax import meaningful_children as named_children
 from cudalens.spec import dtypes
-from cudalens.spec.cuda_tree import (Node, Parsed, declared_name, int_literal, operator, strip,
-                                     walk)
 from cudalens.spec.poly import Poly
 
 # Read-only loads that take a pointer (CUDA C++ Programming Guide, "Read-Only Data Cache Load

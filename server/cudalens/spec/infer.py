@@ -76,14 +76,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from cudalens.kernel_model.model import kernel_model
 from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
 from cudalens.spec import templates
 from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value
-from cudalens.spec.defines import file_constants
 from cudalens.spec.body import Access, BodyFacts, analyze_body
-from cudalens.spec.cuda_tree import kernel_body_node, parse
+from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, names_in
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
@@ -222,9 +222,8 @@ def infer_spec(kernel: Kernel, source_text: str,
             raise SpecError(INFERRED, param.range.start.line + 1,
                             f"cannot draft a spec for parameter {param.name} of {kernel.name}: "
                             f"{problem}")
-    parsed = parse(source_text)
     try:
-        parsed, body = kernel_body_node(parsed, kernel)
+        parsed, body = kernel_model(source_text, kernel).salvaged_body()
     except LookupError as exc:
         raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
     facts = analyze_body(parsed, body, kernel)
@@ -283,11 +282,12 @@ def _normalized_type(ctype: str) -> str:
 def clear_text_caches() -> None:
     """Empties what inference keeps per text (parse trees, record names, named constants,
     ``dim3`` declarations): for measuring the plain path, and in tests."""
-    from cudalens.spec import block_shape, cuda_tree, validate
+    from cudalens.kernel_model.syntax import clear_parses
+    from cudalens.spec import block_shape, validate
 
     from cudalens.spec import defines
 
-    cuda_tree.parse.cache_clear()  # type: ignore[attr-defined]
+    clear_parses()
     validate._record_types.cache_clear()
     defines._file_constants.cache_clear()
     templates.instances.cache_clear()
@@ -413,7 +413,7 @@ class _Drafter:
         return Poly.const(a + (top.constant - a) // s * s)
 
     def _int_text(self, text: str) -> Optional[int]:
-        from cudalens.spec.cuda_tree import int_literal
+        from cudalens.kernel_model.syntax import int_literal
 
         if not text:
             return None

@@ -90,13 +90,13 @@ def check_roles(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
     changes at run time. A body that cannot be found is not checked either.
     """
     from cudalens.spec.body import analyze_body
-    from cudalens.spec.cuda_tree import kernel_body_node, parse
+    from cudalens.kernel_model.model import kernel_model
 
     buffers = [d for d in spec.params if isinstance(d, BufferDecl)]
     if not buffers:
         return
     try:
-        parsed, body = kernel_body_node(parse(source_text), kernel)
+        parsed, body = kernel_model(source_text, kernel).salvaged_body()
         facts = analyze_body(parsed, body, kernel)
     except (LookupError, ValueError):
         return

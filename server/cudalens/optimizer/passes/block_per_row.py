@@ -42,7 +42,8 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import warp_per_row as wpr
 from cudalens.optimizer.row_group import Match, gridstride_blocker, online_pair, rewrite
-from cudalens.optimizer.syntax import for_header, identifiers, less_than_bound
+from cudalens.kernel_model.loops import for_header, less_than_bound
+from cudalens.kernel_model.syntax import identifiers
 from cudalens.spec import expr as spec_expr
 
 name = "block_per_row"

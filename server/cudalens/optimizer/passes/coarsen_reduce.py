@@ -40,7 +40,7 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import warp_reduce
 from cudalens.optimizer.reasons import Reason
-from cudalens.optimizer.syntax import named_children, walk
+from cudalens.kernel_model.syntax import named_children, walk
 
 name = "coarsen_reduce"
 

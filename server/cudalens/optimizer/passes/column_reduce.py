@@ -46,8 +46,9 @@ from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.passes.launch_config import baseline_block
 from cudalens.optimizer.pointer_uses import pointer_uses
 from cudalens.optimizer.reasons import LocatedError, reason_of
-from cudalens.optimizer.syntax import (Parsed, UnreadableBody, for_header, named_children,
-                                       readable_body, unparen, walk)
+from cudalens.kernel_model.loops import for_header
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 
 name = "column_reduce"
 

@@ -29,7 +29,9 @@ from typing import Optional
 
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.syntax import Edit, apply_edits, find_definition, parse, walk
+from cudalens.kernel_model.edits import Edit, apply_edits
+from cudalens.kernel_model.model import find_definition
+from cudalens.kernel_model.syntax import parse, walk
 from cudalens.spec import dtypes
 
 name = "fast_math"

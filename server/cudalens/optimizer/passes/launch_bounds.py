@@ -28,7 +28,9 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.macros import file_macros, int_value
 from cudalens.optimizer.passes.launch_config import baseline_block
-from cudalens.optimizer.syntax import Edit, apply_edits, find_definition, parse
+from cudalens.kernel_model.edits import Edit, apply_edits
+from cudalens.kernel_model.model import find_definition
+from cudalens.kernel_model.syntax import parse
 
 name = "launch_bounds"
 TUNING = True  # tunes the block the other passes chose; never a structure of its own

@@ -34,7 +34,8 @@ import tree_sitter
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.reasons import Reason
-from cudalens.optimizer.syntax import Parsed, find_definition, parse, unparen, walk
+from cudalens.kernel_model.model import find_definition
+from cudalens.kernel_model.syntax import Parsed, parse, unparen, walk
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 from cudalens.spec.tile_step import tile_step

@@ -36,7 +36,7 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import tiled_matmul
 from cudalens.optimizer.reasons import Reason
-from cudalens.optimizer.syntax import walk
+from cudalens.kernel_model.syntax import walk
 from cudalens.spec import dtypes
 from cudalens.spec.poly import Poly
 

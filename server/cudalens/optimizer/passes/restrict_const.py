@@ -22,8 +22,8 @@ from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, find_definition, first_error,
-                                       parameter_nodes, parse, walk)
+from cudalens.kernel_model.edits import Edit, apply_edits
+from cudalens.kernel_model.syntax import Parsed, first_error, parse, walk
 from cudalens.spec.model import BufferDecl
 
 name = "restrict_const"
@@ -71,12 +71,12 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], list[Edit], list[str], list[
     pointers = [p for p in k.parameters if p.is_pointer]
     if not pointers:
         return f"kernel {k.name} has no pointer parameters", [], [], []
-    parsed = parse(ctx.text)
-    definition = find_definition(parsed, k)
+    model = ctx.model
+    parsed, definition = model.parsed, model.definition
     if definition is None:
         return (f"the definition of {k.name} is not one piece in the file's syntax tree "
                 f"(parse errors around it)"), [], [], []
-    nodes = parameter_nodes(definition)
+    nodes = model.parameters
     if len(nodes) != len(k.parameters):
         return (f"kernel {k.name}: found {len(nodes)} parameter declarations where the kernel "
                 f"model has {len(k.parameters)}"), [], [], []

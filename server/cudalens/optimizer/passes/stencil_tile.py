@@ -61,9 +61,10 @@ from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.pointer_uses import READ_ONLY_LOADS, pointer_uses
-from cudalens.optimizer.syntax import (Edit, Parsed, UnreadableBody, apply_edits, for_header,
-                                       fresh_name, identifiers, line_indent, named_children,
-                                       readable_body, unparen, walk)
+from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
+from cudalens.kernel_model.loops import for_header
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, unparen, walk
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 from cudalens.spec.poly import Poly

@@ -43,8 +43,8 @@ from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import (Parsed, for_header, less_than_bound, named_children,
-                                       unparen, walk)
+from cudalens.kernel_model.loops import for_header, less_than_bound
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.spec import dtypes
 from cudalens.spec.model import ScalarDecl
 from cudalens.spec.poly import Poly

@@ -45,8 +45,7 @@ from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import (Parsed, identifiers, named_children, parse, unparen,
-                                       walk)
+from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, parse, unparen, walk
 from cudalens.spec import dtypes
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
@@ -105,7 +104,8 @@ def _tile_loop(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
         NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
     """
     from cudalens.optimizer.macros import file_macros
-    from cudalens.optimizer.syntax import for_header, readable_body
+    from cudalens.kernel_model.loops import for_header
+    from cudalens.kernel_model.model import readable_body
 
     try:
         parsed, body = readable_body(ctx)
@@ -210,7 +210,7 @@ def _grid1d(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
     """
     from cudalens.optimizer.affine import is_global_index
     from cudalens.optimizer.macros import file_macros
-    from cudalens.optimizer.syntax import readable_body
+    from cudalens.kernel_model.model import readable_body
 
     try:
         parsed, body = readable_body(ctx)

@@ -32,8 +32,10 @@ from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.macros import file_macros
-from cudalens.optimizer.syntax import (Edit, Parsed, apply_edits, find_definition, first_error,
-                                       for_header, line_indent, parse, unparen, walk)
+from cudalens.kernel_model.edits import Edit, apply_edits, line_indent
+from cudalens.kernel_model.loops import for_header
+from cudalens.kernel_model.model import find_definition
+from cudalens.kernel_model.syntax import Parsed, first_error, parse, unparen, walk
 
 name = "unroll"
 

@@ -29,7 +29,7 @@ from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
-from cudalens.optimizer.syntax import walk
+from cudalens.kernel_model.syntax import walk
 from cudalens.spec import dtypes
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly

@@ -57,9 +57,10 @@ from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, Loop as _
 from cudalens.optimizer.row_group import Match as _Match, combine_into as _combine
 from cudalens.optimizer.row_group import gridstride_blocker as _gridstride_blocker
 from cudalens.optimizer.row_group import online_pair, reindent as _reindent, rewrite
-from cudalens.optimizer.syntax import (UnreadableBody, readable_body, Edit, Parsed, apply_edits,
-                                       for_header, fresh_name, identifiers, less_than_bound,
-                                       line_indent, named_children, unparen, walk)
+from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
+from cudalens.kernel_model.loops import for_header, less_than_bound
+from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, unparen, walk
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
 
