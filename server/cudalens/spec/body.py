@@ -136,6 +136,9 @@ class BodyAnalysis:
         self.def_sites: dict[str, list[tuple[Node, Optional[Node]]]] = defaultdict(list)
         self.updated: set[str] = set()
         self.pointer_locals: set[str] = set()
+        # pointer parameter -> its bumps ``p += k``, ``p -= k``, ``p = p + k`` as (the
+        # assignment node, sign, offset node): later uses index from the bumped pointer
+        self.param_bumps: dict[str, list[tuple[Node, int, Node]]] = defaultdict(list)
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
         # (var, bound node, +1?, id of the if's consequence it guards or None)
         self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
@@ -151,7 +154,9 @@ class BodyAnalysis:
                 self._declaration(n)
             elif t == "assignment_expression":
                 left = strip(n.child_by_field_name("left"))
-                if left.type == "identifier":
+                if left.type == "identifier" and self.text(left) in self.pointers:
+                    self._param_bump(n, self.text(left))
+                elif left.type == "identifier":
                     self.assigned[self.text(left)] += 1
                     if operator(n) == "=":
                         self.def_sites[self.text(left)].append((n, n.child_by_field_name("right")))
@@ -185,6 +190,66 @@ class BodyAnalysis:
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     self._bounds(cond, False)
+
+    def _param_bump(self, n: Node, name: str) -> None:
+        """Records ``p += k`` / ``p -= k`` / ``p = p + k`` of pointer parameter ``p``; any
+        other assignment to it is a bump by an unknown offset."""
+        op, right = operator(n), n.child_by_field_name("right")
+        if op in ("+=", "-="):
+            self.param_bumps[name].append((n, 1 if op == "+=" else -1, right))
+            return
+        value = strip(right) if right is not None else None
+        if op == "=" and value is not None and value.type == "binary_expression" and \
+                operator(value) in ("+", "-"):
+            left = strip(value.child_by_field_name("left"))
+            other = value.child_by_field_name("right")
+            if left.type == "identifier" and self.text(left) == name:
+                self.param_bumps[name].append((n, 1 if operator(value) == "+" else -1, other))
+                return
+            other_side = strip(other)
+            if operator(value) == "+" and other_side.type == "identifier" and \
+                    self.text(other_side) == name:
+                self.param_bumps[name].append((n, 1, value.child_by_field_name("left")))
+                return
+        self.param_bumps[name].append((n, 0, right))
+
+    def _bumped_offset(self, name: str, use: Node) -> Optional[Poly]:
+        """The element offset of pointer parameter ``name`` at ``use`` after its bumps: the
+        sum of the bumps before ``use``, each a statement of the body's outermost block (so
+        run once, in order, by every thread that gets to ``use``); None when a bump sits in
+        a loop or a branch, or its offset is not a polynomial."""
+        total = Poly()
+        for n, sign, value in self.param_bumps[name]:
+            if n.end_byte > use.start_byte:
+                if n.start_byte <= use.start_byte:
+                    return None  # the use inside its own bump (p = p + k)
+                continue
+            stmt = n.parent
+            if sign == 0 or stmt is None or stmt.type != "expression_statement" or \
+                    stmt.parent is None or stmt.parent.id != self.body.id:
+                return None
+            k = self.poly(value)
+            if k is None:
+                return None
+            total = total + k if sign > 0 else total - k
+        return total
+
+    def _is_bump(self, ident: Node) -> bool:
+        """``ident`` is the bumped parameter of its own bump: on its left, or the ``p`` of
+        ``p = p + k``."""
+        name = self.text(ident)
+        if name not in self.param_bumps:
+            return False
+        node = ident
+        while node.parent is not None and (
+                node.parent.type == "parenthesized_expression" or
+                (node.parent.type == "binary_expression" and
+                 operator(node.parent) in ("+", "-"))):
+            node = node.parent
+        parent = node.parent
+        return parent is not None and parent.type == "assignment_expression" and \
+            any(parent.id == n.id for n, _, _ in self.param_bumps[name]) and \
+            (node == parent.child_by_field_name("left") or node != ident)
 
     def _declaration(self, decl: Node) -> None:
         if any(c.type == "type_qualifier" and self.text(c) == "__shared__"
@@ -400,6 +465,8 @@ class BodyAnalysis:
         if t == "identifier":
             name = self.text(node)
             if name in self.pointers:
+                if name in self.param_bumps:
+                    return name, self._bumped_offset(name, node)
                 return name, Poly()
             if name in self.pointer_locals:
                 if not self.substitutable(name) and name not in self.updated:
@@ -479,7 +546,7 @@ class BodyAnalysis:
                 continue
             if self.text(n) in self.pointer_locals and self.pointer_base(n) is None:
                 continue  # a local pointer not derived from a parameter (shared memory, ...)
-            if self._alias_definition(n) or self._reassigned_alias(n):
+            if self._alias_definition(n) or self._reassigned_alias(n) or self._is_bump(n):
                 continue
             self._use(n)
 
@@ -662,13 +729,16 @@ class BodyAnalysis:
             if parent.type == "for_statement" and cur == parent.child_by_field_name("body"):
                 parts = [parent.child_by_field_name(f) for f in
                          ("initializer", "condition", "update")]
-                header = ";".join("".join(self.text(x).split()) if x is not None else ""
-                                  for x in parts)
+                texts = ["".join(self.text(x).split()) if x is not None else ""
+                         for x in parts]
                 init = parts[0]
                 var = ""
                 if init is not None:
                     m = re.match(r"(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=", self.text(init))
                     var = m.group(1) if m else ""
+                if var and texts[2] in (f"++{var}", f"{var}+=1"):
+                    texts[2] = f"{var}++"  # ++c, c += 1 and c++ step alike
+                header = ";".join(texts)
                 out.append((var, header))
             cur = parent
         return tuple(out)

@@ -85,7 +85,7 @@ from cudalens.spec.defines import file_constants
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.cuda_tree import kernel_body_node, parse
 from cudalens.spec.errors import SpecError
-from cudalens.spec.expr import ExprError, names_in
+from cudalens.spec.expr import ExprError, evaluate, names_in
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
                                  SizeDecl)
 from cudalens.spec.poly import Poly
@@ -159,10 +159,12 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
 
 
 def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDecl],
-                  constants: dict[str, int]) -> tuple[list[SizeDecl], str]:
+                  constants: dict[str, int],
+                  given: frozenset = frozenset()) -> tuple[list[SizeDecl], str]:
     """``sizes`` with the defaulted ones halved, largest first, until no buffer is longer
     than ``MAX_DRAFT_ELEMENTS``; and the longest length before (``"B * T * C =
-    17,179,869,184"``), or "" when nothing changed. Sizes the kernel or a launch gave stay."""
+    17,179,869,184"``), or "" when nothing changed. Sizes the kernel or a launch gave stay,
+    and so do the names in ``given`` (values from the host code)."""
     from cudalens.spec.expr import evaluate
 
     def longest(current: list[SizeDecl]) -> tuple[int, str]:
@@ -184,7 +186,7 @@ def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDec
         return sizes, ""
     current = list(sizes)
     values = {s.name: int(evaluate(s.expr, dict(constants))) for s in sizes
-              if s.expr in _DEFAULTS}
+              if s.expr in _DEFAULTS and s.name not in given}
     while values and longest(current)[0] > MAX_DRAFT_ELEMENTS:
         name = max(values, key=lambda n: (values[n], -list(values).index(n)))
         if values[name] <= 1:
@@ -335,6 +337,7 @@ class _Drafter:
         self.site_block = block_from_file(kernel, sites, self.context)
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
+        self.host_given: set[str] = set()  # sizes whose values come from the host code
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -646,7 +649,7 @@ class _Drafter:
         nnzs = [n for n in self.csr_sizes.values() if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
-        sizes = self.size_values(size_names, grid_vars, rename)
+        sizes = self.host_sizes(self.size_values(size_names, grid_vars, rename), rename)
         for name in nnzs:
             rename[name] = name
             sizes.append(SizeDecl(name=name, expr=SIZE_1D))
@@ -711,9 +714,10 @@ class _Drafter:
         if atomics:
             self.notes.append(f"atomics: the kernel calls {', '.join(atomics)}, so outputs may "
                               f"depend on the order threads run in")
-        sizes, shrunk = _fit_defaults(sizes, params, self.constants)
-        if sizes:
-            listed = ", ".join(f"{s.name} = {s.expr}" for s in sizes)
+        sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
+        defaulted = [s for s in sizes if s.name not in self.host_given]
+        if defaulted:
+            listed = ", ".join(f"{s.name} = {s.expr}" for s in defaulted)
             self.notes.append(f"sizes are defaults ({listed}): set them to your problem"
                               + (f"; made smaller so that no buffer has more than "
                                  f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
@@ -859,7 +863,7 @@ class _Drafter:
             else:
                 out[n] = "1"
                 self.notes.append(f"size {rename[n]} = 1: a stride with no bounds check; "
-                                  f"value guessed")
+                                  f"GUESS, set it")
         return [SizeDecl(name=rename[n], expr=out[n]) for n in dims + strides]
 
     def inner_size(self, stride: str, dims: list[str]) -> Optional[str]:
@@ -1130,6 +1134,52 @@ class _Drafter:
                 return value, f"from the launch at line {site.range.start.line + 1} ('{arg}')"
         return None
 
+    def host_value(self, name: str) -> Optional[tuple[int, str]]:
+        """(value, where) of integer parameter ``name`` from the host code: the first launch
+        site whose argument for it is an integer constant, directly (``n = 4096`` at the
+        launch), through integer locals of the launching function (``int OC = 768 * 4;``
+        before the launch), or through a variable the file declares exactly once with a
+        constant initializer (``int V = 50257;`` in ``main``, which passes it down to the
+        launching function's parameter ``V``); None when no site gives one."""
+        names = [q.name for q in self.kernel.parameters]
+        if name not in names:
+            return None
+        index = names.index(name)
+        for site in self.sites:
+            if index >= len(site.arguments):
+                continue
+            arg = site.arguments[index].strip()
+            at = _offset_of(self.source, site.range.start.line, site.range.start.column)
+            text = _locals_in(arg, self.source, at, set())
+            if re.fullmatch(r"[A-Za-z_]\w*", text):
+                text = _initializer(text, self.source) or text
+            try:
+                value = evaluate(text, dict(self.constants))
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                where = f"the launch at line {site.range.start.line + 1} passes '{arg}'"
+                if text.strip("() ") != arg:
+                    where += f" = {text.strip()}"
+                return value, where
+        return None
+
+    def host_sizes(self, sizes: list[SizeDecl], rename: dict[str, str]) -> list[SizeDecl]:
+        """``sizes`` with each size a launch site gives a constant for (:meth:`host_value`)
+        set to it; the guessed note of that size goes."""
+        back = {v: k for k, v in rename.items()}
+        out = []
+        for size in sizes:
+            found = self.host_value(back.get(size.name, size.name))
+            if found is None:
+                out.append(size)
+                continue
+            self.notes = [n for n in self.notes if not n.startswith(f"size {size.name} = ")]
+            self.notes.append(f"size {size.name} = {found[0]}: from the host code ({found[1]})")
+            self.host_given.add(size.name)
+            out.append(SizeDecl(name=size.name, expr=str(found[0])))
+        return out
+
     def scalar(self, p: Parameter, rename: dict[str, str]) -> ScalarDecl:
         st, lanes = self.spec_type(p)
         if st is None or lanes > 1:
@@ -1139,6 +1189,9 @@ class _Drafter:
         if p.name in rename:
             return ScalarDecl(name=p.name, type=st, expr=rename[p.name])
         found = self.site_value(p)
+        if found is None and not dtypes.is_float(st):
+            host = self.host_value(p.name)
+            found = (str(host[0]), f"from the host code ({host[1]})") if host else None
         if found is not None and (dtypes.is_float(st) or "." not in found[0]):
             self.notes.append(f"scalar {p.name} = {found[0]}: {found[1]}")
             return ScalarDecl(name=p.name, type=st, expr=found[0])
