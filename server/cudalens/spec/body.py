@@ -129,6 +129,8 @@ class BodyAnalysis:
         self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
         self.int_params = {p.name for p in kernel.parameters
                            if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+        self.int_pointers = {p.name for p in kernel.parameters if p.is_pointer and
+                             dtypes.is_int_c_type(p.type.replace("*", " ").replace("const", " "))}
         self.defs: dict[str, list[Optional[Node]]] = defaultdict(list)
         self.assigned: dict[str, int] = defaultdict(int)
         # every definition of a local as (defining node, value node or None), for reaching
@@ -370,6 +372,20 @@ class BodyAnalysis:
             return Poly.sym(name)
         if t == "field_expression":
             return Poly.sym(self.text(node).replace(" ", ""))
+        if t in ("subscript_expression", "call_expression"):
+            # an element of an integer pointer parameter used inline (``p[i * V + t[i]]``):
+            # a symbol loaded from it, as ``int ix = t[i];`` would give; a whole index
+            # (``x[col[j]]``) stays a direct index
+            up = node.parent
+            while up is not None and up.type in ("parenthesized_expression", "cast_expression"):
+                up = up.parent
+            loaded = self._loaded_from(node)
+            if loaded is not None and loaded in self.int_pointers and up is not None and \
+                    up.type == "binary_expression":
+                name = "".join(self.text(node).split())
+                self.facts.loads[name] = loaded
+                return Poly.sym(name)
+            return None
         if t == "unary_expression":
             inner = self.poly(node.child_by_field_name("argument"), depth + 1)
             op = operator(node)

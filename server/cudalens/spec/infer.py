@@ -334,7 +334,7 @@ class _Drafter:
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_grid = self.launch_grid()
-        self.site_block = block_from_file(kernel, sites, self.context)
+        self.site_block = block_from_file(kernel, sites, self.context, source)
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
         self.host_given: set[str] = set()  # sizes whose values come from the host code
@@ -900,7 +900,7 @@ class _Drafter:
         return name, name
 
     def block(self) -> tuple[tuple[int, ...], str]:
-        found = block_from_file(self.kernel, self.sites, self.context)
+        found = block_from_file(self.kernel, self.sites, self.context, self.source)
         if found is not None:
             return found
         for name in self.kernel.template_parameters:  # template <int BLOCK> with no launch
@@ -1058,7 +1058,8 @@ class _Drafter:
             targets = sorted({a.param for accs in by_param.values() for a in accs
                               if a.direct_index == p.name})
             if not targets:
-                if any(p.name in a.data_indices for accs in by_param.values() for a in accs):
+                if p.name not in self.ranges_from_loads and \
+                        any(p.name in a.data_indices for accs in by_param.values() for a in accs):
                     self.later.setdefault(p.name, []).append(
                         f"{p.name}: its values feed an index; no range inferred, set "
                         f"range(LOW, HIGH) to keep them in bounds")
@@ -1287,7 +1288,8 @@ def _line_starts(text: str) -> tuple[int, ...]:
     return (0,) + tuple(m.end() for m in re.finditer("\n", text))
 
 
-_LOCAL_INT = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto|unsigned)\s+"
+_LOCAL_INT = (r"(?:(?:static|const|constexpr)\s+)*(?:unsigned\s+|signed\s+)?(?:long\s+)?"
+              r"(?:int|long|short|size_t|auto|unsigned)\s+(?:const\s+)?")
 
 
 def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:

@@ -1,0 +1,240 @@
+"""Drafts of shapes public kernels take that drafted wrong: pointer parameters bumped to a
+thread's row before they are indexed (``p += C * idx`` then ``p[c]``), sizes and scalars the
+host code sets (``int V = 50257;`` in ``main``), a guessed stride size marked on its line, and
+a block named by an integer local of the launching function of any integer type. Each test
+asserts the drafted fields and the notes exactly, and that the draft is a valid spec for its
+kernel (through its text form)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudalens.source.parser import parse_source
+from cudalens.spec.infer import infer_spec
+from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
+from cudalens.spec.parser import parse_spec, validate
+from cudalens.spec.resolve import build_problem
+from cudalens.spec.writer import format_spec
+
+
+def infer(source: str, name: str | None = None) -> KernelSpec:
+    sf = parse_source(source, "k.cu")
+    kernel = sf.kernels[0] if name is None else sf.kernel(name)
+    spec = infer_spec(kernel, source, sf.launch_sites)
+    reparsed = parse_spec(format_spec(spec), "draft.spec")[spec.kernel]
+    validate(reparsed, kernel, source)
+    build_problem(reparsed, kernel)
+    return spec
+
+
+def buffers(spec: KernelSpec) -> dict[str, tuple]:
+    return {p.name: (p.role, p.length, p.low, p.high)
+            for p in spec.params if isinstance(p, BufferDecl)}
+
+
+def scalars(spec: KernelSpec) -> dict[str, str]:
+    return {p.name: p.expr for p in spec.params if isinstance(p, ScalarDecl)}
+
+
+def sizes(spec: KernelSpec) -> dict[str, str]:
+    return {s.name: s.expr for s in spec.sizes}
+
+
+def line_of(spec: KernelSpec, start: str) -> str:
+    return next(ln for ln in format_spec(spec).splitlines() if ln.startswith(start))
+
+
+# -- pointer bumps -----------------------------------------------------------------------------
+
+BUMPED = """\
+__global__ void fuse(float* res, float* normed, float* mean, const float* x, const float* y,
+                     const float* w, int N, int C) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx > N) return;
+    res += C * idx;
+    normed = normed + C * idx;
+    x += C * idx;
+    y = y + idx * C;
+    float m = 0.0f;
+    for (int c = 0; c < C; ++c) { float v = x[c] + y[c]; res[c] = v; m += v; }
+    m /= C;
+    for (int c = 0; c < C; c++) normed[c] = (res[c] - m) * w[c];
+    mean[idx] = m;
+}
+"""
+
+
+def test_bumped_pointers_index_from_the_thread_row():
+    """Every bumped buffer reaches row N (the guard is ``idx > N``) times C; w is not bumped;
+    res is written before each read (``++c`` and ``c++`` headers step alike), so it is out."""
+    spec = infer(BUMPED)
+    assert buffers(spec) == {
+        "res": ("out", "N * C + C", None, None),
+        "normed": ("out", "N * C + C", None, None),
+        "mean": ("out", "N + 1", None, None),
+        "x": ("in", "N * C + C", None, None),
+        "y": ("in", "N * C + C", None, None),
+        "w": ("in", "C", None, None),
+    }
+    assert spec.launch.grid == ("ceil_div(N + 1, block.x)",)
+    assert not any("cannot follow" in n for n in spec.notes)
+
+
+def test_a_bump_after_a_use_leaves_that_use_at_the_start():
+    """``out[idx]`` before ``out += N`` reaches N; ``out[idx]`` after it reaches 2 * N."""
+    spec = infer("""\
+__global__ void two(float* out, const float* a, int N) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= N) return;
+    out[idx] = a[idx];
+    out += N;
+    out[idx] = 2.0f * a[idx];
+}
+""")
+    assert buffers(spec) == {"out": ("out", "2 * N", None, None),
+                             "a": ("in", "N", None, None)}
+
+
+def test_a_bump_inside_a_loop_is_an_unknown_offset():
+    """A bump repeated by a loop moves the pointer by an unknown amount per use: the length
+    is assumed (marked), never the unbumped index."""
+    spec = infer("""\
+__global__ void k(float* out, const float* inp, int N, int C) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= N) return;
+    for (int r = 0; r < 4; r++) { inp += C; out[idx] += inp[idx]; }
+}
+""")
+    assert line_of(spec, "in inp:") == "in inp: float[N]  # assumed: see the notes"
+    assert "length of inp assumed N: index of 'inp[idx]' is not an affine expression" \
+        in spec.notes
+
+
+# -- values from the host code -----------------------------------------------------------------
+
+HOST = """\
+__global__ void col_sum(float* dbias, const float* dout, int B, int T, int OC) {
+    int o = blockIdx.x;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < B * T; i += blockDim.x) s += dout[i * OC + o];
+    if (threadIdx.x == 0) dbias[o] = s;
+}
+
+void col_sum_launch(float* dbias, const float* dout, int B, int T, int OC) {
+    col_sum<<<OC, 128>>>(dbias, dout, B, T, OC);
+}
+
+int main() {
+    int B = 8;
+    int T = 1024;
+    int OC = 768 * 4;
+    float* dbias = 0;
+    float* dout = 0;
+    col_sum_launch(dbias, dout, B, T, OC);
+    return 0;
+}
+"""
+
+
+def test_sizes_from_the_host_code_through_the_launching_function():
+    spec = infer(HOST, "col_sum")
+    assert sizes(spec) == {"OC": "3072", "B": "8", "T": "1024"}
+    assert buffers(spec)["dout"] == ("in", "B * T * OC", None, None)
+    assert buffers(spec)["dbias"] == ("out", "OC", None, None)
+    assert spec.launch.grid == ("OC",)
+    assert spec.launch.block == ("128",)
+    assert "size OC = 3072: from the host code (the launch at line 9 passes 'OC' = 768 * 4)" \
+        in spec.notes
+    assert line_of(spec, "size OC") == "size OC = 3072"
+    assert not any(n.startswith("sizes are defaults") for n in spec.notes)
+
+
+def test_host_values_of_a_launching_functions_locals():
+    """``int n = 1 << 20;`` in the function that launches: the size is that value, and the
+    defaulted size beside it is still called a default."""
+    spec = infer("""\
+__global__ void scale(float* y, const float* x, int n, int m) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && threadIdx.y < m) y[i * m + threadIdx.y] = 2.0f * x[i * m + threadIdx.y];
+}
+void run(float* y, const float* x, int m) {
+    const int n = 1 << 20;
+    scale<<<(n + 255) / 256, dim3(256, 1)>>>(y, x, n, m);
+}
+""")
+    assert sizes(spec)["n"] == "1048576"
+    assert "size n = 1048576: from the host code (the launch at line 7 passes 'n' = (1 << 20))" \
+        in spec.notes
+    assert any(n.startswith("sizes are defaults (m = ") for n in spec.notes)
+
+
+def test_a_guessed_stride_carries_guess_on_its_line_and_a_host_value_replaces_it():
+    kernel = """\
+__global__ void xent(float* losses, const float* probs, const int* targets, int B, int T,
+                     int V) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < B * T) losses[i] = -logf(probs[i * V + targets[i]]);
+}
+"""
+    guessed = infer(kernel)
+    assert line_of(guessed, "size V") == "size V = 1  # GUESS: see the notes"
+    assert "size V = 1: a stride with no bounds check; GUESS, set it" in guessed.notes
+    host = infer(kernel + """\
+void xent_launch(float* l, const float* p, const int* t, int B, int T, int V) {
+    xent<<<(B * T + 255) / 256, 256>>>(l, p, t, B, T, V);
+}
+int main() {
+    int B = 4;
+    int T = 64;
+    int V = 50257;
+    xent_launch(0, 0, 0, B, T, V);
+}
+""")
+    assert sizes(host) == {"B": "4", "T": "64", "V": "50257"}
+    assert line_of(host, "size V") == "size V = 50257"
+    assert buffers(host)["targets"] == ("in", "B * T", "0", "V")
+
+
+def test_integer_scalars_from_host_expressions():
+    spec = infer("""\
+__global__ void fill(float* y, int n, int stride) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = (float)(i % stride);
+}
+void go(float* y, int n) {
+    int stride = 16 * 4;
+    fill<<<(n + 127) / 128, 128>>>(y, n, stride);
+}
+""")
+    assert scalars(spec)["stride"] == "64"
+    assert "scalar stride = 64: from the host code (the launch at line 7 passes " \
+           "'stride' = (16 * 4))" in spec.notes
+
+
+# -- the block from a local of any integer type ----------------------------------------------
+
+@pytest.mark.parametrize("decl", ["unsigned int block_size = 512;",
+                                  "const unsigned block_size = 512;",
+                                  "size_t block_size = 512;",
+                                  "constexpr int block_size = 512;",
+                                  "const long block_size = 512;"])
+def test_a_block_from_an_integer_local_before_the_launch(decl):
+    """Two launching functions declare the same local (so it is no file-wide constant); each
+    launch takes its own function's value."""
+    spec = infer(f"""\
+__global__ void step(float* p, const float* g, long n) {{
+    long i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] -= 0.01f * g[i];
+}}
+void first(float* p, const float* g, long n) {{
+    {decl}
+    unsigned int blocks = (n + block_size - 1) / block_size;
+    step<<<blocks, block_size>>>(p, g, n);
+}}
+void second(float* p, const float* g, long n) {{
+    unsigned int block_size = 64;
+    step<<<(n + 63) / 64, block_size>>>(p, g, n);
+}}
+""")
+    assert spec.launch.block == ("512",)
+    assert "block 512: the launch at line 8" in spec.notes
