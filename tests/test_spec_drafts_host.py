@@ -238,3 +238,76 @@ void second(float* p, const float* g, long n) {{
 """)
     assert spec.launch.block == ("512",)
     assert "block 512: the launch at line 8" in spec.notes
+
+
+# -- pointers passed to device helpers ---------------------------------------------------------
+
+VEC_HELPERS = """\
+template <class E>
+struct alignas(16) Pack {
+    static constexpr int size = sizeof(float4) / sizeof(E);
+    E v[size];
+};
+typedef Pack<float> p4;
+template <class E>
+__device__ Pack<E> fetch(const E* at) {
+    Pack<E> r;
+    *reinterpret_cast<float4*>(r.v) = *reinterpret_cast<const float4*>(at);
+    return r;
+}
+template <class E>
+__device__ void keep(E* at, Pack<E> value) {
+    *reinterpret_cast<float4*>(at) = *reinterpret_cast<float4*>(value.v);
+}
+"""
+
+
+def test_helpers_taking_a_pointer_are_reads_and_writes_of_whole_vectors():
+    """``fetch(table + ix * C + c)`` reads table (from the helper's body), ``keep(out + i, v)``
+    writes out; ix, loaded from ids, gets a range; the index steps by p4::size (4), so the
+    grid covers 4 elements a thread and C stays a multiple of 4."""
+    spec = infer(VEC_HELPERS + """\
+__global__ void gather(float* out, const int* ids, const float* table, int R, int C) {
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * p4::size;
+    if (i < R * C) {
+        int r = i / C;
+        int c = i % C;
+        int ix = ids[r];
+        keep(out + i, fetch(table + ix * C + c));
+    }
+}
+""")
+    assert buffers(spec) == {"out": ("out", "R * C", None, None),
+                             "ids": ("in", "R", "0", "n_table"),
+                             "table": ("in", "C * n_table", None, None)}
+    assert spec.launch.grid == ("ceil_div(R * C, 4 * block.x)",)
+    assert [(m.name, m.expr) for m in spec.multiples] == [("C", "4")]
+    assert ("multiple C = 4: 'fetch(table + ix * C + c)' moves 4 elements "
+            "(16 bytes) from an index that steps by 4, so the sizes stay multiples of 4 "
+            "(whole, aligned vectors)") in spec.notes
+    assert not any("cannot follow" in n or "passed on" in n for n in spec.notes)
+
+
+def test_a_vector_helper_on_an_unaligned_index_reaches_past_it():
+    """Per-element indices (no step of 4): the last thread's vector reaches 3 past the bound,
+    so the buffers are padded (assumed, noted), never short."""
+    spec = infer(VEC_HELPERS + """\
+__global__ void shift(float* out, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) keep(out + i, fetch(x + i));
+}
+""")
+    assert buffers(spec) == {"out": ("out", "n + 3", None, None),
+                             "x": ("in", "n + 3", None, None)}
+    assert not spec.multiples
+
+
+def test_helpers_not_in_the_file_go_by_their_names():
+    """``load_row``/``store_row`` defined elsewhere: a read and a write of one element."""
+    spec = infer("""\
+__global__ void cp(float* y, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) store_row(y + i, load_row(x + i));
+}
+""")
+    assert buffers(spec) == {"y": ("out", "n", None, None), "x": ("in", "n", None, None)}

@@ -90,6 +90,9 @@ class Access:
     # without spaces): a write covers a read of ``a[j]`` only from a loop over j with the same
     # header (``j <= t`` in one loop and ``j < T`` in the next cover different elements)
     loops: tuple[tuple[str, str], ...] = ()
+    # bytes the access moves from its element on, when more than one element: a device
+    # helper taking the pointer that loads or stores a 16-byte vector (``load128cs(p + i)``)
+    width: int = 0
 
 
 @dataclass
@@ -123,8 +126,13 @@ class BodyFacts:
 class BodyAnalysis:
     """Runs the analysis; use :func:`analyze_body`."""
 
-    def __init__(self, parsed: Parsed, body: Node, kernel: Kernel) -> None:
+    def __init__(self, parsed: Parsed, body: Node, kernel: Kernel,
+                 context: str = "", qualified: Optional[dict[str, int]] = None) -> None:
         self.parsed = parsed
+        # the text device helpers are looked up in (headers and file), and the values of
+        # qualified names the body uses (``x128::size``)
+        self.context = context
+        self.qualified = qualified or {}
         self.body = body
         self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
         self.int_params = {p.name for p in kernel.parameters
@@ -372,6 +380,9 @@ class BodyAnalysis:
             return Poly.sym(name)
         if t == "field_expression":
             return Poly.sym(self.text(node).replace(" ", ""))
+        if t == "qualified_identifier":
+            v = self.qualified.get("".join(self.text(node).split()))
+            return None if v is None else Poly.const(v)
         if t in ("subscript_expression", "call_expression"):
             # an element of an integer pointer parameter used inline (``p[i * V + t[i]]``):
             # a symbol loaded from it, as ``int ix = t[i];`` would give; a whole index
@@ -632,8 +643,12 @@ class BodyAnalysis:
         else:
             base = self.pointer_base(node)
             if base is not None:
+                helper = self._helper_access(node)
                 if self._read_only_load(node):
                     self._add(base[0], "read", base[1], node)
+                elif helper is not None:
+                    call = node.parent.parent
+                    self._add(base[0], helper[0], base[1], call, width=helper[1])
                 else:
                     shown = parent if parent is not None else node
                     if shown.type == "argument_list" and shown.parent is not None:
@@ -674,6 +689,51 @@ class BodyAnalysis:
         fn = args.parent.child_by_field_name("function")
         return fn is not None and self.text(fn) in READ_ONLY_LOADS
 
+    def _helper_access(self, node: Node) -> Optional[tuple[str, int]]:
+        """(kind, bytes) when ``node`` is an argument of a call to a device helper that
+        reads or writes through it: from the helper's body when the file or its headers
+        define it (a store through the parameter, ``*p = v`` / ``p[i] = v`` / ``__stcs(p, v)``,
+        is a write, anything else a read), else from its name (``load...`` reads,
+        ``store...`` writes); bytes from a cast to a vector type in that body (``int4``,
+        ``float4``: 16) or a ``128`` in the name (16), else 0 (one element)."""
+        while node.parent is not None and node.parent.type == "parenthesized_expression":
+            node = node.parent
+        args = node.parent
+        if args is None or args.type != "argument_list" or args.parent is None or \
+                args.parent.type != "call_expression":
+            return None
+        fn = args.parent.child_by_field_name("function")
+        if fn is None:
+            return None
+        name = self.text(fn).split("<")[0].strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in ATOMIC_RMW | ATOMIC_WRITE:
+            return None
+        position = next((i for i, a in enumerate(named_children(args)) if a == node), None)
+        if position is None:
+            return None
+        found = _helper_body(self.context, name)
+        kind = ""
+        width = 16 if "128" in name else 0
+        if found is not None:
+            params, body = found
+            if position >= len(params):
+                return None
+            p = params[position]
+            if not re.search(rf"\b{re.escape(p)}\b", body):
+                return None
+            vector = re.search(rf"(?:int|uint|float)(4|2)\s*\*\s*>\s*\(\s*{re.escape(p)}\b", body)
+            if vector:
+                width = 16 if vector.group(1) == "4" else 8
+            store = (rf"\*\s*(?:\(\s*)?(?:reinterpret_cast\s*<[^<>]*>\s*)?\(?\s*{re.escape(p)}\b"
+                     rf"[^;=]*=(?!=)|\b{re.escape(p)}\s*\[[^\]]*\]\s*=(?!=)"
+                     rf"|__st\w*\s*\(\s*(?:reinterpret_cast\s*<[^<>]*>\s*)?\(?\s*{re.escape(p)}\b")
+            kind = "write" if re.search(store, body) else "read"
+        elif name.lower().startswith("load"):
+            kind = "read"
+        elif name.lower().startswith("store"):
+            kind = "write"
+        return (kind, width) if kind else None
+
     def _atomic_call(self, ident: Node) -> Optional[tuple[str, Node]]:
         """(function, first argument) when ``ident`` is inside the first argument of an
         atomic function call."""
@@ -694,7 +754,7 @@ class BodyAnalysis:
         return None
 
     def _add(self, param: str, kind: str, index: Optional[Poly], node: Node,
-             index_node: Optional[Node] = None, atomic: str = "") -> None:
+             index_node: Optional[Node] = None, atomic: str = "", width: int = 0) -> None:
         data: set[str] = set()
         direct = ""
         if index_node is not None:
@@ -734,7 +794,7 @@ class BodyAnalysis:
             param=param, kind=kind, index=index, text=self.text(node),
             line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
             direct_index=direct, atomic=atomic, order=order, branches=self._branches(node),
-            loops=self._loops(node)))
+            loops=self._loops(node), width=width))
 
     def _loops(self, node: Node) -> tuple[tuple[str, str], ...]:
         """(variable, header) of each ``for`` whose body holds ``node``, innermost first."""
@@ -883,9 +943,37 @@ def _is_declarator(ident: Node) -> bool:
         and parent.child_by_field_name("declarator") == ident
 
 
-def analyze_body(parsed: Parsed, body: Node, kernel: Kernel) -> BodyFacts:
-    """The facts of ``kernel``'s body (``body`` is its ``compound_statement`` in ``parsed``)."""
-    a = BodyAnalysis(parsed, body, kernel)
+_HELPER_HEAD = re.compile(r"__device__[^;{}()]*?\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)"
+                          r"\s*(?:const\s*)?\{")
+
+
+def _helper_body(context: str, name: str) -> Optional[tuple[list[str], str]]:
+    """(parameter names, body text) of the first ``__device__`` function ``name`` that
+    ``context`` defines, or None."""
+    if name not in context:
+        return None
+    for m in _HELPER_HEAD.finditer(context):
+        if m.group("name") != name:
+            continue
+        depth, i = 1, m.end()
+        while i < len(context) and depth:
+            depth += {"{": 1, "}": -1}.get(context[i], 0)
+            i += 1
+        params = []
+        for part in m.group("params").split(","):
+            words = re.findall(r"[A-Za-z_]\w*", part.split("=")[0])
+            if words:
+                params.append(words[-1])
+        return params, context[m.end():i - 1]
+    return None
+
+
+def analyze_body(parsed: Parsed, body: Node, kernel: Kernel, context: str = "",
+                 qualified: Optional[dict[str, int]] = None) -> BodyFacts:
+    """The facts of ``kernel``'s body (``body`` is its ``compound_statement`` in ``parsed``);
+    ``context``: the text (headers and file) device helpers are looked up in; ``qualified``:
+    values of qualified names (``x128::size``)."""
+    a = BodyAnalysis(parsed, body, kernel, context, qualified)
     a.collect()
     a.finish_bounds()
     a.accesses()

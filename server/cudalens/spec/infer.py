@@ -229,7 +229,8 @@ def infer_spec(kernel: Kernel, source_text: str,
         parsed, body = kernel_body_node(parsed, kernel)
     except LookupError as exc:
         raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
-    facts = analyze_body(parsed, body, kernel)
+    context = "\n".join(tuple(headers) + (source_text,))
+    facts = analyze_body(parsed, body, kernel, context, _vector_sizes(context))
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
     return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
                     tuple(headers)).draft()
@@ -338,6 +339,7 @@ class _Drafter:
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
         self.host_given: set[str] = set()  # sizes whose values come from the host code
+        self.multiple_why: dict[str, str] = {}  # size -> why it is kept a multiple (else a launch)
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -555,7 +557,7 @@ class _Drafter:
                 why = why or (f"no bounds check found on {', '.join(free)} in '{a.text}'"
                               if free else f"no bounds check found for '{a.text}'")
                 continue
-            length = u + Poly.const(1)
+            length = u + Poly.const(self.lanes_past(a))
             if any(sym.startswith("GRID.") for sym in length.symbols):
                 resolved = self.grid_resolved(length)
                 if resolved is None:
@@ -574,6 +576,52 @@ class _Drafter:
         if not known:
             return _Length(why=why or "not accessed in the body")
         return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
+
+    def lanes_past(self, a: Access) -> int:
+        """How many elements past its index's largest value plus one ``a`` reaches, plus
+        one: 1 for one element; for a vector of L elements (``Access.width``) L, unless the
+        index steps in whole vectors: every thread index (``facts.values``) a multiple of L
+        (``(blockIdx.x * blockDim.x + threadIdx.x) * x128::size``). Then the last size in
+        that index's bound is kept a multiple of L (``multiple C = 8``), so the last vector
+        ends at the bound, and 1 is returned."""
+        if a.width <= 1:
+            return 1
+        param = next((q for q in self.kernel.parameters if q.name == a.param), None)
+        st = self.spec_type(param)[0] if param is not None else None
+        if st is None:
+            return 1
+        lanes = max(1, a.width // dtypes.itemsize(dtypes.numpy_dtype(st)))
+        if lanes == 1:
+            return 1
+        for var, value in self.facts.values.items():
+            if not value.terms or any(c % lanes for _, c in value.terms) or \
+                    value.constant % lanes:
+                continue
+            bound = self.bound_of(var)
+            last = [n for n in self.order if bound is not None and n in bound.symbols]
+            if last and (var in a.text or self.axis_var_in(var, a)):
+                self.multiples.setdefault(last[-1], lanes)
+                self.multiple_why[last[-1]] = (
+                    f"multiple {last[-1]} = {lanes}: '{a.text}' moves {lanes} elements "
+                    f"({a.width} bytes) from an index that steps by {lanes}, so the sizes stay "
+                    f"multiples of {lanes} (whole, aligned vectors)")
+                return 1
+        return lanes
+
+    def axis_var_in(self, var: str, a: Access) -> bool:
+        """``a``'s index is built from ``var`` (directly, or through its quotients and
+        remainders ``(idx)/(C)``)."""
+        if a.index is None:
+            return False
+        for sym in a.index.symbols:
+            if sym == var:
+                return True
+            div = self.facts.divisions.get(sym)
+            if div is not None and (var in div[1].symbols or any(
+                    var in self.facts.divisions.get(t, ("", Poly(), Poly()))[1].symbols
+                    for t in div[1].symbols)):
+                return True
+        return False
 
     def scoped_upper(self, a: Access) -> Optional[Poly]:
         """``upper(a.index)`` with the bounds of the ``if`` checks around ``a`` tried first
@@ -714,6 +762,7 @@ class _Drafter:
         if atomics:
             self.notes.append(f"atomics: the kernel calls {', '.join(atomics)}, so outputs may "
                               f"depend on the order threads run in")
+        before = {d.name: d.expr for d in sizes}
         sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
         defaulted = [s for s in sizes if s.name not in self.host_given]
         if defaulted:
@@ -732,9 +781,18 @@ class _Drafter:
                 sizes = [_multiple_of(d, step, self.constants) if d.name == rename[size] else d
                          for d in sizes]
                 multiples.append(MultipleDecl(name=rename[size], expr=str(step)))
+                if size in self.multiple_why:
+                    self.notes.append(self.multiple_why[size].replace(
+                        f"multiple {size} = ", f"multiple {rename[size]} = ", 1))
+                    continue
                 self.notes.append(f"multiple {rename[size]} = {step}: the launch covers "
                                   f"{rename[size]} with whole blocks of {step} and the body has "
                                   f"no bounds check, so the ragged size stays a multiple")
+        for d in sizes:  # a note giving a size's value gives the value drafted
+            old = f"size {d.name} = {before.get(d.name)}:"
+            if before.get(d.name) != d.expr:
+                self.notes = [f"size {d.name} = {d.expr}:" + n[len(old):]
+                              if n.startswith(old) else n for n in self.notes]
         return KernelSpec(
             kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
             launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
@@ -1459,6 +1517,40 @@ def _initializer(name: str, source: str) -> Optional[str]:
                        rf"|,\s*){name}\s*=\s*((?:[^;,()]|\([^()]*\))+)[;,]", source)
     assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
     return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
+
+
+_VECTOR_BYTES = {"int4": 16, "uint4": 16, "float4": 16, "double2": 16, "longlong2": 16,
+                 "int2": 8, "uint2": 8, "float2": 8}
+
+
+@functools.lru_cache(maxsize=8)
+def _vector_sizes(context: str) -> dict[str, int]:
+    """``NAME::size`` of each alias of a packed-vector template instance in ``context``:
+    ``typedef Packed128<floatX> x128;`` (or ``using x128 = Packed128<floatX>;``) of a
+    ``template<class E> struct Packed128`` declaring ``size = sizeof(int4) / sizeof(E)`` has
+    16 over the bytes of floatX."""
+    out: dict[str, int] = {}
+    if "::size" not in context and "sizeof" not in context:
+        return out
+    aliases = [(m.group(3), m.group(1), m.group(2)) for m in re.finditer(
+        r"typedef\s+([A-Za-z_]\w*)\s*<\s*([\w:]+)\s*>\s*([A-Za-z_]\w*)\s*;", context)]
+    aliases += [(m.group(1), m.group(2), m.group(3)) for m in re.finditer(
+        r"using\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*<\s*([\w:]+)\s*>\s*;", context)]
+    for alias, template, arg in aliases:
+        m = re.search(rf"template\s*<\s*(?:class|typename)\s+([A-Za-z_]\w*)\s*>\s*"
+                      rf"(?:struct|class)\s+(?:alignas\s*\(\s*\d+\s*\)\s*)?{re.escape(template)}"
+                      rf"\b[^{{;]*\{{", context)
+        if m is None:
+            continue
+        body = context[m.end():m.end() + 4000]
+        size = re.search(rf"\bsize\s*=\s*sizeof\s*\(\s*(\w+)\s*\)\s*/\s*sizeof\s*\(\s*"
+                         rf"{re.escape(m.group(1))}\s*\)", body)
+        if size is None or size.group(1) not in _VECTOR_BYTES:
+            continue
+        element = _sizeof(templates.resolve_type(arg, context, {}))
+        if element:
+            out[f"{alias}::size"] = _VECTOR_BYTES[size.group(1)] // element
+    return out
 
 
 def _sizeof(ctype: str) -> Optional[int]:
