@@ -719,8 +719,15 @@ class BodyAnalysis:
             if position >= len(params):
                 return None
             p = params[position]
-            if not re.search(rf"\b{re.escape(p)}\b", body):
+            uses = list(re.finditer(rf"(?<![\w.]){re.escape(p)}\b", body))
+            if not uses:
                 return None
+            for u in uses:  # only the element it points to: *p, p[0], a cast of p
+                after = body[u.end():u.end() + 40]
+                if re.match(r"\s*\[", after) and not re.match(r"\s*\[\s*0\s*\]", after):
+                    return None
+                if re.match(r"\s*(?:[-+](?![=>])|\+=|-=|=(?!=))", after):
+                    return None
             vector = re.search(rf"(?:int|uint|float)(4|2)\s*\*\s*>\s*\(\s*{re.escape(p)}\b", body)
             if vector:
                 width = 16 if vector.group(1) == "4" else 8
@@ -728,6 +735,8 @@ class BodyAnalysis:
                      rf"[^;=]*=(?!=)|\b{re.escape(p)}\s*\[[^\]]*\]\s*=(?!=)"
                      rf"|__st\w*\s*\(\s*(?:reinterpret_cast\s*<[^<>]*>\s*)?\(?\s*{re.escape(p)}\b")
             kind = "write" if re.search(store, body) else "read"
+        elif not self.context:
+            return None  # (validation: no guesses by name about what a helper does)
         elif name.lower().startswith("load"):
             kind = "read"
         elif name.lower().startswith("store"):
