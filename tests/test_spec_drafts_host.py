@@ -311,3 +311,60 @@ __global__ void cp(float* y, const float* x, int n) {
 }
 """)
     assert buffers(spec) == {"y": ("out", "n", None, None), "x": ("in", "n", None, None)}
+
+
+def test_a_bump_later_in_a_loop_around_the_use_is_an_unknown_offset():
+    """``x += T`` after ``x[i]`` in the loop body moves the next iteration's read: the length
+    is assumed, not the first iteration's ``N``."""
+    spec = infer("""\
+__global__ void k(float* y, const float* x, int N, int T) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    float s = 0.0f;
+    for (int r = 0; r < 8; r++) { s += x[i]; x += T; }
+    y[i] = s;
+}
+""")
+    assert line_of(spec, "in x:") == "in x: float[N]  # assumed: see the notes"
+
+
+# -- template values a body can run with -------------------------------------------------------
+
+TILED = """\
+template <const int TILE>
+__global__ void mm(int M, int N, int K, const float* A, const float* B, float* C) {
+    const int row = blockIdx.x * TILE + threadIdx.x / TILE;
+    const int col = blockIdx.y * TILE + threadIdx.x % TILE;
+    if (row < M && col < N) {
+        float t = 0.0f;
+        for (int k = 0; k < K; ++k) t += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = t;
+    }
+}
+"""
+
+
+def test_a_template_tile_squared_as_the_block_is_guessed_at_most_1024_threads():
+    spec = infer(TILED)
+    assert spec.kernel == "mm<32>"
+    assert spec.launch.block == ("1024",)
+    assert spec.launch.grid == ("ceil_div(M, 32)", "ceil_div(N, 32)")
+    assert ("block 1024: template argument TILE = 32 of mm<32> squared: the body splits "
+            "threadIdx.x into rows and columns of TILE") in spec.notes
+    assert buffers(spec) == {"A": ("in", "M * K", None, None), "B": ("in", "N * K", None, None),
+                             "C": ("out", "M * N", None, None)}
+
+
+def test_a_template_guess_keeps_static_shared_memory_within_48_kib():
+    """``__shared__ float a[BS * BS], b[...]`` twice: 256 would need 512 KiB and 128 128 KiB,
+    64 needs 32 KiB; the block is the default, BS is no block name here."""
+    spec = infer("""\
+template <int BS>
+__global__ void tiles(const float* x, float* y, int n) {
+    __shared__ float a[BS * BS];
+    __shared__ float b[BS][BS];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { a[threadIdx.x] = x[i]; b[0][threadIdx.x % BS] = a[threadIdx.x]; y[i] = b[0][0]; }
+}
+""")
+    assert spec.kernel == "tiles<64>"

@@ -226,10 +226,17 @@ class BodyAnalysis:
     def _bumped_offset(self, name: str, use: Node) -> Optional[Poly]:
         """The element offset of pointer parameter ``name`` at ``use`` after its bumps: the
         sum of the bumps before ``use``, each a statement of the body's outermost block (so
-        run once, in order, by every thread that gets to ``use``); None when a bump sits in
-        a loop or a branch, or its offset is not a polynomial."""
+        run once, in order, by every thread that gets to ``use``); None when a bump before it
+        sits in a loop or a branch, a bump anywhere in a loop around ``use`` (its next
+        iteration sees it), or an offset is not a polynomial."""
         total = Poly()
+        loops = ("for_statement", "while_statement", "do_statement")
         for n, sign, value in self.param_bumps[name]:
+            anc = n.parent
+            while anc is not None and anc.id != self.body.id:
+                if anc.type in loops and anc.start_byte <= use.start_byte < anc.end_byte:
+                    return None  # a later iteration sees this bump (A += TILE in the loop)
+                anc = anc.parent
             if n.end_byte > use.start_byte:
                 if n.start_byte <= use.start_byte:
                     return None  # the use inside its own bump (p = p + k)

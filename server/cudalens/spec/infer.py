@@ -145,6 +145,7 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
     if len(params) != len(kernel.template_parameters):
         return None
     args = []
+    ints = []
     for text in params:
         head = text.split("=")[0].split()
         if not head:
@@ -154,8 +155,60 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
         elif head[0] == "bool":
             args.append("false")
         else:
+            ints.append((len(args), head[-1]))
             args.append(str(DEFAULT_BLOCK_1D[0]))
+    if ints:
+        body = _kernel_text(kernel, source)
+        value = next((v for v in _INT_GUESSES
+                      if _guess_fits(body, {n: v for _, n in ints}, source)), None)
+        for i, _ in ints:
+            args[i] = str(value if value is not None else DEFAULT_BLOCK_1D[0])
     return templates.instance_text(kernel.name, args), args
+
+
+# Values tried, in order, for a template's integer parameters when the file names no instance
+_INT_GUESSES = (DEFAULT_BLOCK_1D[0], 128, 64, 32, 16, 8)
+_MAX_THREADS = 1024
+_MAX_STATIC_SHARED = 48 * 1024
+
+
+def _kernel_text(kernel: Kernel, source: str) -> str:
+    if source.isascii():
+        return source[kernel.start_byte:kernel.end_byte]
+    return source.encode()[kernel.start_byte:kernel.end_byte].decode(errors="replace")
+
+
+def _square_block(body: str, name: str) -> bool:
+    """The body splits ``threadIdx.x`` into rows and columns of ``name``
+    (``threadIdx.x / BLOCKSIZE`` and ``threadIdx.x % BLOCKSIZE``): its block is ``name``
+    squared."""
+    return all(re.search(rf"threadIdx\.x\s*{op}\s*\(?\s*{re.escape(name)}\b", body)
+               for op in ("/", "%"))
+
+
+def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
+    """Template values ``values`` keep the block the body implies (``name`` squared, see
+    :func:`_square_block`) within 1024 threads and the static shared memory within 48 KiB."""
+    for name, v in values.items():
+        if _square_block(body, name) and v * v > _MAX_THREADS:
+            return False
+    env: dict[str, object] = {**file_constants(source), **values}
+    total = 0
+    for m in re.finditer(r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\s*"
+                         r"((?:\[[^\[\]]+\]\s*)+);", body):
+        size = _sizeof(m.group(1))
+        count = 1
+        for dim in re.findall(r"\[([^\[\]]+)\]", m.group(2)):
+            try:
+                n = evaluate(dim, env)
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                n = None
+            if not isinstance(n, int):
+                count = 0
+                break
+            count *= n
+        total += (size or 4) * count
+    return total <= _MAX_STATIC_SHARED
 
 
 def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDecl],
@@ -963,6 +1016,12 @@ class _Drafter:
             return found
         for name in self.kernel.template_parameters:  # template <int BLOCK> with no launch
             value = self.constants.get(name)
+            body = _kernel_text(self.kernel, self.source)
+            if value is not None and _square_block(body, name) and \
+                    1 <= value * value <= _MAX_THREADS:
+                return (value * value,), (f"template argument {name} = {value} of "
+                                          f"{self.instance} squared: the body splits "
+                                          f"threadIdx.x into rows and columns of {name}")
             if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
                 return (value,), f"template argument {name} = {value} of {self.instance}"
         body = self.source[self.kernel.start_byte:self.kernel.end_byte] \
