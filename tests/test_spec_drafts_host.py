@@ -368,3 +368,44 @@ __global__ void tiles(const float* x, float* y, int n) {
 }
 """)
     assert spec.kernel == "tiles<64>"
+
+
+# -- sizes behind macros, and unchecked lengths ------------------------------------------------
+
+def test_a_grid_stride_bound_written_with_macros_is_the_size():
+    """``UMAD``/``UMUL`` macros expand to the thread index and the stride, ``uint`` is
+    unsigned: ``pos < count`` bounds ``data`` by count; ``part``, indexed by blockIdx.x and
+    threadIdx.x alone, keeps count a multiple of the block."""
+    spec = infer("""\
+typedef unsigned int uint;
+#define UMUL(a, b) ((a) * (b))
+#define UMAD(a, b, c) (UMUL((a), (b)) + (c))
+__global__ void hist(uint* part, const uint* data, uint count) {
+    uint s = 0;
+    for (uint pos = UMAD(blockIdx.x, blockDim.x, threadIdx.x); pos < count;
+         pos += UMUL(blockDim.x, gridDim.x))
+        s += data[pos];
+    part[blockIdx.x * 64 + threadIdx.x] = s;
+}
+void go(uint* part, const uint* data, uint count) {
+    hist<<<(count + 63) / 64, 64>>>(part, data, count);
+}
+""")
+    assert sizes(spec) == {"count": "1 << 24"}
+    assert scalars(spec) == {"count": "count"}
+    assert buffers(spec)["data"] == ("in", "count", None, None)
+    assert [(m.name, m.expr) for m in spec.multiples] == [("count", "64")]
+    assert spec.launch.block == ("64",)
+
+
+def test_an_unchecked_kernel_keeps_its_assumed_size_a_multiple_of_the_block():
+    spec = infer("""\
+__global__ void copy4(uint4* dst, const uint4* src) {
+    unsigned pos = blockIdx.x * blockDim.x + threadIdx.x;
+    dst[pos] = src[pos];
+}
+void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s); }
+""")
+    assert [(m.name, m.expr) for m in spec.multiples] == [("n", "128")]
+    assert ("multiple n = 128: the launch covers n with whole blocks of 128 and the body has "
+            "no bounds check, so the ragged size stays a multiple") in spec.notes

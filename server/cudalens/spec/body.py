@@ -35,7 +35,8 @@ from typing import Optional
 
 from cudalens.source.model import Kernel
 from cudalens.source.syntax import meaningful_children as named_children
-from cudalens.spec import dtypes
+from cudalens.spec import dtypes, templates
+from cudalens.spec.defines import function_macros
 from cudalens.spec.cuda_tree import (Node, Parsed, declared_name, int_literal, operator, strip,
                                      walk)
 from cudalens.spec.poly import Poly
@@ -135,8 +136,11 @@ class BodyAnalysis:
         self.qualified = qualified or {}
         self.body = body
         self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
+        self.macros = function_macros(context) if context else {}
         self.int_params = {p.name for p in kernel.parameters
-                           if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+                           if not p.is_pointer and (dtypes.is_int_c_type(p.type) or (
+                               context and dtypes.is_int_c_type(
+                                   templates.resolve_type(p.type, context))))}
         self.int_pointers = {p.name for p in kernel.parameters if p.is_pointer and
                              dtypes.is_int_c_type(p.type.replace("*", " ").replace("const", " "))}
         self.defs: dict[str, list[Optional[Node]]] = defaultdict(list)
@@ -390,6 +394,10 @@ class BodyAnalysis:
         if t == "qualified_identifier":
             v = self.qualified.get("".join(self.text(node).split()))
             return None if v is None else Poly.const(v)
+        if t == "call_expression":
+            expanded = self._macro_poly(node, depth)
+            if expanded is not None:
+                return expanded
         if t in ("subscript_expression", "call_expression"):
             # an element of an integer pointer parameter used inline (``p[i * V + t[i]]``):
             # a symbol loaded from it, as ``int ix = t[i];`` would give; a whole index
@@ -429,6 +437,21 @@ class BodyAnalysis:
             if op in ("/", "%") and not (b.is_const() and b.constant <= 0):
                 return self._division(op, a, b)
         return None
+
+    def _macro_poly(self, call: Node, depth: int) -> Optional[Poly]:
+        """A call of a function-like macro of the file or its headers whose replacement is
+        integer arithmetic of its parameters (``UMAD(blockIdx.x, blockDim.x, threadIdx.x)``
+        with ``#define UMAD(a, b, c) (UMUL((a), (b)) + (c))``) as a polynomial of its
+        arguments; ``__umul24``/``__mul24`` multiply. None otherwise."""
+        fn = call.child_by_field_name("function")
+        name = self.text(fn).strip() if fn is not None else ""
+        if name not in self.macros:
+            return None
+        args = call.child_by_field_name("arguments")
+        polys = [self.poly(a, depth + 1) for a in (named_children(args) if args else [])]
+        if any(p is None for p in polys):
+            return None
+        return _expand_macro(name, polys, self.macros, 0)
 
     def reaching(self, name: str, use: Node) -> Optional[Node]:
         """The value of the one definition of local ``name`` that reaches ``use`` in
@@ -957,6 +980,56 @@ def _is_declarator(ident: Node) -> bool:
     return parent.type in ("pointer_declarator", "array_declarator", "reference_declarator",
                            "init_declarator", "parameter_declaration", "declaration") \
         and parent.child_by_field_name("declarator") == ident
+
+
+_MULTIPLY_INTRINSICS = ("__umul24", "__mul24")
+
+
+def _expand_macro(name: str, args: list, macros: dict, depth: int) -> Optional[Poly]:
+    """Macro ``name``'s replacement evaluated with its parameters bound to ``args``."""
+    import ast
+
+    params, text = macros[name]
+    if len(params) != len(args) or depth > 8:
+        return None
+    env = dict(zip(params, args))
+    try:
+        tree = ast.parse(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(n: "ast.AST") -> Optional[Poly]:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return Poly.const(n.value)
+        if isinstance(n, ast.Name):
+            return env.get(n.id)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+            v = ev(n.operand)
+            return None if v is None else (-v if isinstance(n.op, ast.USub) else v)
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            if a is None or b is None:
+                return None
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            if isinstance(n.op, ast.LShift) and b.is_const() and 0 <= b.constant < 63:
+                return a * Poly.const(1 << b.constant)
+            return None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
+            inner = [ev(a) for a in n.args]
+            if any(v is None for v in inner):
+                return None
+            if n.func.id in _MULTIPLY_INTRINSICS and len(inner) == 2:
+                return inner[0] * inner[1]
+            if n.func.id in macros:
+                return _expand_macro(n.func.id, inner, macros, depth + 1)
+        return None
+
+    return ev(tree)
 
 
 _HELPER_HEAD = re.compile(r"__device__[^;{}()]*?\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)"

@@ -384,7 +384,9 @@ class _Drafter:
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
         self.order = [p.name for p in kernel.parameters]
         self.int_params = {p.name for p in kernel.parameters
-                           if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+                           if not p.is_pointer and (dtypes.is_int_c_type(p.type) or
+                                                    dtypes.is_int_c_type(templates.resolve_type(
+                                                        p.type, self.context, self.bound)))}
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_grid = self.launch_grid()
@@ -392,6 +394,7 @@ class _Drafter:
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
         self.host_given: set[str] = set()  # sizes whose values come from the host code
+        self.unchecked_builtins = False  # an index of thread built-ins alone, unchecked
         self.multiple_why: dict[str, str] = {}  # size -> why it is kept a multiple (else a launch)
 
     # -- bounds ------------------------------------------------------------------------------
@@ -607,6 +610,9 @@ class _Drafter:
             if u is None:
                 free = sorted(s for s in a.index.symbols
                               if s not in self.int_params and self.var_upper(s, 0) is None)
+                if free and all(f.split(".")[0] in ("blockIdx", "threadIdx", "blockDim")
+                                for f in free):
+                    self.unchecked_builtins = True
                 why = why or (f"no bounds check found on {', '.join(free)} in '{a.text}'"
                               if free else f"no bounds check found for '{a.text}'")
                 continue
@@ -830,6 +836,7 @@ class _Drafter:
             name = name + self.instance[self.instance.index("<"):]
         multiples = []
         for size, step in self.multiples.items():
+            rename.setdefault(size, size) if any(d.name == size for d in sizes) else None
             if size in rename and any(d.name == rename[size] for d in sizes):
                 sizes = [_multiple_of(d, step, self.constants) if d.name == rename[size] else d
                          for d in sizes]
@@ -1064,6 +1071,13 @@ class _Drafter:
                     out.append(text)
                 else:
                     out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+                    if kind == "thread" and self.unchecked_builtins and axis == "x" and \
+                            len(block) == 1 and block[0] > 1 and \
+                            re.fullmatch(r"[A-Za-z_]\w*", text) and text not in self.constants:
+                        # an index of blockIdx.x and threadIdx.x alone, unchecked, reaches the
+                        # grid's last thread: whole blocks keep it inside the size
+                        back = {v: k for k, v in rename.items()}
+                        self.multiples.setdefault(back.get(text, text), block[0])
             elif axis in self.launch_axes(grid_vars):
                 extent, step, how = self.site_grid[axis]
                 text = _render(extent, rename)
@@ -1076,6 +1090,10 @@ class _Drafter:
                     f"bounds check along {axis}, so that grid and the block bound its indices")
             elif axis == "x":
                 out.append(f"ceil_div({main}, {bx})")
+                if re.fullmatch(r"[A-Za-z_]\w*", main) and main not in self.constants and \
+                        len(block) == 1 and block[0] > 1:
+                    # no bounds check: a ragged size would send the last block past the end
+                    self.multiples.setdefault(main, block[0])
                 self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
                                   f"blockIdx.x * blockDim.x + threadIdx.x with a bounds check")
             else:
