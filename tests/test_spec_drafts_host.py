@@ -409,3 +409,48 @@ void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s
     assert [(m.name, m.expr) for m in spec.multiples] == [("n", "128")]
     assert ("multiple n = 128: the launch covers n with whole blocks of 128 and the body has "
             "no bounds check, so the ragged size stays a multiple") in spec.notes
+
+
+# -- a written spec shorter than what the kernel writes ----------------------------------------
+
+CUBE = """\
+__global__ void cube(float* out, const float* in, int N) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y;
+    int z = blockIdx.z;
+    if (x < N && y < N && z < N) out[(z * N + y) * N + x] = in[x];
+}
+"""
+
+
+def _written(out_length: str):
+    text = ("kernel cube\nsize N = 64\n"
+            f"out out: float[{out_length}]\nin in: float[N]\nscalar N: int = N\n"
+            "block = 64\ngrid = ceil_div(N, 64), N, N\n")
+    return parse_spec(text, "cube.cu.spec")["cube"]
+
+
+def test_a_written_output_shorter_than_the_kernel_writes_is_an_error():
+    from cudalens.spec.errors import SpecError
+
+    kernel = parse_source(CUBE, "cube.cu").kernel("cube")
+    with pytest.raises(SpecError) as err:
+        validate(_written("N"), kernel, CUBE)
+    assert str(err.value) == (
+        "cube.cu.spec:3: kernel cube writes out up to N * N * N elements (from its bounds "
+        "checks; 262,144 at the nominal sizes), but the spec gives it N (64): expected a "
+        "length of at least N * N * N")
+    validate(_written("N * N * N"), kernel, CUBE)  # long enough
+    validate(_written("N * N * N + 7"), kernel, CUBE)  # longer is the user's business
+
+
+def test_an_output_whose_length_inference_only_assumes_is_not_checked():
+    source = """\
+__global__ void k(float* out, const float* in, int n) {
+    out[blockIdx.x * blockDim.x + threadIdx.x] = in[0];
+}
+"""
+    kernel = parse_source(source, "k.cu").kernel("k")
+    spec = parse_spec("kernel k\nsize n = 64\nout out: float[1]\nin in: float[1]\n"
+                      "scalar n: int = n\nblock = 64\ngrid = 1\n", "k.cu.spec")["k"]
+    validate(spec, kernel, source)
