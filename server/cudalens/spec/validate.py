@@ -81,7 +81,9 @@ def check_lengths(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
     buffers that escape the analysis are not checked). The runner would otherwise fault
     later, or guard regions would catch the writes as out of bounds. Both lengths are
     evaluated with the spec's sizes and its scalars' values for the kernel's integer
-    parameters; anything that cannot be evaluated is not checked."""
+    parameters; anything that cannot be evaluated is not checked, nor lengths that follow the
+    draft's launch (a buffer indexed by blockIdx is as long as the draft's grid, which its
+    block decides)."""
     from cudalens.spec.errors import SpecError as _SpecError
     from cudalens.spec.expr import ExprError, evaluate
     from cudalens.spec.infer import infer_spec
@@ -109,11 +111,13 @@ def check_lengths(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
     for d in draft.params:  # the draft's sizes are named by the parameters they are passed to
         if isinstance(d, ScalarDecl) and d.name in denv and re.fullmatch(r"\w+", d.expr):
             denv.setdefault(d.expr, denv[d.name])
+    if any(n.startswith("block fixed at") for n in draft.notes):
+        return  # lengths that follow the draft's grid and block, not the spec's
     drafted = {d.name: d for d in draft.params if isinstance(d, BufferDecl)}
     path = spec.source or "<spec>"
     for decl in outputs:
         mine = drafted.get(decl.name)
-        if mine is None or mine.type != decl.type or any(
+        if mine is None or mine.type != decl.type or "block" in mine.length or any(
                 n.startswith((f"length of {decl.name} ", f"{decl.name}: ")) and
                 ("assumed" in n or "GUESS" in n or "cannot follow" in n) for n in draft.notes):
             continue
