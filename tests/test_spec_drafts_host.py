@@ -1,9 +1,11 @@
 """Drafts of shapes public kernels take that drafted wrong: pointer parameters bumped to a
 thread's row before they are indexed (``p += C * idx`` then ``p[c]``), sizes and scalars the
-host code sets (``int V = 50257;`` in ``main``), a guessed stride size marked on its line, and
-a block named by an integer local of the launching function of any integer type. Each test
-asserts the drafted fields and the notes exactly, and that the draft is a valid spec for its
-kernel (through its text form)."""
+host code sets (``int V = 50257;`` in ``main``), a guessed stride size marked on its line, a
+block named by an integer local of the launching function of any integer type, pointers passed
+to device helpers (``load128cs(p + i)``), template values the body can run with, indices
+written with macros, unchecked sizes kept multiples of the block, and a written output shorter
+than the kernel writes (a validation error). Each draft test asserts the drafted fields and the
+notes exactly, and that the draft is a valid spec for its kernel (through its text form)."""
 
 from __future__ import annotations
 
