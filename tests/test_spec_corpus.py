@@ -77,7 +77,8 @@ def test_comparison_catches_faulting_drafts(entries):
 
 
 @pytest.mark.parametrize("name, notes", [
-    ("encoder_fwd", ["size n_wte = 1024: rows of wte, indexed by values read from inp; GUESS, "
+    # the note gives the value drafted: 1024 rows halved with the defaults beside it
+    ("encoder_fwd", ["size n_wte = 512: rows of wte, indexed by values read from inp; GUESS, "
                      "set it", "out: element type floatX is __nv_bfloat16"]),
     ("reduce_sum", ["drafted for reduce_sum<float, 256>, the first of 2 instances "
                     "(reduce_sum<float, 256>, reduce_sum<int, 128>): pick another with "

@@ -228,12 +228,26 @@ def split_top(args: str) -> list[str]:
     return parts
 
 
-def block_from_file(kernel: Kernel, sites: Sequence[LaunchSite],
-                    source: str) -> Optional[tuple[tuple[int, ...], str]]:
+def block_from_file(kernel: Kernel, sites: Sequence[LaunchSite], source: str,
+                    file_text: Optional[str] = None) -> Optional[tuple[tuple[int, ...], str]]:
     """(block shape, where it came from) from the first of ``kernel``'s launch sites with a
-    literal block, else from ``__launch_bounds__``; None when neither gives one."""
-    found = block_from_texts(tuple(site.config[1] if len(site.config) >= 2 else None
-                                   for site in sites),
+    literal block, else from ``__launch_bounds__``; None when neither gives one. A block
+    named by an integer local of the launching function (``unsigned int block_size = 512;``
+    before ``<<<grid, block_size>>>``) is that local's value; the sites' positions are in
+    ``file_text`` (the kernel's file, when ``source`` has headers before it)."""
+    from cudalens.spec.infer import _locals_in, _offset_of
+
+    def text_of(site: LaunchSite) -> Optional[str]:
+        if len(site.config) < 2:
+            return None
+        text = site.config[1]
+        if literal_block(text, source) is not None:
+            return text
+        own = source if file_text is None else file_text
+        at = _offset_of(own, site.range.start.line, site.range.start.column)
+        return _locals_in(text, own, at, set())
+
+    found = block_from_texts(tuple(text_of(site) for site in sites),
                              kernel.launch_bounds[0] if kernel.launch_bounds else None, source)
     if found is None:
         return None

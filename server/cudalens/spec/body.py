@@ -36,7 +36,8 @@ from typing import Optional
 from cudalens.kernel_model.syntax import (Node, Parsed, declared_name, int_literal,
                                           named_children, operator, strip, walk)
 from cudalens.source.model import Kernel
-from cudalens.spec import dtypes
+from cudalens.spec import dtypes, templates
+from cudalens.spec.defines import function_macros
 from cudalens.spec.poly import Poly
 
 # Read-only loads that take a pointer (CUDA C++ Programming Guide, "Read-Only Data Cache Load
@@ -89,6 +90,9 @@ class Access:
     # without spaces): a write covers a read of ``a[j]`` only from a loop over j with the same
     # header (``j <= t`` in one loop and ``j < T`` in the next cover different elements)
     loops: tuple[tuple[str, str], ...] = ()
+    # bytes the access moves from its element on, when more than one element: a device
+    # helper taking the pointer that loads or stores a 16-byte vector (``load128cs(p + i)``)
+    width: int = 0
 
 
 @dataclass
@@ -122,12 +126,22 @@ class BodyFacts:
 class BodyAnalysis:
     """Runs the analysis; use :func:`analyze_body`."""
 
-    def __init__(self, parsed: Parsed, body: Node, kernel: Kernel) -> None:
+    def __init__(self, parsed: Parsed, body: Node, kernel: Kernel,
+                 context: str = "", qualified: Optional[dict[str, int]] = None) -> None:
         self.parsed = parsed
+        # the text device helpers are looked up in (headers and file), and the values of
+        # qualified names the body uses (``x128::size``)
+        self.context = context
+        self.qualified = qualified or {}
         self.body = body
         self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
+        self.macros = function_macros(context) if context else {}
         self.int_params = {p.name for p in kernel.parameters
-                           if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+                           if not p.is_pointer and (dtypes.is_int_c_type(p.type) or (
+                               context and dtypes.is_int_c_type(
+                                   templates.resolve_type(p.type, context))))}
+        self.int_pointers = {p.name for p in kernel.parameters if p.is_pointer and
+                             dtypes.is_int_c_type(p.type.replace("*", " ").replace("const", " "))}
         self.defs: dict[str, list[Optional[Node]]] = defaultdict(list)
         self.assigned: dict[str, int] = defaultdict(int)
         # every definition of a local as (defining node, value node or None), for reaching
@@ -135,6 +149,9 @@ class BodyAnalysis:
         self.def_sites: dict[str, list[tuple[Node, Optional[Node]]]] = defaultdict(list)
         self.updated: set[str] = set()
         self.pointer_locals: set[str] = set()
+        # pointer parameter -> its bumps ``p += k``, ``p -= k``, ``p = p + k`` as (the
+        # assignment node, sign, offset node): later uses index from the bumped pointer
+        self.param_bumps: dict[str, list[tuple[Node, int, Node]]] = defaultdict(list)
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
         # (var, bound node, +1?, id of the if's consequence it guards or None)
         self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
@@ -150,7 +167,9 @@ class BodyAnalysis:
                 self._declaration(n)
             elif t == "assignment_expression":
                 left = strip(n.child_by_field_name("left"))
-                if left.type == "identifier":
+                if left.type == "identifier" and self.text(left) in self.pointers:
+                    self._param_bump(n, self.text(left))
+                elif left.type == "identifier":
                     self.assigned[self.text(left)] += 1
                     if operator(n) == "=":
                         self.def_sites[self.text(left)].append((n, n.child_by_field_name("right")))
@@ -184,6 +203,73 @@ class BodyAnalysis:
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     self._bounds(cond, False)
+
+    def _param_bump(self, n: Node, name: str) -> None:
+        """Records ``p += k`` / ``p -= k`` / ``p = p + k`` of pointer parameter ``p``; any
+        other assignment to it is a bump by an unknown offset."""
+        op, right = operator(n), n.child_by_field_name("right")
+        if op in ("+=", "-="):
+            self.param_bumps[name].append((n, 1 if op == "+=" else -1, right))
+            return
+        value = strip(right) if right is not None else None
+        if op == "=" and value is not None and value.type == "binary_expression" and \
+                operator(value) in ("+", "-"):
+            left = strip(value.child_by_field_name("left"))
+            other = value.child_by_field_name("right")
+            if left.type == "identifier" and self.text(left) == name:
+                self.param_bumps[name].append((n, 1 if operator(value) == "+" else -1, other))
+                return
+            other_side = strip(other)
+            if operator(value) == "+" and other_side.type == "identifier" and \
+                    self.text(other_side) == name:
+                self.param_bumps[name].append((n, 1, value.child_by_field_name("left")))
+                return
+        self.param_bumps[name].append((n, 0, right))
+
+    def _bumped_offset(self, name: str, use: Node) -> Optional[Poly]:
+        """The element offset of pointer parameter ``name`` at ``use`` after its bumps: the
+        sum of the bumps before ``use``, each a statement of the body's outermost block (so
+        run once, in order, by every thread that gets to ``use``); None when a bump before it
+        sits in a loop or a branch, a bump anywhere in a loop around ``use`` (its next
+        iteration sees it), or an offset is not a polynomial."""
+        total = Poly()
+        loops = ("for_statement", "while_statement", "do_statement")
+        for n, sign, value in self.param_bumps[name]:
+            anc = n.parent
+            while anc is not None and anc.id != self.body.id:
+                if anc.type in loops and anc.start_byte <= use.start_byte < anc.end_byte:
+                    return None  # a later iteration sees this bump (A += TILE in the loop)
+                anc = anc.parent
+            if n.end_byte > use.start_byte:
+                if n.start_byte <= use.start_byte:
+                    return None  # the use inside its own bump (p = p + k)
+                continue
+            stmt = n.parent
+            if sign == 0 or stmt is None or stmt.type != "expression_statement" or \
+                    stmt.parent is None or stmt.parent.id != self.body.id:
+                return None
+            k = self.poly(value)
+            if k is None:
+                return None
+            total = total + k if sign > 0 else total - k
+        return total
+
+    def _is_bump(self, ident: Node) -> bool:
+        """``ident`` is the bumped parameter of its own bump: on its left, or the ``p`` of
+        ``p = p + k``."""
+        name = self.text(ident)
+        if name not in self.param_bumps:
+            return False
+        node = ident
+        while node.parent is not None and (
+                node.parent.type == "parenthesized_expression" or
+                (node.parent.type == "binary_expression" and
+                 operator(node.parent) in ("+", "-"))):
+            node = node.parent
+        parent = node.parent
+        return parent is not None and parent.type == "assignment_expression" and \
+            any(parent.id == n.id for n, _, _ in self.param_bumps[name]) and \
+            (node == parent.child_by_field_name("left") or node != ident)
 
     def _declaration(self, decl: Node) -> None:
         if any(c.type == "type_qualifier" and self.text(c) == "__shared__"
@@ -304,6 +390,27 @@ class BodyAnalysis:
             return Poly.sym(name)
         if t == "field_expression":
             return Poly.sym(self.text(node).replace(" ", ""))
+        if t == "qualified_identifier":
+            v = self.qualified.get("".join(self.text(node).split()))
+            return None if v is None else Poly.const(v)
+        if t == "call_expression":
+            expanded = self._macro_poly(node, depth)
+            if expanded is not None:
+                return expanded
+        if t in ("subscript_expression", "call_expression"):
+            # an element of an integer pointer parameter used inline (``p[i * V + t[i]]``):
+            # a symbol loaded from it, as ``int ix = t[i];`` would give; a whole index
+            # (``x[col[j]]``) stays a direct index
+            up = node.parent
+            while up is not None and up.type in ("parenthesized_expression", "cast_expression"):
+                up = up.parent
+            loaded = self._loaded_from(node)
+            if loaded is not None and loaded in self.int_pointers and up is not None and \
+                    up.type == "binary_expression":
+                name = "".join(self.text(node).split())
+                self.facts.loads[name] = loaded
+                return Poly.sym(name)
+            return None
         if t == "unary_expression":
             inner = self.poly(node.child_by_field_name("argument"), depth + 1)
             op = operator(node)
@@ -329,6 +436,21 @@ class BodyAnalysis:
             if op in ("/", "%") and not (b.is_const() and b.constant <= 0):
                 return self._division(op, a, b)
         return None
+
+    def _macro_poly(self, call: Node, depth: int) -> Optional[Poly]:
+        """A call of a function-like macro of the file or its headers whose replacement is
+        integer arithmetic of its parameters (``UMAD(blockIdx.x, blockDim.x, threadIdx.x)``
+        with ``#define UMAD(a, b, c) (UMUL((a), (b)) + (c))``) as a polynomial of its
+        arguments; ``__umul24``/``__mul24`` multiply. None otherwise."""
+        fn = call.child_by_field_name("function")
+        name = self.text(fn).strip() if fn is not None else ""
+        if name not in self.macros:
+            return None
+        args = call.child_by_field_name("arguments")
+        polys = [self.poly(a, depth + 1) for a in (named_children(args) if args else [])]
+        if any(p is None for p in polys):
+            return None
+        return _expand_macro(name, polys, self.macros, 0)
 
     def reaching(self, name: str, use: Node) -> Optional[Node]:
         """The value of the one definition of local ``name`` that reaches ``use`` in
@@ -399,6 +521,8 @@ class BodyAnalysis:
         if t == "identifier":
             name = self.text(node)
             if name in self.pointers:
+                if name in self.param_bumps:
+                    return name, self._bumped_offset(name, node)
                 return name, Poly()
             if name in self.pointer_locals:
                 if not self.substitutable(name) and name not in self.updated:
@@ -478,7 +602,7 @@ class BodyAnalysis:
                 continue
             if self.text(n) in self.pointer_locals and self.pointer_base(n) is None:
                 continue  # a local pointer not derived from a parameter (shared memory, ...)
-            if self._alias_definition(n) or self._reassigned_alias(n):
+            if self._alias_definition(n) or self._reassigned_alias(n) or self._is_bump(n):
                 continue
             self._use(n)
 
@@ -548,8 +672,12 @@ class BodyAnalysis:
         else:
             base = self.pointer_base(node)
             if base is not None:
+                helper = self._helper_access(node)
                 if self._read_only_load(node):
                     self._add(base[0], "read", base[1], node)
+                elif helper is not None:
+                    call = node.parent.parent
+                    self._add(base[0], helper[0], base[1], call, width=helper[1])
                 else:
                     shown = parent if parent is not None else node
                     if shown.type == "argument_list" and shown.parent is not None:
@@ -590,6 +718,60 @@ class BodyAnalysis:
         fn = args.parent.child_by_field_name("function")
         return fn is not None and self.text(fn) in READ_ONLY_LOADS
 
+    def _helper_access(self, node: Node) -> Optional[tuple[str, int]]:
+        """(kind, bytes) when ``node`` is an argument of a call to a device helper that
+        reads or writes through it: from the helper's body when the file or its headers
+        define it (a store through the parameter, ``*p = v`` / ``p[i] = v`` / ``__stcs(p, v)``,
+        is a write, anything else a read), else from its name (``load...`` reads,
+        ``store...`` writes); bytes from a cast to a vector type in that body (``int4``,
+        ``float4``: 16) or a ``128`` in the name (16), else 0 (one element)."""
+        while node.parent is not None and node.parent.type == "parenthesized_expression":
+            node = node.parent
+        args = node.parent
+        if args is None or args.type != "argument_list" or args.parent is None or \
+                args.parent.type != "call_expression":
+            return None
+        fn = args.parent.child_by_field_name("function")
+        if fn is None:
+            return None
+        name = self.text(fn).split("<")[0].strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in ATOMIC_RMW | ATOMIC_WRITE:
+            return None
+        position = next((i for i, a in enumerate(named_children(args)) if a == node), None)
+        if position is None:
+            return None
+        found = _helper_body(self.context, name)
+        kind = ""
+        width = 16 if "128" in name else 0
+        if found is not None:
+            params, body = found
+            if position >= len(params):
+                return None
+            p = params[position]
+            uses = list(re.finditer(rf"(?<![\w.]){re.escape(p)}\b", body))
+            if not uses:
+                return None
+            for u in uses:  # only the element it points to: *p, p[0], a cast of p
+                after = body[u.end():u.end() + 40]
+                if re.match(r"\s*\[", after) and not re.match(r"\s*\[\s*0\s*\]", after):
+                    return None
+                if re.match(r"\s*(?:[-+](?![=>])|\+=|-=|=(?!=))", after):
+                    return None
+            vector = re.search(rf"(?:int|uint|float)(4|2)\s*\*\s*>\s*\(\s*{re.escape(p)}\b", body)
+            if vector:
+                width = 16 if vector.group(1) == "4" else 8
+            store = (rf"\*\s*(?:\(\s*)?(?:reinterpret_cast\s*<[^<>]*>\s*)?\(?\s*{re.escape(p)}\b"
+                     rf"[^;=]*=(?!=)|\b{re.escape(p)}\s*\[[^\]]*\]\s*=(?!=)"
+                     rf"|__st\w*\s*\(\s*(?:reinterpret_cast\s*<[^<>]*>\s*)?\(?\s*{re.escape(p)}\b")
+            kind = "write" if re.search(store, body) else "read"
+        elif not self.context:
+            return None  # (validation: no guesses by name about what a helper does)
+        elif name.lower().startswith("load"):
+            kind = "read"
+        elif name.lower().startswith("store"):
+            kind = "write"
+        return (kind, width) if kind else None
+
     def _atomic_call(self, ident: Node) -> Optional[tuple[str, Node]]:
         """(function, first argument) when ``ident`` is inside the first argument of an
         atomic function call."""
@@ -610,7 +792,7 @@ class BodyAnalysis:
         return None
 
     def _add(self, param: str, kind: str, index: Optional[Poly], node: Node,
-             index_node: Optional[Node] = None, atomic: str = "") -> None:
+             index_node: Optional[Node] = None, atomic: str = "", width: int = 0) -> None:
         data: set[str] = set()
         direct = ""
         if index_node is not None:
@@ -650,7 +832,7 @@ class BodyAnalysis:
             param=param, kind=kind, index=index, text=self.text(node),
             line=node.start_point[0] + 1, data_indices=tuple(sorted(data)),
             direct_index=direct, atomic=atomic, order=order, branches=self._branches(node),
-            loops=self._loops(node)))
+            loops=self._loops(node), width=width))
 
     def _loops(self, node: Node) -> tuple[tuple[str, str], ...]:
         """(variable, header) of each ``for`` whose body holds ``node``, innermost first."""
@@ -661,13 +843,16 @@ class BodyAnalysis:
             if parent.type == "for_statement" and cur == parent.child_by_field_name("body"):
                 parts = [parent.child_by_field_name(f) for f in
                          ("initializer", "condition", "update")]
-                header = ";".join("".join(self.text(x).split()) if x is not None else ""
-                                  for x in parts)
+                texts = ["".join(self.text(x).split()) if x is not None else ""
+                         for x in parts]
                 init = parts[0]
                 var = ""
                 if init is not None:
                     m = re.match(r"(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=", self.text(init))
                     var = m.group(1) if m else ""
+                if var and texts[2] in (f"++{var}", f"{var}+=1"):
+                    texts[2] = f"{var}++"  # ++c, c += 1 and c++ step alike
+                header = ";".join(texts)
                 out.append((var, header))
             cur = parent
         return tuple(out)
@@ -796,9 +981,87 @@ def _is_declarator(ident: Node) -> bool:
         and parent.child_by_field_name("declarator") == ident
 
 
-def analyze_body(parsed: Parsed, body: Node, kernel: Kernel) -> BodyFacts:
-    """The facts of ``kernel``'s body (``body`` is its ``compound_statement`` in ``parsed``)."""
-    a = BodyAnalysis(parsed, body, kernel)
+_MULTIPLY_INTRINSICS = ("__umul24", "__mul24")
+
+
+def _expand_macro(name: str, args: list, macros: dict, depth: int) -> Optional[Poly]:
+    """Macro ``name``'s replacement evaluated with its parameters bound to ``args``."""
+    import ast
+
+    params, text = macros[name]
+    if len(params) != len(args) or depth > 8:
+        return None
+    env = dict(zip(params, args))
+    try:
+        tree = ast.parse(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(n: "ast.AST") -> Optional[Poly]:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return Poly.const(n.value)
+        if isinstance(n, ast.Name):
+            return env.get(n.id)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+            v = ev(n.operand)
+            return None if v is None else (-v if isinstance(n.op, ast.USub) else v)
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            if a is None or b is None:
+                return None
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            if isinstance(n.op, ast.LShift) and b.is_const() and 0 <= b.constant < 63:
+                return a * Poly.const(1 << b.constant)
+            return None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
+            inner = [ev(a) for a in n.args]
+            if any(v is None for v in inner):
+                return None
+            if n.func.id in _MULTIPLY_INTRINSICS and len(inner) == 2:
+                return inner[0] * inner[1]
+            if n.func.id in macros:
+                return _expand_macro(n.func.id, inner, macros, depth + 1)
+        return None
+
+    return ev(tree)
+
+
+_HELPER_HEAD = re.compile(r"__device__[^;{}()]*?\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)"
+                          r"\s*(?:const\s*)?\{")
+
+
+def _helper_body(context: str, name: str) -> Optional[tuple[list[str], str]]:
+    """(parameter names, body text) of the first ``__device__`` function ``name`` that
+    ``context`` defines, or None."""
+    if name not in context:
+        return None
+    for m in _HELPER_HEAD.finditer(context):
+        if m.group("name") != name:
+            continue
+        depth, i = 1, m.end()
+        while i < len(context) and depth:
+            depth += {"{": 1, "}": -1}.get(context[i], 0)
+            i += 1
+        params = []
+        for part in m.group("params").split(","):
+            words = re.findall(r"[A-Za-z_]\w*", part.split("=")[0])
+            if words:
+                params.append(words[-1])
+        return params, context[m.end():i - 1]
+    return None
+
+
+def analyze_body(parsed: Parsed, body: Node, kernel: Kernel, context: str = "",
+                 qualified: Optional[dict[str, int]] = None) -> BodyFacts:
+    """The facts of ``kernel``'s body (``body`` is its ``compound_statement`` in ``parsed``);
+    ``context``: the text (headers and file) device helpers are looked up in; ``qualified``:
+    values of qualified names (``x128::size``)."""
+    a = BodyAnalysis(parsed, body, kernel, context, qualified)
     a.collect()
     a.finish_bounds()
     a.accesses()

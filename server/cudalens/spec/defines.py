@@ -51,3 +51,20 @@ def _file_constants(source: str) -> tuple[tuple[str, int], ...]:
         if isinstance(v, int) and not isinstance(v, bool):
             values[name] = v
     return tuple(values.items())
+
+
+_FUNCTION_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^()]*)\)[ \t]*(.*?)[ \t]*$",
+                              re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=16)
+def function_macros(source: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    """name -> (parameter names, replacement text) of each function-like ``#define`` of
+    ``source`` on one line (``#define UMUL(a, b) ((a) * (b))``), the first of each name."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for m in _FUNCTION_DEFINE.finditer(source):
+        params = tuple(p.strip() for p in m.group(2).split(",") if p.strip())
+        text = _COMMENT.sub("", m.group(3)).strip()
+        if text and all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in params):
+            out.setdefault(m.group(1), (params, text))
+    return out

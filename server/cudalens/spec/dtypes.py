@@ -43,6 +43,9 @@ _C_TYPES: dict[str, str] = {
     "unsigned char": "uint8", "uint8_t": "uint8", "bool": "bool",
     "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "__bf16": "bfloat16",
     "__nv_fp8_e4m3": "float8_e4m3", "__nv_fp8_e5m2": "float8_e5m2",
+    # glibc's <sys/types.h> names (which CUDA's headers pull in on Linux), and uchar as the
+    # CUDA samples define it
+    "uint": "unsigned", "ushort": "uint16", "ulong": "uint64", "uchar": "uint8",
 }
 # vector types whose lane type's name ends in digits (cuda_bf16.h, cuda_fp8.h)
 _VECTOR_SPECIAL: dict[str, tuple[str, int]] = {

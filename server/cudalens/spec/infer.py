@@ -85,7 +85,7 @@ from cudalens.spec.block_shape import block_from_file, block_from_texts, const_v
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
-from cudalens.spec.expr import ExprError, names_in
+from cudalens.spec.expr import ExprError, evaluate, names_in
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
                                  SizeDecl)
 from cudalens.spec.poly import Poly
@@ -145,6 +145,7 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
     if len(params) != len(kernel.template_parameters):
         return None
     args = []
+    ints = []
     for text in params:
         head = text.split("=")[0].split()
         if not head:
@@ -154,15 +155,69 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
         elif head[0] == "bool":
             args.append("false")
         else:
+            ints.append((len(args), head[-1]))
             args.append(str(DEFAULT_BLOCK_1D[0]))
+    if ints:
+        body = _kernel_text(kernel, source)
+        value = next((v for v in _INT_GUESSES
+                      if _guess_fits(body, {n: v for _, n in ints}, source)), None)
+        for i, _ in ints:
+            args[i] = str(value if value is not None else DEFAULT_BLOCK_1D[0])
     return templates.instance_text(kernel.name, args), args
 
 
+# Values tried, in order, for a template's integer parameters when the file names no instance
+_INT_GUESSES = (DEFAULT_BLOCK_1D[0], 128, 64, 32, 16, 8)
+_MAX_THREADS = 1024
+_MAX_STATIC_SHARED = 48 * 1024
+
+
+def _kernel_text(kernel: Kernel, source: str) -> str:
+    if source.isascii():
+        return source[kernel.start_byte:kernel.end_byte]
+    return source.encode()[kernel.start_byte:kernel.end_byte].decode(errors="replace")
+
+
+def _square_block(body: str, name: str) -> bool:
+    """The body splits ``threadIdx.x`` into rows and columns of ``name``
+    (``threadIdx.x / BLOCKSIZE`` and ``threadIdx.x % BLOCKSIZE``): its block is ``name``
+    squared."""
+    return all(re.search(rf"threadIdx\.x\s*{op}\s*\(?\s*{re.escape(name)}\b", body)
+               for op in ("/", "%"))
+
+
+def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
+    """Template values ``values`` keep the block the body implies (``name`` squared, see
+    :func:`_square_block`) within 1024 threads and the static shared memory within 48 KiB."""
+    for name, v in values.items():
+        if _square_block(body, name) and v * v > _MAX_THREADS:
+            return False
+    env: dict[str, object] = {**file_constants(source), **values}
+    total = 0
+    for m in re.finditer(r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\s*"
+                         r"((?:\[[^\[\]]+\]\s*)+);", body):
+        size = _sizeof(m.group(1))
+        count = 1
+        for dim in re.findall(r"\[([^\[\]]+)\]", m.group(2)):
+            try:
+                n = evaluate(dim, env)
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                n = None
+            if not isinstance(n, int):
+                count = 0
+                break
+            count *= n
+        total += (size or 4) * count
+    return total <= _MAX_STATIC_SHARED
+
+
 def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDecl],
-                  constants: dict[str, int]) -> tuple[list[SizeDecl], str]:
+                  constants: dict[str, int],
+                  given: frozenset = frozenset()) -> tuple[list[SizeDecl], str]:
     """``sizes`` with the defaulted ones halved, largest first, until no buffer is longer
     than ``MAX_DRAFT_ELEMENTS``; and the longest length before (``"B * T * C =
-    17,179,869,184"``), or "" when nothing changed. Sizes the kernel or a launch gave stay."""
+    17,179,869,184"``), or "" when nothing changed. Sizes the kernel or a launch gave stay,
+    and so do the names in ``given`` (values from the host code)."""
     from cudalens.spec.expr import evaluate
 
     def longest(current: list[SizeDecl]) -> tuple[int, str]:
@@ -184,7 +239,7 @@ def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDec
         return sizes, ""
     current = list(sizes)
     values = {s.name: int(evaluate(s.expr, dict(constants))) for s in sizes
-              if s.expr in _DEFAULTS}
+              if s.expr in _DEFAULTS and s.name not in given}
     while values and longest(current)[0] > MAX_DRAFT_ELEMENTS:
         name = max(values, key=lambda n: (values[n], -list(values).index(n)))
         if values[name] <= 1:
@@ -226,7 +281,8 @@ def infer_spec(kernel: Kernel, source_text: str,
         parsed, body = kernel_model(source_text, kernel).salvaged_body()
     except LookupError as exc:
         raise SpecError(INFERRED, kernel.range.start.line + 1, str(exc)) from None
-    facts = analyze_body(parsed, body, kernel)
+    context = "\n".join(tuple(headers) + (source_text,))
+    facts = analyze_body(parsed, body, kernel, context, _vector_sizes(context))
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
     return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
                     tuple(headers)).draft()
@@ -328,13 +384,18 @@ class _Drafter:
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
         self.order = [p.name for p in kernel.parameters]
         self.int_params = {p.name for p in kernel.parameters
-                           if not p.is_pointer and dtypes.is_int_c_type(p.type)}
+                           if not p.is_pointer and (dtypes.is_int_c_type(p.type) or
+                                                    dtypes.is_int_c_type(templates.resolve_type(
+                                                        p.type, self.context, self.bound)))}
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_grid = self.launch_grid()
-        self.site_block = block_from_file(kernel, sites, self.context)
+        self.site_block = block_from_file(kernel, sites, self.context, source)
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
+        self.host_given: set[str] = set()  # sizes whose values come from the host code
+        self.unchecked_builtins = False  # an index of thread built-ins alone, unchecked
+        self.multiple_why: dict[str, str] = {}  # size -> why it is kept a multiple (else a launch)
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -549,10 +610,13 @@ class _Drafter:
             if u is None:
                 free = sorted(s for s in a.index.symbols
                               if s not in self.int_params and self.var_upper(s, 0) is None)
+                if free and all(f.split(".")[0] in ("blockIdx", "threadIdx", "blockDim")
+                                for f in free):
+                    self.unchecked_builtins = True
                 why = why or (f"no bounds check found on {', '.join(free)} in '{a.text}'"
                               if free else f"no bounds check found for '{a.text}'")
                 continue
-            length = u + Poly.const(1)
+            length = u + Poly.const(self.lanes_past(a))
             if any(sym.startswith("GRID.") for sym in length.symbols):
                 resolved = self.grid_resolved(length)
                 if resolved is None:
@@ -571,6 +635,52 @@ class _Drafter:
         if not known:
             return _Length(why=why or "not accessed in the body")
         return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
+
+    def lanes_past(self, a: Access) -> int:
+        """How many elements past its index's largest value plus one ``a`` reaches, plus
+        one: 1 for one element; for a vector of L elements (``Access.width``) L, unless the
+        index steps in whole vectors: every thread index (``facts.values``) a multiple of L
+        (``(blockIdx.x * blockDim.x + threadIdx.x) * x128::size``). Then the last size in
+        that index's bound is kept a multiple of L (``multiple C = 8``), so the last vector
+        ends at the bound, and 1 is returned."""
+        if a.width <= 1:
+            return 1
+        param = next((q for q in self.kernel.parameters if q.name == a.param), None)
+        st = self.spec_type(param)[0] if param is not None else None
+        if st is None:
+            return 1
+        lanes = max(1, a.width // dtypes.itemsize(dtypes.numpy_dtype(st)))
+        if lanes == 1:
+            return 1
+        for var, value in self.facts.values.items():
+            if not value.terms or any(c % lanes for _, c in value.terms) or \
+                    value.constant % lanes:
+                continue
+            bound = self.bound_of(var)
+            last = [n for n in self.order if bound is not None and n in bound.symbols]
+            if last and (var in a.text or self.axis_var_in(var, a)):
+                self.multiples.setdefault(last[-1], lanes)
+                self.multiple_why[last[-1]] = (
+                    f"multiple {last[-1]} = {lanes}: '{a.text}' moves {lanes} elements "
+                    f"({a.width} bytes) from an index that steps by {lanes}, so the sizes stay "
+                    f"multiples of {lanes} (whole, aligned vectors)")
+                return 1
+        return lanes
+
+    def axis_var_in(self, var: str, a: Access) -> bool:
+        """``a``'s index is built from ``var`` (directly, or through its quotients and
+        remainders ``(idx)/(C)``)."""
+        if a.index is None:
+            return False
+        for sym in a.index.symbols:
+            if sym == var:
+                return True
+            div = self.facts.divisions.get(sym)
+            if div is not None and (var in div[1].symbols or any(
+                    var in self.facts.divisions.get(t, ("", Poly(), Poly()))[1].symbols
+                    for t in div[1].symbols)):
+                return True
+        return False
 
     def scoped_upper(self, a: Access) -> Optional[Poly]:
         """``upper(a.index)`` with the bounds of the ``if`` checks around ``a`` tried first
@@ -646,7 +756,7 @@ class _Drafter:
         nnzs = [n for n in self.csr_sizes.values() if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
-        sizes = self.size_values(size_names, grid_vars, rename)
+        sizes = self.host_sizes(self.size_values(size_names, grid_vars, rename), rename)
         for name in nnzs:
             rename[name] = name
             sizes.append(SizeDecl(name=name, expr=SIZE_1D))
@@ -711,9 +821,11 @@ class _Drafter:
         if atomics:
             self.notes.append(f"atomics: the kernel calls {', '.join(atomics)}, so outputs may "
                               f"depend on the order threads run in")
-        sizes, shrunk = _fit_defaults(sizes, params, self.constants)
-        if sizes:
-            listed = ", ".join(f"{s.name} = {s.expr}" for s in sizes)
+        before = {d.name: d.expr for d in sizes}
+        sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
+        defaulted = [s for s in sizes if s.name not in self.host_given]
+        if defaulted:
+            listed = ", ".join(f"{s.name} = {s.expr}" for s in defaulted)
             self.notes.append(f"sizes are defaults ({listed}): set them to your problem"
                               + (f"; made smaller so that no buffer has more than "
                                  f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
@@ -724,13 +836,23 @@ class _Drafter:
             name = name + self.instance[self.instance.index("<"):]
         multiples = []
         for size, step in self.multiples.items():
+            rename.setdefault(size, size) if any(d.name == size for d in sizes) else None
             if size in rename and any(d.name == rename[size] for d in sizes):
                 sizes = [_multiple_of(d, step, self.constants) if d.name == rename[size] else d
                          for d in sizes]
                 multiples.append(MultipleDecl(name=rename[size], expr=str(step)))
+                if size in self.multiple_why:
+                    self.notes.append(self.multiple_why[size].replace(
+                        f"multiple {size} = ", f"multiple {rename[size]} = ", 1))
+                    continue
                 self.notes.append(f"multiple {rename[size]} = {step}: the launch covers "
                                   f"{rename[size]} with whole blocks of {step} and the body has "
                                   f"no bounds check, so the ragged size stays a multiple")
+        for d in sizes:  # a note giving a size's value gives the value drafted
+            old = f"size {d.name} = {before.get(d.name)}:"
+            if before.get(d.name) != d.expr:
+                self.notes = [f"size {d.name} = {d.expr}:" + n[len(old):]
+                              if n.startswith(old) else n for n in self.notes]
         return KernelSpec(
             kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
             launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
@@ -859,7 +981,7 @@ class _Drafter:
             else:
                 out[n] = "1"
                 self.notes.append(f"size {rename[n]} = 1: a stride with no bounds check; "
-                                  f"value guessed")
+                                  f"GUESS, set it")
         return [SizeDecl(name=rename[n], expr=out[n]) for n in dims + strides]
 
     def inner_size(self, stride: str, dims: list[str]) -> Optional[str]:
@@ -896,11 +1018,17 @@ class _Drafter:
         return name, name
 
     def block(self) -> tuple[tuple[int, ...], str]:
-        found = block_from_file(self.kernel, self.sites, self.context)
+        found = block_from_file(self.kernel, self.sites, self.context, self.source)
         if found is not None:
             return found
         for name in self.kernel.template_parameters:  # template <int BLOCK> with no launch
             value = self.constants.get(name)
+            body = _kernel_text(self.kernel, self.source)
+            if value is not None and _square_block(body, name) and \
+                    1 <= value * value <= _MAX_THREADS:
+                return (value * value,), (f"template argument {name} = {value} of "
+                                          f"{self.instance} squared: the body splits "
+                                          f"threadIdx.x into rows and columns of {name}")
             if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
                 return (value,), f"template argument {name} = {value} of {self.instance}"
         body = self.source[self.kernel.start_byte:self.kernel.end_byte] \
@@ -943,6 +1071,13 @@ class _Drafter:
                     out.append(text)
                 else:
                     out.append(f"ceil_div({text}, {bx})" if kind == "thread" else text)
+                    if kind == "thread" and self.unchecked_builtins and axis == "x" and \
+                            len(block) == 1 and block[0] > 1 and \
+                            re.fullmatch(r"[A-Za-z_]\w*", text) and text not in self.constants:
+                        # an index of blockIdx.x and threadIdx.x alone, unchecked, reaches the
+                        # grid's last thread: whole blocks keep it inside the size
+                        back = {v: k for k, v in rename.items()}
+                        self.multiples.setdefault(back.get(text, text), block[0])
             elif axis in self.launch_axes(grid_vars):
                 extent, step, how = self.site_grid[axis]
                 text = _render(extent, rename)
@@ -955,6 +1090,10 @@ class _Drafter:
                     f"bounds check along {axis}, so that grid and the block bound its indices")
             elif axis == "x":
                 out.append(f"ceil_div({main}, {bx})")
+                if re.fullmatch(r"[A-Za-z_]\w*", main) and main not in self.constants and \
+                        len(block) == 1 and block[0] > 1:
+                    # no bounds check: a ragged size would send the last block past the end
+                    self.multiples.setdefault(main, block[0])
                 self.launch_notes.append(f"grid.x assumed to cover {main}: no index of the form "
                                   f"blockIdx.x * blockDim.x + threadIdx.x with a bounds check")
             else:
@@ -1054,7 +1193,8 @@ class _Drafter:
             targets = sorted({a.param for accs in by_param.values() for a in accs
                               if a.direct_index == p.name})
             if not targets:
-                if any(p.name in a.data_indices for accs in by_param.values() for a in accs):
+                if p.name not in self.ranges_from_loads and \
+                        any(p.name in a.data_indices for accs in by_param.values() for a in accs):
                     self.later.setdefault(p.name, []).append(
                         f"{p.name}: its values feed an index; no range inferred, set "
                         f"range(LOW, HIGH) to keep them in bounds")
@@ -1130,6 +1270,52 @@ class _Drafter:
                 return value, f"from the launch at line {site.range.start.line + 1} ('{arg}')"
         return None
 
+    def host_value(self, name: str) -> Optional[tuple[int, str]]:
+        """(value, where) of integer parameter ``name`` from the host code: the first launch
+        site whose argument for it is an integer constant, directly (``n = 4096`` at the
+        launch), through integer locals of the launching function (``int OC = 768 * 4;``
+        before the launch), or through a variable the file declares exactly once with a
+        constant initializer (``int V = 50257;`` in ``main``, which passes it down to the
+        launching function's parameter ``V``); None when no site gives one."""
+        names = [q.name for q in self.kernel.parameters]
+        if name not in names:
+            return None
+        index = names.index(name)
+        for site in self.sites:
+            if index >= len(site.arguments):
+                continue
+            arg = site.arguments[index].strip()
+            at = _offset_of(self.source, site.range.start.line, site.range.start.column)
+            text = _locals_in(arg, self.source, at, set())
+            if re.fullmatch(r"[A-Za-z_]\w*", text):
+                text = _initializer(text, self.source) or text
+            try:
+                value = evaluate(text, dict(self.constants))
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                where = f"the launch at line {site.range.start.line + 1} passes '{arg}'"
+                if text.strip("() ") != arg:
+                    where += f" = {text.strip()}"
+                return value, where
+        return None
+
+    def host_sizes(self, sizes: list[SizeDecl], rename: dict[str, str]) -> list[SizeDecl]:
+        """``sizes`` with each size a launch site gives a constant for (:meth:`host_value`)
+        set to it; the guessed note of that size goes."""
+        back = {v: k for k, v in rename.items()}
+        out = []
+        for size in sizes:
+            found = self.host_value(back.get(size.name, size.name))
+            if found is None:
+                out.append(size)
+                continue
+            self.notes = [n for n in self.notes if not n.startswith(f"size {size.name} = ")]
+            self.notes.append(f"size {size.name} = {found[0]}: from the host code ({found[1]})")
+            self.host_given.add(size.name)
+            out.append(SizeDecl(name=size.name, expr=str(found[0])))
+        return out
+
     def scalar(self, p: Parameter, rename: dict[str, str]) -> ScalarDecl:
         st, lanes = self.spec_type(p)
         if st is None or lanes > 1:
@@ -1139,6 +1325,9 @@ class _Drafter:
         if p.name in rename:
             return ScalarDecl(name=p.name, type=st, expr=rename[p.name])
         found = self.site_value(p)
+        if found is None and not dtypes.is_float(st):
+            host = self.host_value(p.name)
+            found = (str(host[0]), f"from the host code ({host[1]})") if host else None
         if found is not None and (dtypes.is_float(st) or "." not in found[0]):
             self.notes.append(f"scalar {p.name} = {found[0]}: {found[1]}")
             return ScalarDecl(name=p.name, type=st, expr=found[0])
@@ -1234,7 +1423,8 @@ def _line_starts(text: str) -> tuple[int, ...]:
     return (0,) + tuple(m.end() for m in re.finditer("\n", text))
 
 
-_LOCAL_INT = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|size_t|auto|unsigned)\s+"
+_LOCAL_INT = (r"(?:(?:static|const|constexpr)\s+)*(?:unsigned\s+|signed\s+)?(?:long\s+)?"
+              r"(?:int|long|short|size_t|auto|unsigned)\s+(?:const\s+)?")
 
 
 def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
@@ -1404,6 +1594,40 @@ def _initializer(name: str, source: str) -> Optional[str]:
                        rf"|,\s*){name}\s*=\s*((?:[^;,()]|\([^()]*\))+)[;,]", source)
     assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
     return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
+
+
+_VECTOR_BYTES = {"int4": 16, "uint4": 16, "float4": 16, "double2": 16, "longlong2": 16,
+                 "int2": 8, "uint2": 8, "float2": 8}
+
+
+@functools.lru_cache(maxsize=8)
+def _vector_sizes(context: str) -> dict[str, int]:
+    """``NAME::size`` of each alias of a packed-vector template instance in ``context``:
+    ``typedef Packed128<floatX> x128;`` (or ``using x128 = Packed128<floatX>;``) of a
+    ``template<class E> struct Packed128`` declaring ``size = sizeof(int4) / sizeof(E)`` has
+    16 over the bytes of floatX."""
+    out: dict[str, int] = {}
+    if "::size" not in context and "sizeof" not in context:
+        return out
+    aliases = [(m.group(3), m.group(1), m.group(2)) for m in re.finditer(
+        r"typedef\s+([A-Za-z_]\w*)\s*<\s*([\w:]+)\s*>\s*([A-Za-z_]\w*)\s*;", context)]
+    aliases += [(m.group(1), m.group(2), m.group(3)) for m in re.finditer(
+        r"using\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*<\s*([\w:]+)\s*>\s*;", context)]
+    for alias, template, arg in aliases:
+        m = re.search(rf"template\s*<\s*(?:class|typename)\s+([A-Za-z_]\w*)\s*>\s*"
+                      rf"(?:struct|class)\s+(?:alignas\s*\(\s*\d+\s*\)\s*)?{re.escape(template)}"
+                      rf"\b[^{{;]*\{{", context)
+        if m is None:
+            continue
+        body = context[m.end():m.end() + 4000]
+        size = re.search(rf"\bsize\s*=\s*sizeof\s*\(\s*(\w+)\s*\)\s*/\s*sizeof\s*\(\s*"
+                         rf"{re.escape(m.group(1))}\s*\)", body)
+        if size is None or size.group(1) not in _VECTOR_BYTES:
+            continue
+        element = _sizeof(templates.resolve_type(arg, context, {}))
+        if element:
+            out[f"{alias}::size"] = _VECTOR_BYTES[size.group(1)] // element
+    return out
 
 
 def _sizeof(ctype: str) -> Optional[int]:
