@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from lsprotocol import types
 
@@ -161,3 +162,58 @@ def test_hover_on_the_signature_appends_the_plan_once_built():
     assert "- `tiled_transpose` (line 9): expected the body to start" in section
     # off the signature: no hover, no plan
     assert with_plan(None, snap, statuses, types.Position(12, 4)) is None
+
+
+TRANSPOSE_SPEC = """
+kernel k
+size rows = 64
+size cols = 48
+scalar rows: int = rows
+scalar cols: int = cols
+in src: float[rows * cols]
+out dst: float[rows * cols]
+block = 32, 8
+grid = ceil_div(cols, block.x), ceil_div(rows, block.y)
+"""
+
+
+@pytest.mark.parametrize("ctype", ["uint", "uint32_t", "unsigned int", "size_t", "int64_t",
+                                   "uint64_t", "long", "unsigned long long", "const uint"])
+def test_every_integer_spelling_of_a_2d_index_is_an_index(ctype):
+    from optimizer_fixtures import context_with_spec
+
+    text = f"""
+__global__ void k(const float* src, float* dst, int rows, int cols) {{
+    {ctype} c = blockIdx.x * blockDim.x + threadIdx.x;
+    {ctype} r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) dst[c * rows + r] = src[r * cols + c];
+}}"""
+    plan = make_plan(context_with_spec(text, "k", TRANSPOSE_SPEC))
+    assert any("tiled_transpose" in c.passes for c in plan.candidates), plan.not_applied
+    assert not [n for n in plan.not_applied if "integer type" in n.reason]
+
+
+def test_a_float_index_is_still_refused_with_its_type_and_line():
+    from optimizer_fixtures import context_with_spec
+
+    text = """
+__global__ void k(const float* src, float* dst, int rows, int cols) {
+    float c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) dst[(int)c * rows + r] = src[r * cols + (int)c];
+}"""
+    plan = make_plan(context_with_spec(text, "k", TRANSPOSE_SPEC))
+    tt = {n.pass_name: n for n in plan.not_applied}["tiled_transpose"]
+    assert tt.reason == "the index c at line 3 has type 'float', expected an integer type"
+    assert (tt.line, tt.at_kernel) == (3, False)
+
+
+def test_uint_matmul_gets_both_matmul_passes():
+    from variant_corpus import ROOT
+    target = load_target(ROOT / "tiled_matmul" / "uint_index.cu")
+    plan = make_plan(make_context(target.text, str(target.path), target.kernel.name,
+                                  target.spec))
+    assert [c.passes for c in plan.candidates[:4]] == [
+        ("restrict_const", "regblock_matmul"), ("restrict_const", "tiled_matmul"),
+        ("regblock_matmul",), ("tiled_matmul",)]
+    assert not {"tiled_matmul", "regblock_matmul"} & {n.pass_name for n in plan.not_applied}

@@ -208,7 +208,7 @@ def _index_declaration(stmt: tree_sitter.Node, parsed: Parsed) -> tuple[str, str
             raise _fail(f"'auto {parsed.text_of(name_node)}' at {where}: cannot tell the index "
                         f"type; write it out", line=where_line)
         ctype = "unsigned int"  # the type of blockIdx.x * blockDim.x + threadIdx.x
-    if dtypes.spec_type_for_c(ctype) is None or dtypes.is_float(dtypes.spec_type_for_c(ctype)):
+    if not dtypes.is_int_c_type(ctype):
         raise _fail(f"the index {parsed.text_of(name_node)} at {where} has type '{ctype}', "
                     f"expected an integer type", line=where_line)
     return parsed.text_of(name_node), " ".join(ctype.split()), value
