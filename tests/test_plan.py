@@ -217,3 +217,139 @@ def test_uint_matmul_gets_both_matmul_passes():
         ("restrict_const", "regblock_matmul"), ("restrict_const", "tiled_matmul"),
         ("regblock_matmul",), ("tiled_matmul",)]
     assert not {"tiled_matmul", "regblock_matmul"} & {n.pass_name for n in plan.not_applied}
+
+
+FLAT_SPEC = """
+kernel k
+size B = 4
+size T = 64
+size C = 48
+scalar B: int = B
+scalar T: int = T
+scalar C: int = C
+in x: float[B * T * C]
+out y: float[B * T * C]
+block = 256
+grid = ceil_div(B * T * C, block.x)
+"""
+
+
+def _not_applied(text, spec, kernel="k"):
+    from optimizer_fixtures import context_with_spec
+
+    ctx = context_with_spec(text, kernel, spec)
+    plan = make_plan(ctx)
+    return plan, {n.pass_name: n for n in plan.not_applied}, ctx
+
+
+def _rewrite(ctx, pass_name):
+    from cudalens.optimizer.passes import get
+
+    return get(pass_name).apply(ctx).source
+
+
+def test_a_local_bound_from_parameters_is_folded_into_the_guard():
+    text = """
+__global__ void k(const float* x, float* y, int B, int T, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int N = B * T * C;
+    if (i < N) y[i] = 2.0f * x[i] + (float)N;
+}"""
+    plan, missing, ctx = _not_applied(text, FLAT_SPEC)
+    assert {"gridstride", "vectorize_gridstride"}.isdisjoint(missing)
+    [first] = [c for c in plan.candidates if c.passes == ("gridstride",)][:1]
+    assert first.launch.grid == ("min(ceil_div(((B * T) * C), block.x), sm_count * 8)",)
+    source = _rewrite(ctx, "gridstride")
+    assert "int N" not in source and "i < B * T * C; i += stride" in source
+    assert "(float)(B * T * C)" in source  # the body's use too
+
+
+def test_a_local_bound_of_another_type_keeps_its_type_and_a_changed_one_is_not_folded():
+    text = """
+__global__ void k(const float* x, float* y, int B, int T, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long n = B * T;
+    const long N = n * C;
+    if (i < N) y[i] = x[i];
+}"""
+    plan, missing, ctx = _not_applied(text, FLAT_SPEC)
+    assert "gridstride" not in missing
+    source = _rewrite(ctx, "gridstride")
+    assert "i < (long)(((long)(B * T)) * C); i += stride" in source
+    changed = """
+__global__ void k(const float* x, float* y, int B, int T, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int N = B * T * C;
+    if (i < N) { y[i] = x[i]; N = 0; }
+}"""
+    _, missing, _ = _not_applied(changed, FLAT_SPEC)
+    assert missing["gridstride"].reason == (
+        "expected the bounds guard 'if (i < n)' or 'if (i >= n) return;' after the index, "
+        "found 'int N = B * T * C;' at line 4")
+    assert missing["gridstride"].line == 4
+
+
+def test_histogram_and_column_reduction_read_a_local_bound():
+    hist = """
+__global__ void k(const int* v, int* bins, int B, int T) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int count = B * T;
+    if (i >= count) return;
+    atomicAdd(&bins[v[i] & 15], 1);
+}"""
+    hist_spec = """
+kernel k
+size B = 8
+size T = 1000
+scalar B: int = B
+scalar T: int = T
+in v: int32[B * T] range(0, 256)
+inout bins: int32[16] range(0, 1)
+block = 256
+grid = ceil_div(B * T, block.x)
+atomics
+"""
+    _, missing, _ = _not_applied(hist, hist_spec)
+    assert "hist_privatize" not in missing
+    col = """
+__global__ void k(const float* x, float* y, int n, int h, int w) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int d = h * w;
+    if (j < d) {
+        float s = 0.0f;
+        for (int r = 0; r < n; ++r) s += x[r * d + j];
+        y[j] = s;
+    }
+}"""
+    col_spec = """
+kernel k
+size n = 100
+size h = 20
+size w = 35
+scalar n: int = n
+scalar h: int = h
+scalar w: int = w
+in x: float[n * h * w]
+out y: float[h * w]
+block = 256
+grid = ceil_div(h * w, block.x)
+"""
+    _, missing, _ = _not_applied(col, col_spec)
+    assert "column_reduce" not in missing
+
+
+def test_a_row_pointer_is_a_parameter_plus_a_sum_of_offsets():
+    from variant_corpus import ROOT
+    target = load_target(ROOT / "warp_per_row" / "causal_local_rows.cu")
+    plan = make_plan(make_context(target.text, str(target.path), target.kernel.name,
+                                  target.spec))
+    assert any(c.passes == ("warp_per_row",) for c in plan.candidates)
+    assert not {"warp_per_row", "block_per_row"} & {n.pass_name for n in plan.not_applied}
+    # llm.c's spelling of the max, an if around the assignment, is refused at its line
+    text = target.text.replace("m = fmaxf(m, srow[j]);", "if (srow[j] > m) m = srow[j];")
+    from optimizer_fixtures import context_with_spec
+    ctx = context_with_spec(text, "causal_rows", target.path.with_suffix(".cu.spec").read_text())
+    wpr = {n.pass_name: n for n in make_plan(ctx).not_applied}["warp_per_row"]
+    assert wpr.reason == ("'m = srow[j]' (line 15) changes m across columns but is not "
+                          "'acc += value' or 'acc = fmaxf(acc, value)'")
+    assert wpr.line == 15

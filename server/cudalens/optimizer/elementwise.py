@@ -252,8 +252,9 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
 
 
 def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str:
-    """The guard bound as a spec expression: scalar parameters replaced by their values."""
-    node = unparen(node)
+    """The guard bound as a spec expression: scalar parameters replaced by their values
+    (integer casts looked through)."""
+    node = _strip_casts(node, parsed)
     text = parsed.text_of(node)
     if node.type == "identifier":
         try:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from cudalens.optimizer import bound_locals
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import warp_per_row as wpr
@@ -84,12 +85,14 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[Match]]:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel gives each thread a long row the pass can spread over a block."""
+    ctx = bound_locals.fold(ctx)
     return _plan(ctx)[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     """Per block size: online first where the loops allow it, then without; then the same in
     the grid-stride form where the body does not return after the guard."""
+    ctx = bound_locals.fold(ctx)
     reason, m = _plan(ctx)
     if reason is not None:
         return tuple({"block": b} for b in BLOCKS)
@@ -110,6 +113,7 @@ def apply(ctx: PassContext, block: int = 256, online: bool = False,
             kernel does not allow it (the message says why).
         ValueError: ``block`` is not one of ``BLOCKS``.
     """
+    ctx = bound_locals.fold(ctx)
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {BLOCKS}, found {block!r}")
     reason, m = _plan(ctx)

@@ -46,7 +46,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import structural
+from cudalens.optimizer import bound_locals, structural
 from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
                                        strip_casts)
 from cudalens.optimizer.candidate import PassResult
@@ -86,6 +86,15 @@ def _assignment_target(n: tree_sitter.Node) -> Optional[tree_sitter.Node]:
     if n.type == "update_expression":
         return unparen(n.child_by_field_name("argument"))
     return None
+
+
+def _at_most(head, p: Parsed) -> bool:
+    """The loop's condition is ``var <= BOUND`` (a causal row: ``t2 <= t``); the lanes' start
+    and stride change, the condition stays."""
+    cond = head.cond
+    return cond.type == "binary_expression" and \
+        cond.child_by_field_name("operator").type == "<=" and \
+        p.text_of(unparen(cond.child_by_field_name("left"))) == head.var
 
 
 class _Analysis:
@@ -168,23 +177,31 @@ class _Analysis:
         node = strip_casts(value, self.p)
         if node.type == "identifier" and self.p.text_of(node) in self.params:
             return self.p.text_of(node)
-        if node.type == "binary_expression" and node.child_by_field_name("operator").type == "+":
-            for side in ("left", "right"):
-                s = strip_casts(node.child_by_field_name(side), self.p)
-                if s.type == "identifier" and self.p.text_of(s) in self.params:
-                    other = node.child_by_field_name("right" if side == "left" else "left")
-                    names = {self.p.text_of(n) for n in walk(other) if n.type == "identifier"}
-                    if names & (self.params | set(self.aliases)):
-                        return None
-                    return self.p.text_of(s)
-        return None
+        if node.type != "binary_expression" or node.child_by_field_name("operator").type != "+":
+            return None
+        terms, stack = [], [node]  # the terms of a sum (p + a*b + c*d: one pointer, offsets)
+        while stack:
+            cur = strip_casts(stack.pop(), self.p)
+            if cur.type == "binary_expression" and cur.child_by_field_name("operator").type == "+":
+                stack += [cur.child_by_field_name("right"), cur.child_by_field_name("left")]
+            else:
+                terms.append(cur)
+        bases = [t for t in terms if t.type == "identifier" and self.p.text_of(t) in self.params]
+        if len(bases) != 1:
+            return None
+        for t in terms:
+            if t is not bases[0] and any(
+                    n.type == "identifier" and self.p.text_of(n) in self.params | set(self.aliases)
+                    for n in walk(t)):
+                return None
+        return self.p.text_of(bases[0])
 
     def _loop(self, loop: tree_sitter.Node, outer: set[str]) -> _Loop:
         p = self.p
         bad = _fail(f"the loop at line {p.line_of(loop)} ('{_short(p, loop)}') is not 'for (int "
                     f"c = start; c < end; ++c)' over the row", line=p.line_of(loop))
         head = for_header(loop, p)
-        if head is None or less_than_bound(head, p) is None:
+        if head is None or (less_than_bound(head, p) is None and not _at_most(head, p)):
             raise bad
         var = head.var
         if p.text_of(unparen(head.update)).replace(" ", "") not in (f"++{var}", f"{var}++",
@@ -463,6 +480,7 @@ def _early(ctx: PassContext) -> Optional[str]:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel gives each thread a row the pass can spread over a warp."""
+    ctx = bound_locals.fold(ctx)
     return _plan(ctx)[0]
 
 
@@ -470,6 +488,7 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     """One application per block size in warps, 4 warps (128 threads) first; then the same
     in the grid-stride form (rows looped over, correct under any launch) where the kernel
     allows it (no ``return`` after the guard)."""
+    ctx = bound_locals.fold(ctx)
     plain = tuple({"warps_per_block": w} for w in WARPS_PER_BLOCK)
     reason, m = _plan(ctx)
     if reason is not None:
@@ -491,6 +510,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
         PassNotApplicable: the precondition fails (the message says why).
         ValueError: ``warps_per_block`` is not one of ``WARPS_PER_BLOCK``.
     """
+    ctx = bound_locals.fold(ctx)
     if warps_per_block not in WARPS_PER_BLOCK:
         raise ValueError(f"warps_per_block must be one of {WARPS_PER_BLOCK}, found "
                          f"{warps_per_block!r}")
