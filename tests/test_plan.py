@@ -353,3 +353,51 @@ def test_a_row_pointer_is_a_parameter_plus_a_sum_of_offsets():
     assert wpr.reason == ("'m = srow[j]' (line 15) changes m across columns but is not "
                           "'acc += value' or 'acc = fmaxf(acc, value)'")
     assert wpr.line == 15
+
+
+def _corpus_plan(rel):
+    from variant_corpus import ROOT
+    target = load_target(ROOT / rel)
+    return make_plan(make_context(target.text, str(target.path), target.kernel.name,
+                                  target.spec)), target
+
+
+def test_a_csr_row_loop_gets_a_warp_per_row_and_no_stencil_tile():
+    plan, _ = _corpus_plan("warp_per_row/csr_memory_sum.cu")
+    assert plan.candidates[0].passes == ("restrict_const", "warp_per_row")
+    assert not any("stencil_tile" in c.passes or "block_per_row" in c.passes
+                   for c in plan.candidates)
+    by_pass = {n.pass_name: n for n in plan.not_applied}
+    assert "warp_per_row" not in by_pass
+    st = by_pass["stencil_tile"]
+    assert st.reason == ("starts holds CSR row pointers ('csr(nnz)' in the spec): its reads "
+                         "('starts[i]', line 8) delimit a row's entries, not a neighbourhood "
+                         "of i to stage in shared memory")
+    assert (st.line, st.at_kernel) == (8, False)
+    bpr = by_pass["block_per_row"]
+    assert bpr.reason == ("rows of 20 entries on average (starts's csr fill at the spec's "
+                          "sizes) are short: a warp per i keeps its lanes busy, a block per i "
+                          "pays from 1024 entries")
+    # y[i] += ... inside the loop became a local sum stored once by lane 0
+    from cudalens.optimizer.passes import get
+    from variant_corpus import ROOT
+    target = load_target(ROOT / "warp_per_row" / "csr_memory_sum.cu")
+    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
+    source = get("warp_per_row").apply(ctx).source
+    assert "y_sum += a[k] * v[cols[k]];" in source
+    assert "if (lane == 0) y[i] += y_sum;" in source
+
+
+def test_row_pointers_bounding_a_loop_are_not_a_stencil_without_a_csr_spec():
+    text = (ROOT / "tests" / "data" / "variants" / "warp_per_row" /
+            "csr_spmv_bounds.cu").read_text().replace(
+        "const int first = row_off[r];\n    const int last = row_off[r + 1];\n", "").replace(
+        "for (int e = first; e < last; ++e)", "for (int e = row_off[r]; e < row_off[r + 1]; ++e)")
+    spec = (ROOT / "tests" / "data" / "variants" / "warp_per_row" /
+            "csr_spmv_bounds.cu.spec").read_text().replace(" csr(nnz)", " range(0, 4)")
+    _, missing, _ = _not_applied(text, spec, "csr_spmv")
+    assert missing["stencil_tile"].reason == (
+        "'row_off[r]' (line 9) starts or bounds the loop at line 9: row_off holds row pointers "
+        "that delimit a row's entries, not a neighbourhood of r to stage in shared memory")
+    assert missing["stencil_tile"].line == 9
+    assert "warp_per_row" not in missing
