@@ -401,3 +401,14 @@ def test_row_pointers_bounding_a_loop_are_not_a_stencil_without_a_csr_spec():
         "that delimit a row's entries, not a neighbourhood of r to stage in shared memory")
     assert missing["stencil_tile"].line == 9
     assert "warp_per_row" not in missing
+
+
+def test_fast_math_follows_the_float_arithmetic_of_a_bf16_kernel():
+    plan, _ = _corpus_plan("vectorize_gridstride/bf16_float_locals.cu")
+    assert "fast_math" not in {n.pass_name for n in plan.not_applied}
+    fast = [c for c in plan.candidates if "fast_math" in c.passes]
+    labels = [c.label for c in fast]
+    assert labels[:2] == ["restrict vec2+gridstride intrinsics block=512 grid=8*SMs",
+                          "restrict vec2+gridstride fastmath block=512 grid=8*SMs"]
+    assert fast[0].passes == ("restrict_const", "vectorize_gridstride", "fast_math",
+                              "launch_config")
