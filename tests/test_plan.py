@@ -412,3 +412,37 @@ def test_fast_math_follows_the_float_arithmetic_of_a_bf16_kernel():
                           "restrict vec2+gridstride fastmath block=512 grid=8*SMs"]
     assert fast[0].passes == ("restrict_const", "vectorize_gridstride", "fast_math",
                               "launch_config")
+
+
+def test_a_tree_whose_rounds_open_with_the_barrier_gets_warp_reduce():
+    plan, target = _corpus_plan("warp_reduce/column_barrier_first.cu")
+    assert [c.passes for c in plan.candidates[:2]] == [("restrict_const", "warp_reduce"),
+                                                       ("warp_reduce",)]
+    assert plan.candidates[0].launch.shared == "block.x * 4"
+    # rounds without a barrier are still refused, at the loop's line
+    text = target.text.replace(
+        "        __syncthreads();\n        if (t < half) {", "        if (t < half) {")
+    assert text != target.text
+    spec = target.path.with_suffix(".cu.spec").read_text()
+    _, missing, _ = _not_applied(text, spec, "column_totals")
+    assert missing["warp_reduce"].reason == ("the loop at line 16 does not end with "
+                                             "__syncthreads();")
+    assert missing["warp_reduce"].line == 16
+
+
+def test_a_shared_size_of_the_block_is_recomputed_for_the_rewrites_block():
+    text = """
+__global__ void k(const float* src, float* dst, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) dst[c * rows + r] = src[r * cols + c];
+}"""
+    plan, missing, _ = _not_applied(text, TRANSPOSE_SPEC + "shared = block.x * 4\n")
+    assert not [n for n in plan.not_applied if "depends on the block" in n.reason
+                and n.pass_name != "launch_config"]
+    tt = [c for c in plan.candidates if c.passes == ("tiled_transpose",)][0]
+    assert (tt.launch.block, tt.launch.shared) == (("32", "8"), "block.x * 4")
+    from cudalens.spec.resolve import resolve_launch
+    from cudalens.spec.model import LaunchDecl
+    launch = LaunchDecl(block=tt.launch.block, grid=tt.launch.grid, shared=tt.launch.shared)
+    assert resolve_launch(launch, {"rows": 64, "cols": 48}, None).shared_bytes == 32 * 4

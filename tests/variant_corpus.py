@@ -29,7 +29,8 @@ SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33),
                      "vectorize_gridstride/scale_local_total.cu": (31, 33),
                      "warp_per_row/causal_local_rows.cu": (2, 3, 13),
                      "warp_per_row/csr_spmv_bounds.cu": (37, 29, 300),
-                     "warp_per_row/csr_memory_sum.cu": (37, 29, 300)}
+                     "warp_per_row/csr_memory_sum.cu": (37, 29, 300),
+                     "warp_reduce/column_barrier_first.cu": (45, 7)}
 
 
 @dataclass(frozen=True)
