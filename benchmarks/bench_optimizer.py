@@ -278,9 +278,11 @@ def bench_one(path: Path, client, device, args) -> dict:
                              spec.launch, device.sm_count)
 
     print(f"[{name}] cudalens search, budget {args.budget}", flush=True)
+    from cudalens.engine.events import DETAIL_EVENTS, Compiling, Verifying
+
     result = optimize(target, client, budget=args.budget, repetitions=args.repetitions,
-                      progress=lambda m: print(f"    {m}", flush=True)
-                      if not m.startswith(("verify:", "compile:")) else None)
+                      on_event=lambda e: print(f"    {e.text()}", flush=True)
+                      if not isinstance(e, (Compiling, Verifying, *DETAIL_EVENTS)) else None)
     if args.record is not None:
         from cudalens.present import result_record
         run = result_record(result)

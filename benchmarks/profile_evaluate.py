@@ -56,13 +56,13 @@ def main() -> int:
     start = time.perf_counter()
     lines: list[str] = []
 
-    def progress(message: str) -> None:
-        lines.append(f"{time.perf_counter() - start:8.2f} s  {message}")
+    def progress(event) -> None:  # a gpu_runner.events event
+        lines.append(f"{time.perf_counter() - start:8.2f} s  {event.text()}")
 
     prof = cProfile.Profile()
     prof.enable()
     evaluation = runner.evaluate(problem, baseline, variants, repetitions=args.repetitions,
-                                 progress=progress)
+                                 on_event=progress)
     prof.disable()
     total = time.perf_counter() - start
     lines.append(f"{total:8.2f} s  done: {len(variants)} candidates, "

@@ -63,6 +63,9 @@ class Verdict:
     status: VerdictStatus
     reason: str  # one sentence a user can act on, naming case, seed, buffer and index
     mismatch: Optional[Mismatch] = None
+    # True when the candidate itself was never run: another kernel lost the GPU context first
+    # (``verify._skip_rest``); the supervisor runs it again in a fresh worker
+    not_judged: bool = False
 
     @property
     def ok(self) -> bool:

@@ -14,9 +14,11 @@ This module imports without pycuda; making a ``Runner`` needs pycuda and a GPU a
 from __future__ import annotations
 
 import weakref
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from gpu_runner.compiler import CompiledVariant, compile_variant
+from gpu_runner.events import (Compiled, Compiling, Note, OnEvent, Rejected, Timed, Verified,
+                               emit_to)
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import (CandidateResult, DeviceInfo, Evaluation, Speedup, Timing,
                                Verdict)
@@ -28,8 +30,6 @@ from gpu_runner.verdicts import judge_stale, launch_verdict, timeout_verdict
 from gpu_runner.verify import BaselineError, verify
 
 __all__ = ["Runner", "NoGpuError"]
-
-Progress = Optional[Callable[[str], None]]
 
 
 def _check_request(problem: Problem, baseline: Variant, candidates: Sequence[Variant]) -> None:
@@ -45,6 +45,9 @@ def _check_request(problem: Problem, baseline: Variant, candidates: Sequence[Var
         if len(v.launches) != len(problem.cases):
             raise ValueError(f"variant '{v.label}' has {len(v.launches)} launch(es), expected "
                              f"one per case ({len(problem.cases)})")
+
+
+_PASSED = "matches the baseline on every case and seed, twice"
 
 
 class Runner:
@@ -78,7 +81,7 @@ class Runner:
             try:
                 self._screen_state = DeviceScreen(self._session)
             except RuntimeError as e:
-                say(f"verification on the host only: {e}")
+                say(Note(f"verification on the host only: {e}"))
                 self._screen_state = False
         return self._screen_state or None
 
@@ -99,18 +102,19 @@ class Runner:
 
     def evaluate(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant], *,
                  repetitions: int = 50, warmup: int = 3, time_budget_s: float = 60.0,
-                 progress: Progress = None) -> Evaluation:
+                 on_event: OnEvent = None) -> Evaluation:
         """Compile, verify and time ``candidates`` against ``baseline`` on ``problem``.
 
         ``repetitions``: timed rounds (each variant once per round), at most; ``warmup``:
         untimed launches of each variant first; ``time_budget_s``: wall-clock budget of the
-        timing loop. ``progress(message)`` is called with short status lines. Raises
+        timing loop. ``on_event(event)`` is called with the ``gpu_runner.events`` of each step
+        (compiling, verifying, each candidate's verdict, timing rounds, times). Raises
         ``ValueError`` for a malformed request (no cases, duplicate labels, launches not one per
         case) and ``RuntimeError`` when an earlier kernel timeout left the GPU unusable.
         """
         _check_request(problem, baseline, candidates)
         self._session.check_usable()
-        say = progress or (lambda _m: None)
+        say = emit_to(on_event)
         info = self.device_info()
         with self._session.active():
             return self._evaluate(problem, baseline, candidates, info, repetitions, warmup,
@@ -119,8 +123,12 @@ class Runner:
     # -- the steps -------------------------------------------------------------------------
 
     def _compile(self, variant: Variant, say) -> CompiledVariant:
-        say(f"compile: {variant.label}")
-        return compile_variant(self._session, variant, cache_dir=self.compile_cache_dir)
+        say(Compiling(variant.label))
+        compiled = compile_variant(self._session, variant, cache_dir=self.compile_cache_dir)
+        log = compiled.report.log.strip().splitlines()
+        say(Compiled(variant.label, compiled.report.ok,
+                     "" if compiled.report.ok else " ".join(log[1:2] or log[:1])))
+        return compiled
 
     def _evaluate(self, problem, baseline, candidates, info, repetitions, warmup,
                   time_budget_s, say) -> Evaluation:
@@ -140,13 +148,19 @@ class Runner:
         runnable = [c for c in compiled if c.report.ok]
         try:
             verdicts.update(verify(self._session, problem, base, runnable,
-                                   timeout_s=self.launch_timeout_s, progress=say,
+                                   timeout_s=self.launch_timeout_s, on_event=say,
                                    screen=self._screen(say)))
         except BaselineError as e:
             # Nothing can be judged against this baseline: no candidate results at all.
             return Evaluation(device=info, baseline_compile=base.report, baseline=None,
                               error=str(e))
 
+        for c in compiled:
+            label = c.variant.label
+            if label in verdicts:
+                say(Rejected(label, verdicts[label]))
+            else:
+                say(Verified(label, _PASSED))
         passing = [c for c in runnable if c.variant.label not in verdicts]
         timings: dict[str, Timing] = {}
         speedups: dict[str, Speedup] = {}
@@ -169,7 +183,7 @@ class Runner:
                                     repetitions=repetitions, warmup=warmup,
                                     time_budget_s=time_budget_s,
                                     timeout_s=self.launch_timeout_s,
-                                    flush_mode=self.l2_flush, progress=say,
+                                    flush_mode=self.l2_flush, on_event=say,
                                     target_ci_pct=TARGET_CI_PCT, screen=self._screen(say))
                 break
             except VariantFault as fault:
@@ -179,6 +193,7 @@ class Runner:
                 make = timeout_verdict if fault.timeout else launch_verdict
                 verdicts[fault.label] = make(fault.label, case, seed, str(fault),
                                              " (while timing)")
+                say(Rejected(fault.label, verdicts[fault.label]))
                 if wedged:
                     return f"timing stopped: {self._session.wedged}"
         reference = run.last[base.variant.label].outputs
@@ -191,10 +206,17 @@ class Runner:
                                 problem.tolerance)
             if stale is not None:
                 verdicts[label] = stale
+                say(Rejected(label, stale))
+                say(Timed(label, timings[label].median_us))
                 continue
             value, low, high = ratio_of_medians_ci(run.samples_us[base.variant.label],
                                                    run.samples_us[label])
             speedups[label] = Speedup(value=value, ci_low=low, ci_high=high)
+        say(Timed(base.variant.label, timings[base.variant.label].median_us))
+        for c in variants[1:]:
+            label = c.variant.label
+            if label in speedups:
+                say(Timed(label, timings[label].median_us, speedups[label]))
         return ""
 
     @staticmethod
@@ -205,7 +227,7 @@ class Runner:
             label = c.variant.label
             verdict = verdicts.get(label)
             if verdict is None:
-                reason = "matches the baseline on every case and seed, twice"
+                reason = _PASSED
                 reason += (", and again after the timing loop" if label in speedups
                            else f"; not timed: {error}")
                 verdict = Verdict(variant=label, status="passed", reason=reason)

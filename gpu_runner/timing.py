@@ -52,6 +52,7 @@ import numpy as np
 from gpu_runner.buffers import DeviceBuffers
 from gpu_runner.compare import changed
 from gpu_runner.compiler import CompiledVariant
+from gpu_runner.events import OnEvent, TimingRound, WarmingUp, emit_to
 from gpu_runner.inputs import make_inputs
 from gpu_runner.l2flush import L2Flusher, reset_persisting_l2
 from gpu_runner.launch import launch_kernel
@@ -132,7 +133,7 @@ def time_variants(session: GpuSession, case: Case, seed: int,
                   variants: Sequence[CompiledVariant], *, l2_bytes: int, repetitions: int = 50,
                   warmup: int = 3, time_budget_s: float = 60.0, timeout_s: float = 10.0,
                   flush_mode: str = "read",
-                  progress: Callable[[str], None] | None = None,
+                  on_event: OnEvent = None,
                   target_ci_pct: float | None = None,
                   clock_probe: Callable[[], ClockSample] | None = None,
                   screen=None) -> TimingRun:
@@ -153,7 +154,7 @@ def time_variants(session: GpuSession, case: Case, seed: int,
     if target_ci_pct is not None and not target_ci_pct > 0:
         raise ValueError(f"target_ci_pct must be a positive percentage, found {target_ci_pct}")
     drv, stream = session.drv, session.stream
-    say = progress or (lambda _m: None)
+    say = emit_to(on_event)
     inputs = make_inputs(case, seed)
     run = TimingRun(seed=seed, inputs=inputs,
                     samples_us={v.variant.label: [] for v in variants})
@@ -196,7 +197,7 @@ def time_variants(session: GpuSession, case: Case, seed: int,
         clock_probe = probe.sample
     try:
         run.persisting_l2 = reset_persisting_l2(drv)
-        say(f"timing: warm-up, {warmup} launch(es) of each of {len(variants)} variant(s)")
+        say(WarmingUp(warmup, len(variants)))
         for _ in range(warmup):
             for v in variants:
                 one(v, False)
@@ -247,7 +248,7 @@ def time_variants(session: GpuSession, case: Case, seed: int,
             last_round_s = time.monotonic() - started
             final = closing == 1
             if (r + 1) % 10 == 0 or final:
-                say(f"timing: round {r + 1} of at most {repetitions}")
+                say(TimingRound(r + 1, repetitions))
             if closing:
                 closing -= 1
                 if not closing:

@@ -40,6 +40,7 @@ from gpu_runner import elements
 from gpu_runner.compare import (DEFAULT_RTOL, Bounds, changed, is_constant, mismatch,
                                 output_scale, resolve_bounds, values_of)
 from gpu_runner.compiler import CompiledVariant
+from gpu_runner.events import OnEvent, Verifying, emit_to
 from gpu_runner.captured import CapturedDataError, captured_results
 from gpu_runner.inputs import make_inputs
 from gpu_runner.launch import launch_kernel
@@ -50,7 +51,6 @@ from gpu_runner.session import GpuSession, KernelTimeout, LaunchFailure
 from gpu_runner.verdicts import (RunResult, fmt, judge_repeat, judge_run, launch_verdict,
                                  timeout_verdict)
 
-Progress = Optional[Callable[[str], None]]
 
 
 class BaselineError(RuntimeError):
@@ -291,12 +291,12 @@ def _baseline_reference(session: GpuSession, problem: Problem, baseline: Compile
 
 def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
            candidates: Sequence[CompiledVariant], *, timeout_s: float = 10.0,
-           progress: Progress = None, screen=None) -> dict[str, Verdict]:
+           on_event: OnEvent = None, screen=None) -> dict[str, Verdict]:
     """Verdicts (failing ones; a candidate absent from the result passed) keyed by variant
     label; ``screen`` a ``gpu_runner.screen.DeviceScreen`` to check on the device first
     (module doc). Needs the session's context current. Raises ``BaselineError``."""
     failed: dict[str, Verdict] = {}
-    say = progress or (lambda _m: None)
+    say = emit_to(on_event)
     for seed in problem.seeds:
         for ci, case in enumerate(problem.cases):
             if case.captured is not None and seed != problem.seeds[0]:
@@ -306,14 +306,14 @@ def verify(session: GpuSession, problem: Problem, baseline: CompiledVariant,
             case_screen = None if captured is not None else screen
             bufs = _CaseBuffers(session, case, inputs)
             try:
-                say(f"verify: baseline on case '{case.label}', seed {seed}")
+                say(Verifying(baseline.variant.label, case.label, seed, baseline=True))
                 reference = _baseline_reference(session, problem, baseline, ci, case, seed,
                                                 inputs, bufs, timeout_s, case_screen)
                 if captured is not None:
                     _check_reproduced(problem, case, reference.outputs, captured)
                 for cand in live:
                     label = cand.variant.label
-                    say(f"verify: {label} on case '{case.label}', seed {seed}")
+                    say(Verifying(label, case.label, seed))
                     verdict = _judge(session, problem, cand, ci, case, seed, inputs, bufs,
                                      reference, timeout_s, case_screen, captured)
                     if verdict is not None:
@@ -418,4 +418,4 @@ def _skip_rest(candidates, failed, why: str) -> None:
         if c.variant.label not in failed:
             failed[c.variant.label] = Verdict(
                 variant=c.variant.label, status="launch_error",
-                reason=f"not verified: {why}")
+                reason=f"not verified: {why}", not_judged=True)

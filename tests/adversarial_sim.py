@@ -24,6 +24,7 @@ import os
 import numpy as np
 
 from gpu_runner.buffers import GuardDamage
+from gpu_runner.events import Verifying
 from gpu_runner.inputs import make_inputs
 from gpu_runner.patterns import poison_array
 from gpu_runner.problem import Case, Problem
@@ -165,7 +166,7 @@ class SimulatedAdversarialBackend(FakeBackend):
         by_label = {e["label"]: e for e in entries()}
         results = []
         for c in spec.candidates:
-            progress(f"verify: {c.label} (simulated in pid {os.getpid()})")
+            progress(Verifying(c.label, "simulated", os.getpid()))
             results.append(simulated_result(by_label[c.label]))
         base = spec.baseline.label
         return Evaluation(device=self.info,

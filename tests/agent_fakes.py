@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
+from gpu_runner.events import Note
 from gpu_runner.problem import Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Mismatch,
                                Speedup, Timing, Verdict)
+from cudalens.engine.runner import WithoutTools
 from cudalens.target import Target, load_target
 
 BASELINE_US = 100.0
@@ -89,7 +91,7 @@ def compile_failed(label: str, log: str) -> CandidateResult:
 Judge = Callable[[Variant], CandidateResult]
 
 
-class FakeRunner:
+class FakeRunner(WithoutTools):
     """See the module doc."""
 
     def __init__(self, judge: Optional[Judge] = None) -> None:
@@ -99,10 +101,10 @@ class FakeRunner:
     def device_info(self) -> DeviceInfo:
         return DEVICE
 
-    def evaluate(self, problem, baseline, candidates, *, repetitions=50, progress=None):
+    def evaluate(self, problem, baseline, candidates, *, repetitions=50, on_event=None):
         self.calls.append(list(candidates))
-        if progress is not None:
-            progress(f"timing {len(candidates)} candidates")
+        if on_event is not None:
+            on_event(Note(f"timing {len(candidates)} candidates"))
         return Evaluation(device=DEVICE,
                           baseline_compile=CompileReport("baseline", True, registers=16),
                           baseline=timing("baseline", BASELINE_US),

@@ -16,6 +16,13 @@ some lanes of a warp deadlocks here, as its ``0xffffffff`` mask makes it undefin
 Buffers are passed with 8 guard elements after their length, filled with the poison value
 77 like the outputs; the program prints every element, guards included, so an out-of-bounds
 write shows as a difference.
+
+``run(..., checked=True)`` builds the program with AddressSanitizer instead and places every
+buffer between two poisoned regions of ``CHECKED_PAD`` elements: any read or write of a
+global buffer outside its length (guards included), or of a ``__shared__`` array outside its
+extent, stops the program, and ``run`` raises ``OutOfRange`` naming the access and the line
+of the kernel's source. That is what a kernel launched with another grid than its own must
+never do (``tests/test_variant_corpus.py``, the rewrites under the original's launch).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from cuda_vector_types import VECTOR_TYPES
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found on PATH")
 
 GUARD = 8
+CHECKED_PAD = 1 << 16  # poisoned elements before and after each buffer in checked mode
 DYNAMIC_SHARED_BYTES = 49152  # what an extern __shared__ array gets
 
 _C_TYPES = {"float": "float", "double": "double", "int": "int", "unsigned": "unsigned int",
@@ -145,21 +153,73 @@ inline float __saturatef(float x) { return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x
 """
 
 
+# A buffer: ``size`` elements (length plus guards) with ``data()``; the checked form keeps
+# CHECKED_PAD poisoned elements on both sides and poisons its guards while the kernel runs
+# (``unpoison_all`` before the dump).
+_PLAIN_BUFFERS = r"""
+namespace sim {
+inline void unpoison_all() {}
+template <typename T> struct Buffer {
+    std::vector<T> v;
+    Buffer(long long size, long long) : v(size) {}
+    T& operator[](long long k) { return v[k]; }
+    T* data() { return v.data(); }
+    void arm() {}
+};
+}  // namespace sim
+"""
+_CHECKED_BUFFERS = r"""
+#include <sanitizer/asan_interface.h>
+namespace sim {
+std::vector<std::pair<void*, size_t>> poisoned;
+inline void unpoison_all() {
+    for (auto& r : poisoned) ASAN_UNPOISON_MEMORY_REGION(r.first, r.second);
+}
+template <typename T> struct Buffer {
+    std::vector<T> v; long long size, length;
+    Buffer(long long size_, long long length_)
+        : v(size_ + 2 * """ + str(CHECKED_PAD) + r"""), size(size_), length(length_) {}
+    T& operator[](long long k) { return v[""" + str(CHECKED_PAD) + r""" + k]; }
+    T* data() {  // called once, for the kernel's argument: poison all but [0, length)
+        T* base = v.data(); T* first = base + """ + str(CHECKED_PAD) + r""";
+        poisoned.emplace_back(base, (first - base) * sizeof(T));
+        ASAN_POISON_MEMORY_REGION(base, (first - base) * sizeof(T));
+        T* end = first + length; T* stop = base + v.size();
+        poisoned.emplace_back(end, (stop - end) * sizeof(T));
+        ASAN_POISON_MEMORY_REGION(end, (stop - end) * sizeof(T));
+        return first;
+    }
+};
+}  // namespace sim
+"""
+
 _EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+([A-Za-z_][\w:<>\s]*?)\s+"
                             r"([A-Za-z_]\w*)\s*\[\s*\]")
 
 
-def _host_text(source: str) -> str:
+def _host_text(source: str, checked: bool = False) -> str:
     """``source`` without ``#include`` lines (the prelude has what kernels use), and with
-    each ``extern __shared__ T name[];`` made a static array of ``DYNAMIC_SHARED_BYTES``."""
+    each ``extern __shared__ T name[];`` made a static array of ``DYNAMIC_SHARED_BYTES``
+    (``checked``: a pointer to ``sim::dyn_shared``, a heap block of the launch's dynamic
+    shared bytes, so an access past them is out of range)."""
     text = "\n".join("" if line.lstrip().startswith("#include") else line
                      for line in source.split("\n"))
+    if checked:
+        return _EXTERN_SHARED.sub(lambda m: f"static {m.group(1)}* const {m.group(2)} = "
+                                            f"({m.group(1)}*)sim::dyn_shared", text)
     return _EXTERN_SHARED.sub(lambda m: f"static {m.group(1)} {m.group(2)}"
                                         f"[{DYNAMIC_SHARED_BYTES} / sizeof({m.group(1)})]", text)
 
 
-def program(source: str, kernel: str, spec: KernelSpec) -> str:
-    """A host program running ``kernel`` of ``source``.
+class OutOfRange(AssertionError):
+    """A checked run (``run(..., checked=True)``) read or wrote memory out of range: the
+    message has AddressSanitizer's first lines and the kernel source line (``kernel.cu:N``)."""
+
+
+def program(source: str, kernel: str, spec: KernelSpec, checked: bool = False,
+            shared_bytes: int = DYNAMIC_SHARED_BYTES) -> str:
+    """A host program running ``kernel`` of ``source`` (``checked``: buffers between
+    poisoned pads for AddressSanitizer, and ``shared_bytes`` of dynamic shared memory).
 
     argv: ``GX GY GZ BX BY BZ`` then, per kernel parameter in order, a buffer's ``LENGTH LOW
     HIGH`` or a scalar's value. Inputs hold a fixed pattern (integers drawn from [LOW, HIGH)),
@@ -187,7 +247,7 @@ def program(source: str, kernel: str, spec: KernelSpec) -> str:
             lines += [
                 f"    const long long {n} = atoll(argv[a++]); const long long lo_{p.name} = "
                 f"atoll(argv[a++]); const long long hi_{p.name} = atoll(argv[a++]);",
-                f"    std::vector<{ctype}> buf_{p.name}({n} + {GUARD});",
+                f"    sim::Buffer<{ctype}> buf_{p.name}({n} + {GUARD}, {n});",
                 f"    for (long long k = 0; k < {n} + {GUARD}; ++k) buf_{p.name}[k] = "
                 + (f"({ctype})(((k * 37 + {j} * 11) % 101) / 50.0 - 1.0);"
                    if ctype in _FLOATS else
@@ -196,7 +256,7 @@ def program(source: str, kernel: str, spec: KernelSpec) -> str:
             ]
             if decl.role == "out":
                 lines.append(f"    for (long long k = 0; k < {n}; ++k) buf_{p.name}[k] = ({ctype})77;")
-            args.append(f"buf_{p.name}.data()")
+            args.append(f"ptr_{p.name}")
             dumps.append((p.name, ctype))
         else:
             assert isinstance(decl, ScalarDecl)
@@ -204,6 +264,7 @@ def program(source: str, kernel: str, spec: KernelSpec) -> str:
             conv = "atof" if ctype in _FLOATS else "atoll"
             lines.append(f"    const {ctype} arg_{p.name} = ({ctype}){conv}(argv[a++]);")
             args.append(f"arg_{p.name}")
+    lines += [f"    auto* const ptr_{name} = buf_{name}.data();" for name, _ in dumps]
     lines += [
         "    const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;",
         "    for (unsigned bz = 0; bz < gridDim.z; ++bz)",
@@ -225,31 +286,42 @@ def program(source: str, kernel: str, spec: KernelSpec) -> str:
         "        for (auto& th : threads) th.join();",
         "    }",
     ]
+    lines.append("    sim::unpoison_all();")
     for name, ctype in dumps:
         lines += [f"    for (long long k = 0; k < len_{name} + {GUARD}; ++k) {{",
                   f"        unsigned long long bits = 0; memcpy(&bits, &buf_{name}[k], sizeof({ctype}));",
                   f"        printf(\"{name} %lld %llx\\n\", k, bits);",
                   "    }"]
     lines += ["    return 0;", "}"]
-    return _PRELUDE + _host_text(source) + "\n" + "\n".join(lines) + "\n"
+    buffers = _CHECKED_BUFFERS if checked else _PLAIN_BUFFERS
+    if checked:
+        buffers += ("namespace sim { unsigned char* const dyn_shared = (unsigned char*)"
+                    f"malloc({int(shared_bytes)}); }}\n")
+    return (_PRELUDE + buffers + '#line 1 "kernel.cu"\n' + _host_text(source, checked) + "\n"
+            + '#line 1 "sim_main.cpp"\n' + "\n".join(lines) + "\n")
 
 
-@functools.lru_cache(maxsize=1)
-def _header_dir() -> Path:
+_CHECKED_FLAGS = ["-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+
+
+@functools.lru_cache(maxsize=2)
+def _header_dir(checked: bool = False) -> Path:
     """A directory holding the standard headers the programs use, precompiled once per test
-    session (g++ then skips parsing them: about 1 s less per program). Where precompiling
-    fails the plain header is used."""
+    session for the plain or the checked flags (g++ then skips parsing them: about 1 s less
+    per program). Where precompiling fails the plain header is used."""
     tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-pch-"))
     header = tmp / _HEADER_NAME
     header.write_text(_HEADERS)
-    subprocess.run(["g++", *_FLAGS, "-x", "c++-header", str(header), "-o", str(header) + ".gch"],
-                   capture_output=True, text=True, timeout=120)
+    extra = _CHECKED_FLAGS if checked else []
+    subprocess.run(["g++", *_FLAGS, *extra, "-x", "c++-header", str(header), "-o",
+                    str(header) + ".gch"], capture_output=True, text=True, timeout=120)
     return tmp
 
 
 @functools.lru_cache(maxsize=64)
-def build(text: str) -> str:
-    """Compiles a ``program`` with g++ (C++20, threads); returns the executable's path.
+def build(text: str, checked: bool = False) -> str:
+    """Compiles a ``program`` with g++ (C++20, threads; ``checked``: with AddressSanitizer);
+    returns the executable's path.
 
     Raises AssertionError with g++'s diagnostics when it does not compile.
     """
@@ -257,7 +329,8 @@ def build(text: str) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-"))
     src, exe = tmp / f"{digest}.cpp", tmp / digest
     src.write_text(text)
-    proc = subprocess.run(["g++", *_FLAGS, "-I", str(_header_dir()), "-o", str(exe), str(src)],
+    flags = [*_FLAGS, *(_CHECKED_FLAGS if checked else []), "-I", str(_header_dir(checked))]
+    proc = subprocess.run(["g++", *flags, "-o", str(exe), str(src)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"g++ failed on {src}:\n{proc.stderr[:3000]}"
     return str(exe)
@@ -283,10 +356,12 @@ def _decode(bits: int, ctype: str):
 
 
 def run(source: str, kernel: str, spec: KernelSpec, sizes: Mapping[str, int],
-        launch: Optional[LaunchDecl] = None, timeout: float = 60) -> Result:
+        launch: Optional[LaunchDecl] = None, timeout: float = 60,
+        checked: bool = False) -> Result:
     """Runs ``kernel`` with the spec's buffers and scalars evaluated at ``sizes`` and the
     launch ``launch`` (default: the spec's), resolved as the runner resolves it (``sm_count``
-    132). Raises AssertionError when the program fails or hangs."""
+    132). Raises AssertionError when the program fails or hangs; with ``checked``,
+    ``OutOfRange`` when it accesses memory out of range (module doc)."""
     env: dict[str, object] = dict(sizes)
     resolved = resolve_launch(launch or spec.launch, sizes, 132)
     argv = [str(v) for v in resolved.grid + resolved.block]
@@ -303,15 +378,33 @@ def run(source: str, kernel: str, spec: KernelSpec, sizes: Mapping[str, int],
             ctypes[p.name] = _C_TYPES[decl.type]
         else:
             argv.append(repr(spec_expr.evaluate(decl.expr, env)))
-    exe = build(program(source, kernel, spec))
+    exe = build(program(source, kernel, spec, checked, resolved.shared_bytes), checked)
+    env_vars = None
+    if checked:
+        import os
+        env_vars = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:"
+                    "exitcode=86:symbolize=1:print_summary=1"}
     try:
-        proc = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=timeout,
+                              env=env_vars)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"{kernel} did not finish in {timeout} s (a barrier or shuffle "
                              f"that not every thread reaches?)") from None
+    if checked and proc.returncode != 0 and "AddressSanitizer" in proc.stderr:
+        raise OutOfRange(f"{kernel} {argv}: {_asan_summary(proc.stderr)}")
     assert proc.returncode == 0, f"{kernel} {argv}: exit {proc.returncode}: {proc.stderr[:2000]}"
     out: dict[str, list] = {name: [] for name in ctypes}
     for line in proc.stdout.splitlines():
         name, _, bits = line.split()
         out[name].append(_decode(int(bits, 16), ctypes[name]))
     return Result(out)
+
+
+def _asan_summary(stderr: str) -> str:
+    """AddressSanitizer's error line, the access (READ/WRITE of size N) and the first frame
+    in the kernel's source (``kernel.cu:LINE``)."""
+    lines = stderr.splitlines()
+    error = next((l for l in lines if "ERROR: AddressSanitizer" in l), "")
+    access = next((l for l in lines if l.startswith(("READ of", "WRITE of"))), "")
+    frame = next((l.strip() for l in lines if "kernel.cu:" in l), "")
+    return " | ".join(x for x in (error.split("ERROR: ")[-1], access, frame) if x)

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from cudalens.engine.runner import WithoutTools
+from gpu_runner.events import Verifying
+
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
 
@@ -24,7 +27,7 @@ WARP = "// One warp per "  # warp_per_row.comment
 GRIDSTRIDE = "the warps looping over the "
 
 
-class LaunchAwareClient:
+class LaunchAwareClient(WithoutTools):
     """``RunnerClient``'s interface (context manager, ``device_info``, ``evaluate``); ``calls``
     keeps every evaluation's variants."""
 
@@ -56,7 +59,7 @@ class LaunchAwareClient:
         return CandidateResult(CompileReport(v.label, True), Verdict(v.label, "passed", "ok"), t,
                                speedup)
 
-    def evaluate(self, problem, baseline, variants, repetitions=50, progress=None):
+    def evaluate(self, problem, baseline, variants, repetitions=50, on_event=None):
         self.calls.append(list(variants))
         base = Timing("baseline", 100.0, 99.0, 101.0, 98.0, repetitions, 1000.0, 25.0)
         return Evaluation(self.device_info(), CompileReport("baseline", True), base,
@@ -107,7 +110,7 @@ class LaunchAwareBackend:
     def evaluate(self, task, progress) -> Evaluation:
         spec = task.spec
         for v in spec.candidates:
-            progress(f"verify: {v.label} on case 'nominal', seed 1")
+            progress(Verifying(v.label, "nominal", 1))
         ev = LaunchAwareClient().evaluate(spec.problem, spec.baseline, spec.candidates,
                                           spec.repetitions)
         return dataclasses.replace(ev, device=self.info)

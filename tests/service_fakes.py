@@ -36,6 +36,7 @@ import re
 import time
 
 from gpu_runner.compiler import check_request
+from gpu_runner.events import Compiling, Note, TimingRound, Verifying
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation,
                                Mismatch, Speedup, Timing, Verdict)
 from gpu_runner.session import GPU_EXTRA, NoGpuError
@@ -130,7 +131,7 @@ class FakeBackend:
                                          max_threads_per_block=1024))
         return out
 
-    def evaluate(self, task, progress) -> Evaluation:
+    def evaluate(self, task, progress) -> Evaluation:  # progress: gets gpu_runner.events
         spec = task.spec
         base = spec.baseline
         for case in spec.problem.cases:  # captured data must arrive whole, as the runner needs
@@ -144,8 +145,8 @@ class FakeBackend:
                                                            f"{exc}")
         full = len(spec.problem.cases) > 1
         for v in (base, *spec.candidates):
-            progress(f"compile: {v.label}")
-        progress(f"verify: baseline on case '{spec.problem.cases[0].label}', seed 1")
+            progress(Compiling(v.label))
+        progress(Verifying(base.label, spec.problem.cases[0].label, 1, baseline=True))
         if "@crash" in base.source and ("@crash-full" not in base.source or full):
             os._exit(3)
         found = re.search(r"@median=(\d+)", base.source)
@@ -160,7 +161,7 @@ class FakeBackend:
                                             f"{c.label} did not compile: "
                                             f"{(refused.splitlines()[1:2] or [refused])[0]}")
                 continue
-            progress(f"verify: {c.label} on case 'nominal', seed 1")
+            progress(Verifying(c.label, "nominal", 1))
             src = c.source
             if "@crash" in src and "@crash-timing" not in src:
                 os._exit(3)
@@ -171,7 +172,7 @@ class FakeBackend:
                 time.sleep(3600)
             if "@slow" in src:
                 for _ in range(1000):
-                    progress(f"verify: {c.label} still running")
+                    progress(Verifying(c.label, "nominal", 1))
                     time.sleep(0.02)
             if "@mismatch" in src:
                 verdicts[c.label] = Verdict(c.label, "mismatch",
@@ -198,14 +199,15 @@ class FakeBackend:
                 self._wedged = WEDGED_FAULT
                 for other in spec.candidates:
                     verdicts.setdefault(other.label, Verdict(other.label, "launch_error",
-                                                             f"not verified: {WEDGED_FAULT}"))
+                                                             f"not verified: {WEDGED_FAULT}",
+                                                             not_judged=True))
                 break
         error = "timing skipped: " + self._wedged if self._wedged else ""
         timed = [c for c in spec.candidates if c.label not in verdicts]
         timings = {}
         if not self._wedged:  # as in the real runner: a wedged worker times nothing
             timings[base.label] = _timing(base.label, median, self.info)
-            progress(f"timing: round 1 of at most {spec.repetitions}")
+            progress(TimingRound(1, spec.repetitions))
             for c in timed:
                 if "@crash-timing" in c.source:
                     os._exit(3)
@@ -318,15 +320,15 @@ class SpeedFakeBackend(FakeBackend):
         for case in task.spec.problem.cases:
             if case.captured is not None:  # how the captured arrays reached this worker
                 how = "inline" if case.captured.payload else f"as the path {case.captured.path}"
-                progress(f"captured case '{case.label}' arrived {how}")
+                progress(Note(f"captured case '{case.label}' arrived {how}"))
         for c in task.spec.candidates:
             if f"@lose-gpu{self.gpu}" in c.source:
-                progress(f"verify: {c.label} on case 'nominal', seed 1")
+                progress(Verifying(c.label, "nominal", 1))
                 open(os.path.join(self.flag_dir, f"gpu{self.gpu}-lost"), "w").close()
                 os._exit(3)
             if "@hold" in c.source:
                 while not os.path.exists(os.path.join(self.flag_dir, "release")):
-                    progress(f"verify: {c.label} holding")
+                    progress(Note(f"verify: {c.label} holding"))
                     time.sleep(0.02)
         ev = super().evaluate(task, progress)
         base, cand = GPU_SPEED[self.gpu]

@@ -158,7 +158,7 @@ def _through_the_supervisor():
               f"{sup.info.driver_version} ==")
         out = {}
         for name in ("saxpy", "block_sum", "stencil3"):
-            out[name] = sup.evaluate(_spec(name), progress=lambda _line: None)
+            out[name] = sup.evaluate(_spec(name), on_event=lambda _event: None)
             _print_evaluation(name, out[name])
         print("worker events:", [(e.kind, e.pid) for e in sup.events])
         return out

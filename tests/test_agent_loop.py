@@ -95,7 +95,8 @@ def test_fenced_rounds_feed_back_compile_errors_mismatches_refusals_and_pick_the
     ]
     progress: list[str] = []
     with FakeOpenAI(steps) as fake:
-        result = run_agent(target, runner, config(fake), progress=progress.append)
+        result = run_agent(target, runner, config(fake),
+                           on_event=lambda e: progress.append(e.text()))
         bodies = fake.chat_bodies()
 
     assert len(bodies) == 3
@@ -153,8 +154,8 @@ def test_fenced_rounds_feed_back_compile_errors_mismatches_refusals_and_pick_the
     assert w.launch_change is not None and w.launch_change.launch.grid == ("4 * sm_count",)
     assert w.drop_in is not None and w.drop_in.ok and not w.drop_in.own
     assert w.drop_in.result.verdict.variant == "final1@user"
-    assert "timing the best 1 candidates side by side, 1 of them under your launch too" in \
-        progress
+    assert ("confirming the 1 fastest candidates: timing them again together with the "
+            "baseline, and 1 of them under your launch too") in progress
 
 
 @needs_nvcc

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpu_runner.ncu_csv import parse_profile
+from cudalens.engine.runner import ProfileAnswer
 from cudalens.agent.config import AgentConfig
 from cudalens.agent.loop import run_agent
 from agent_fakes import FakeRunner, by_text, passed, saxpy_target
@@ -33,13 +34,15 @@ class ProfilingRunner(FakeRunner):
         self.fail = fail
         self.profiled: list[str] = []
 
-    def profile(self, problem, variant):
+    can_profile = True
+
+    def try_profile(self, problem, variant, *, timeout_s=180.0):
         self.profiled.append(next(m for m in ("faster", "fast again", "fast")
                                   if f"// {m}" in variant.source))
         if self.fail:
             raise RuntimeError("ncu failed profiling r1c1 (exit status 1): ==ERROR== "
                                "ERR_NVGPUCTRPERM")
-        return PROFILE
+        return ProfileAnswer(PROFILE)
 
 
 def config(fake: FakeOpenAI) -> AgentConfig:

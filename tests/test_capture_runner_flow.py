@@ -14,6 +14,7 @@ import pytest
 
 from gpu_runner.problem import Buffer, Case, CapturedData, Launch, Problem, Scalar, Variant
 from test_runner_flow import DATA, NOMINAL, RAGGED, by_label, fake  # noqa: F401 (fixture)
+from gpu_runner.events import as_text  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
@@ -64,7 +65,7 @@ def test_captured_case_is_verified_and_timed(fake):
     with Runner() as r:
         ev = r.evaluate(problem_with(npz_data(captured_arrays())), variant("saxpy.cu"),
                         [variant("saxpy_gridstride.cu"), variant("saxpy_half.cu")],
-                        repetitions=6, warmup=1, progress=messages.append)
+                        repetitions=6, warmup=1, on_event=as_text(messages.append))
     assert ev.error == ""
     got = by_label(ev)
     assert got["saxpy_gridstride"].verdict.status == "passed"

@@ -28,6 +28,9 @@ from scripted import ScriptedVerdicts  # noqa: E402
 from fake_openai import MODEL, FakeOpenAI, reply  # noqa: E402
 
 from cudalens.lsp.config import Settings, parse_settings  # noqa: E402
+from cudalens.engine.events import (Compiling, Confirming, LlmProposal, LlmRound,  # noqa: E402
+                                    MeasuringOriginal, Stopped, Timed, TimingRound,
+                                    Verifying)
 from cudalens.lsp.llm import AgentProgress, action_label, agent_config, choose  # noqa: E402
 
 SIG = "__global__ void saxpy(int n, float a, const float* x, float* y)"
@@ -330,13 +333,14 @@ def test_choose_follows_the_proposer_setting(tmp_path):
 def test_agent_progress_counts_rounds_and_keeps_the_best_verified_speedup():
     p = AgentProgress(rounds=4)
     seen = [p.describe(m) for m in [
-        "measuring the original saxpy on NVIDIA H200", "compile: baseline",
-        "round 1: asking fake at http://x/v1", "round 1: r1c1 does not compile",
-        "round 1: verifying and timing 2 variant(s) on NVIDIA H200",
-        "verify: r1c2 on case 'nominal', seed 1", "timing: round 25 of at most 50",
-        "round 1: r1c2 passed, 1.80x", "round 2: asking fake at http://x/v1",
-        "round 2: r2c1 passed, 0.90x", "round 2: r2c2 mismatch",
-        "timing the best 2 candidates side by side", "agent stopped: all 4 rounds done"]]
+        MeasuringOriginal("saxpy", "NVIDIA H200"), Compiling("baseline"),
+        LlmRound(1, "asking", endpoint="fake at http://x/v1"),
+        LlmProposal(1, "r1c1", "does not compile"),
+        LlmRound(1, "measuring", variants=2, device="NVIDIA H200"),
+        Verifying("r1c2", "nominal", 1), TimingRound(25, 50),
+        LlmProposal(1, "r1c2", "passed", 1.8), LlmRound(2, "asking", endpoint="fake at x"),
+        LlmProposal(2, "r2c1", "passed", 0.9), LlmProposal(2, "r2c2", "mismatch"),
+        Confirming(("final1", "final2")), Stopped("all 4 rounds done")]]
     assert seen == [
         ("measuring the original saxpy on NVIDIA H200", 0),
         ("measuring the original: compiling baseline", 1),
@@ -351,6 +355,7 @@ def test_agent_progress_counts_rounds_and_keeps_the_best_verified_speedup():
         ("round 2/4, best 1.80x: r2c2 mismatch", 48),
         ("timing the best 2 candidates again side by side", 95),
         ("LLM stopped: all 4 rounds done", 99)]
+    assert p.describe(Timed("r2c1", 4.5)) is None  # the results show times
 
 
 def test_scripted_verdicts_are_labelled_and_scale_the_baseline(tmp_path):

@@ -117,6 +117,8 @@ def test_the_profile_setting_defaults_on_and_is_checked():
 class ProfilingModel(ModelRunnerClient):
     """The model runner plus a profile answer (test-only: the profile is the CSV fixture's)."""
 
+    can_profile = True
+
     def __init__(self, answer: ProfileAnswer):
         super().__init__()
         self.answer = answer
@@ -162,7 +164,7 @@ def test_not_available_keeps_the_reason_and_the_model_runner_is_not_asked(modell
     no = ProfileAnswer(None, "ncu_missing", "Nsight Compute (ncu) was not found on PATH")
     got = take_profile(_job(), ProfilingModel(no), result, lambda *_: None)
     assert got.profile is None and got.reason == "Nsight Compute (ncu) was not found on PATH"
-    assert not hasattr(model, "try_profile")
+    assert not model.can_profile  # the model runner says it cannot profile (Runner protocol)
     assert take_profile(_job(), model, result, lambda *_: None) is None
 
 

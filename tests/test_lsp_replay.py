@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).absolute().parent / "data" / "lsp"))
 from replay_runner import (ROOT, Recording, ReplayMismatch, ReplayRunnerClient,  # noqa: E402
                            newest_recording_of, recorded_files)
 
+from gpu_runner.events import Compiling  # noqa: E402
 from gpu_runner.problem import Launch, Variant  # noqa: E402
 from cudalens.optimize import optimize  # noqa: E402
 from cudalens.spec.resolve import build_problem, build_variant  # noqa: E402
@@ -92,13 +93,13 @@ def test_a_recorded_evaluation_replays_with_its_own_numbers():
              for i, v in enumerate(ev["variants"])]
     said = []
     got = ReplayRunnerClient([recording.path]).evaluate(problem, baseline, asked,
-                                                        progress=said.append)
+                                                        on_event=said.append)
     assert got.baseline.median_us == ev["baseline"]["median_us"]
     assert [(c.verdict.status, c.verdict.variant, c.speedup and c.speedup.value)
             for c in got.candidates] == \
         [(v["verdict"]["status"], f"v{i}", v["speedup"] and v["speedup"]["value"])
          for i, v in enumerate(ev["variants"])]
-    assert said[0] == "compile: baseline" and "compile: v0" in said
+    assert said[0] == Compiling("baseline") and Compiling("v0") in said
 
 
 def test_replay_refuses_an_edited_kernel():

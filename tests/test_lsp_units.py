@@ -20,7 +20,9 @@ from cudalens.lsp.config import Settings, parse_settings  # noqa: E402
 from cudalens.lsp.documents import analyze  # noqa: E402
 from cudalens.lsp.edits import (Refused, SpecFile, candidate_text, create_spec_edit,  # noqa: E402
                                 plan_apply, spec_launch_edit, text_edits)
-from cudalens.lsp.jobs import describe_progress  # noqa: E402
+from cudalens.engine.events import (BatchStarted, BestSoFar, Compiling, Confirming,  # noqa: E402
+                                    Note, Timed, TimingRound, Verified, Verifying)
+from cudalens.lsp.progress import BuiltinProgress  # noqa: E402
 from cudalens.lsp.positions import LineIndex  # noqa: E402
 from cudalens.lsp.results import KernelStatus  # noqa: E402
 from cudalens.store.records import LaunchRecord  # noqa: E402
@@ -71,46 +73,66 @@ def test_settings_parse_nested_values_and_report_bad_ones():
     assert parse_settings(["x"])[1] == ["cudalens: expected an object of settings, found list"]
 
 
-@pytest.mark.parametrize("message, candidates, shown, percent", [
-    ("12 candidates; verifying and timing on NVIDIA H200", 0,
+def _progress(candidates: int, first_batch: int = 0) -> BuiltinProgress:
+    """A built-in run's progress after batches that sent ``candidates`` candidates, the last
+    one of ``candidates - first_batch`` (labels c1, c2, ...)."""
+    p = BuiltinProgress()
+    if candidates:
+        p.describe(BatchStarted(candidates, tuple(f"c{i}" for i in range(first_batch + 1,
+                                                                        candidates + 1)),
+                                "NVIDIA H200"))
+    return p
+
+
+@pytest.mark.parametrize("event, candidates, shown, percent", [
+    (BatchStarted(12, tuple(f"c{i}" for i in range(1, 13)), "NVIDIA H200"), 0,
      "12 candidates proposed; running on NVIDIA H200", 5),
-    ("compile: baseline", 12, "compiling the baseline", 5),
-    ("compile: c6", 12, "compiling candidate 6/12", 12),
-    ("verify: c3 on case 'ragged', seed 2", 12, "candidate 3/12: verifying against the baseline",
-     30),
-    ("verify: baseline on case 'nominal', seed 1", 12, "verifying the baseline", 20),
-    ("timing: round 25 of at most 50", 12,
-     "timing round 25/50, baseline and candidates interleaved", 80),
-    ("something new", 12, "something new", None),
+    (Compiling("baseline"), 12, "compiling the baseline", 5),
+    (Compiling("c6"), 12, "compiling candidate 6/12", 12),
+    (Verifying("c3", "ragged", 2), 12, "candidate 3/12: verifying against the baseline", 30),
+    (Verifying("baseline", "nominal", 1, baseline=True), 12, "verifying the baseline", 20),
+    (TimingRound(25, 50), 12, "timing round 25/50, baseline and candidates interleaved", 80),
+    (Note("something new"), 12, "something new", None),
 ])
-def test_progress_messages_become_editor_words(message, candidates, shown, percent):
-    assert describe_progress(message, candidates) == (shown, percent)
+def test_progress_events_become_editor_words(event, candidates, shown, percent):
+    assert _progress(candidates).describe(event) == (shown, percent)
+
+
+def test_detail_events_show_nothing():
+    p = _progress(12)
+    assert p.describe(Verified("c1")) is None
+    assert p.describe(Timed("c1", 3.5)) is None
+
+
+def test_a_later_batch_counts_on():
+    p = _progress(8)
+    p.describe(BatchStarted(16, tuple(f"c{i}" for i in range(9, 17)), "NVIDIA H200"))
+    assert p.describe(Compiling("c13")) == ("compiling candidate 13/16", 17)
 
 
 def test_confirmation_run_counts_its_candidates_from_one():
     # the optimize flow times the 4 fastest of 24 again as c25..c28
-    assert describe_progress("confirming the 4 fastest candidates: timing them again together "
-                             "with the baseline", 24) == \
+    p = _progress(24)
+    assert p.describe(Confirming(("c25", "c26", "c27", "c28"))) == \
         ("timing the 4 fastest candidates again, together with the baseline", 5)
-    assert describe_progress("compile: c26", 4, offset=24) == ("compiling candidate 2/4", 12)
-    assert describe_progress("verify: c28 on case 'nominal', seed 1", 4, offset=24) == \
+    assert p.describe(Compiling("c26")) == ("compiling candidate 2/4", 12)
+    assert p.describe(Verifying("c28", "nominal", 1)) == \
         ("candidate 4/4: verifying against the baseline", 60)
 
 
 def test_the_best_speedup_so_far_follows_candidate_and_timing_messages():
-    best = "1.83x"
-    assert describe_progress("verify: c11 on case 'nominal', seed 1", 16, best=best) == \
+    p = _progress(16)
+    assert p.describe(BestSoFar(1.8312, "c11", 16)) == \
+        ("best so far: 1.83x (c11, verified), 16 candidates", None)
+    assert p.describe(Verifying("c11", "nominal", 1)) == \
         ("candidate 11/16: verifying against the baseline, best so far 1.83x", 47)
-    assert describe_progress("compile: c9", 16, best=best) == \
-        ("compiling candidate 9/16, best so far 1.83x", 13)
-    assert describe_progress("timing: round 10 of at most 50", 16, best=best) == \
+    assert p.describe(Compiling("c9")) == ("compiling candidate 9/16, best so far 1.83x", 13)
+    assert p.describe(TimingRound(10, 50)) == \
         ("timing round 10/50, baseline and candidates interleaved, best so far 1.83x", 68)
     # not on the baseline's steps, nor on messages it does not know
-    assert describe_progress("verify: baseline on case 'nominal', seed 1", 16, best=best) == \
+    assert p.describe(Verifying("baseline", "nominal", 1, baseline=True)) == \
         ("verifying the baseline", 20)
-    assert describe_progress("best so far: 1.83x (c11, verified), 16 candidates", 16,
-                             best=best) == ("best so far: 1.83x (c11, verified), 16 candidates",
-                                            None)
+    assert p.describe(Note("probe: the baseline alone")) == ("probe: the baseline alone", None)
 
 
 def test_text_edits_turn_old_into_new_with_line_edits():

@@ -108,7 +108,7 @@ def test_progress_uses_the_real_runners_lines():
     said = []
     p = problem(1)
     ModelRunnerClient().evaluate(p, variant("baseline", cases=1), [variant("c1", cases=1)],
-                                 repetitions=10, progress=said.append)
+                                 repetitions=10, on_event=lambda e: said.append(e.text()))
     assert said == ["compile: baseline", "compile: c1", "verify: baseline on case 'nominal', "
                     "seed 1", "verify: c1 on case 'nominal', seed 1",
                     *[f"timing: round {r} of at most 10" for r in (1, 3, 5, 7, 9)]]

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
+from cudalens.engine.runner import WithoutTools
 from cudalens.optimize import optimize
 from cudalens.target import load_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-class PassEverything:
+class PassEverything(WithoutTools):
     def __init__(self):
         self.sent = []  # every variant of every call
         self.calls = []  # the variants of each call
@@ -24,7 +25,7 @@ class PassEverything:
         return DeviceInfo("test GPU", (9, 0), 132, 50 << 20, 1024, 49152, 1980, 3201, "test",
                           13000, 4000.0)
 
-    def evaluate(self, problem, baseline, candidates, repetitions=50, progress=None):
+    def evaluate(self, problem, baseline, candidates, repetitions=50, on_event=None):
         first = len(self.sent)
         self.sent.extend(candidates)
         self.calls.append(list(candidates))

@@ -171,7 +171,7 @@ def test_runner_adapter_labels_variants_and_scores_only_verified_results():
                                speedup=SimpleNamespace(value=value) if value else None)
 
     class Client:
-        def evaluate(self, problem, baseline, variants, repetitions, progress):
+        def evaluate(self, problem, baseline, variants, repetitions, on_event):
             calls.append(([v.label for v in variants], repetitions))
             return SimpleNamespace(error="", candidates=(result(True, 1.5), result(False, 3.0)))
 

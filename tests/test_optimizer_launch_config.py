@@ -123,3 +123,118 @@ def test_dynamic_shared_memory_independent_of_the_block_is_fine():
 def test_launch_bounds_macro_is_read():
     ctx = _ctx(macros="#define MAXT 256", bounds="__launch_bounds__(MAXT)")
     assert [p["block"] for p in launch_config.parameter_space(ctx)] == [(128,), (64,)]
+
+
+# A transpose whose blocks each own a fixed 32x32 tile (TILE_DIM-style names), without shared
+# memory: the grid is tiled by the constants, so a block change would leave elements
+# uncovered (fewer rows per block) or cover them twice.
+TILED_SPEC = """
+kernel {kernel}
+size n = 1000
+scalar n: int = n
+in src: float[n * n]
+out dst: float[n * n]
+block = 32, 8
+grid = ceil_div(n, block.x), ceil_div(n, block.x)
+"""
+TILED_KERNELS = [
+    ("tile_consts", """
+const int TILE_DIM = 32;
+const int BLOCK_ROWS = 8;
+
+__global__ void tile_consts(const float* src, float* dst, int n)
+{
+    int x = threadIdx.x + blockIdx.x * TILE_DIM;
+    int y = threadIdx.y + blockIdx.y * TILE_DIM;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        if (x < n && y + j < n)
+            dst[x * n + y + j] = src[(y + j) * n + x];
+}
+""", "'blockIdx.x * TILE_DIM' (line 7) tiles the grid by TILE_DIM (= 32), not by blockDim.x: "
+     "each block covers a fixed 32-wide tile along x, so another block would leave elements "
+     "uncovered or cover them twice", 7),
+    ("tile_literal", """
+__global__ void tile_literal(const float* src, float* dst, int n)
+{
+    const int col = threadIdx.x + 32 * blockIdx.x;
+    const int row0 = (blockIdx.y) * 32 + threadIdx.y;
+    for (int r = row0; r < row0 + 32; r += 8)
+        if (col < n && r < n) dst[col * n + r] = src[r * n + col];
+}
+""", "'32 * blockIdx.x' (line 4) tiles the grid by 32, not by blockDim.x: each block covers a "
+     "fixed 32-wide tile along x, so another block would leave elements uncovered or cover "
+     "them twice", 4),
+    ("tile_constexpr_y", """
+#define ROWS 8
+constexpr int kTile = 32;
+__global__ void tile_constexpr_y(const float* src, float* dst, int n)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = threadIdx.y + (blockIdx.y * kTile);
+    for (int j = 0; j < kTile; j += ROWS)
+        if (x < n && y + j < n) dst[x * n + y + j] = src[(y + j) * n + x];
+}
+""", "'blockIdx.y * kTile' (line 7) tiles the grid by kTile (= 32), not by blockDim.y: each "
+     "block covers a fixed 32-wide tile along y, so another block would leave elements "
+     "uncovered or cover them twice", 7),
+    ("tile_shared", """
+#define TILE_DIM 32
+#define BLOCK_ROWS 8
+__global__ void tile_shared(const float* src, float* dst, int n)
+{
+    __shared__ float tile[TILE_DIM][TILE_DIM + 1];
+    int x = threadIdx.x + blockIdx.x * TILE_DIM;
+    int y = threadIdx.y + blockIdx.y * TILE_DIM;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        if (x < n && y + j < n) tile[threadIdx.y + j][threadIdx.x] = src[(y + j) * n + x];
+    __syncthreads();
+    x = threadIdx.x + blockIdx.y * TILE_DIM;
+    y = threadIdx.y + blockIdx.x * TILE_DIM;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        if (x < n && y + j < n) dst[(y + j) * n + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+""", "the kernel declares the fixed-size shared array '__shared__ float tile[TILE_DIM]"
+     "[TILE_DIM + 1];' (line 6), which usually assumes the block size", 6),
+]
+
+
+@pytest.mark.parametrize("kernel,text,reason,line", TILED_KERNELS,
+                         ids=[k[0] for k in TILED_KERNELS])
+def test_a_grid_tiled_by_a_constant_keeps_its_block(kernel, text, reason, line):
+    from cudalens.optimizer.plan import make_plan
+
+    plan = make_plan(context_with_spec(text, kernel, TILED_SPEC.format(kernel=kernel)))
+    assert not [c for c in plan.candidates if "launch_config" in c.passes]
+    [miss] = [n for n in plan.not_applied if n.pass_name == "launch_config"]
+    assert (miss.reason, miss.line, miss.at_kernel) == (reason, line, False)
+
+
+@pytest.mark.parametrize("index", [
+    "blockIdx.x * blockDim.x + threadIdx.x",
+    "4 * blockIdx.x * blockDim.x + threadIdx.x",  # the product's blockDim.x: a free block
+    "threadIdx.x + blockIdx.x * (blockDim.x * 2)",
+])
+def test_a_grid_tiled_by_the_block_keeps_its_block_search(index):
+    from cudalens.optimizer.plan import make_plan
+
+    text = f"""
+const int SCALE = 3;
+__global__ void free_block(const float* src, float* dst, int n)
+{{
+    int i = {index};
+    if (i < n) dst[i] = SCALE * src[i];
+}}
+"""
+    spec = """
+kernel free_block
+size n = 4096
+scalar n: int = n
+in src: float[n]
+out dst: float[n]
+block = 256
+grid = ceil_div(n, block.x)
+"""
+    plan = make_plan(context_with_spec(text, "free_block", spec))
+    blocks = [c.parameters["block"] for c in plan.candidates if c.passes == ("launch_config",)]
+    assert sorted(blocks, key=int) == ["64", "128", "512", "1024"]  # search order aside
+    assert "launch_config" not in {n.pass_name for n in plan.not_applied}

@@ -203,3 +203,77 @@ def test_plan_explains_the_new_candidates():
     plan = make_plan(context(_variant("stencil_tile", "conv1d_mask.cu")))
     tiled = next(c for c in plan.candidates if "stencil_tile" in c.passes)
     assert "input (offsets -2..2) in shared memory once" in tiled.explanation
+
+
+SPMV_SPEC = """
+kernel {kernel}
+size rows = 4096
+size per_row = 8
+scalar rows: int = rows
+scalar per_row: int = per_row
+in row_ptr: int[rows + 1]
+in col_idx: int[rows * per_row]
+in vals: float[rows * per_row]
+in x: float[rows]
+out y: float[rows]
+block = 256
+grid = ceil_div(rows, block.x)
+"""
+GATHERS = [
+    # CSR: the loop's bounds come from row_ptr, x is read at a loaded column
+    ("spmv_csr", """
+__global__ void spmv_csr(const int* row_ptr, const int* col_idx, const float* vals,
+                         const float* x, float* y, int rows, int per_row)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < rows) {
+        float dot = 0.0f;
+        for (int j = row_ptr[row]; j < row_ptr[row + 1]; ++j)
+            dot += vals[j] * x[col_idx[j]];
+        y[row] = dot;
+    }
+}
+""", "the read 'vals[j]' (line 9) is at an index computed from memory (j is computed from "
+     "'row_ptr[row]'), not at a constant offset from row: a data-dependent gather, not a "
+     "stencil; the pass tiles only reads at constant offsets around the thread's index", 9),
+    # the row's bounds through locals, then a column local
+    ("spmv_locals", """
+__global__ void spmv_locals(const int* row_ptr, const int* col_idx, const float* vals,
+                            const float* x, float* y, int rows, int per_row)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const int first = row_ptr[r], last = row_ptr[r + 1];
+    float acc = 0.0f;
+    for (int k = first; k < last; k++) {
+        const int c = col_idx[k];
+        acc += vals[k] * x[c];
+    }
+    y[r] = acc;
+}
+""", "the read 'col_idx[k]' (line 10) is at an index computed from memory (k is computed from "
+     "first: 'row_ptr[r]'), not at a constant offset from r: a data-dependent gather, not a "
+     "stencil; the pass tiles only reads at constant offsets around the thread's index", 10),
+    # a neighbour gather: x at a column read from memory, no loop
+    ("gather_pair", """
+__global__ void gather_pair(const int* row_ptr, const int* col_idx, const float* vals,
+                            const float* x, float* y, int rows, int per_row)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows) y[i] = x[col_idx[i * per_row]] + row_ptr[i + 1] - row_ptr[i];
+}
+""", "the read 'x[col_idx[i * per_row]]' (line 6) is at an index computed from memory (it "
+     "reads 'col_idx[i * per_row]'), not at a constant offset from i: a data-dependent "
+     "gather, not a stencil; the pass tiles only reads at constant offsets around the "
+     "thread's index", 6),
+]
+
+
+@pytest.mark.parametrize("kernel,text,reason,line", GATHERS, ids=[g[0] for g in GATHERS])
+def test_stencil_tile_refuses_data_dependent_reads(kernel, text, reason, line):
+    from cudalens.optimizer.plan import make_plan
+
+    plan = make_plan(context_with_spec(text, kernel, SPMV_SPEC.format(kernel=kernel)))
+    assert not [c for c in plan.candidates if "stencil_tile" in c.passes]
+    [miss] = [n for n in plan.not_applied if n.pass_name == "stencil_tile"]
+    assert (miss.reason, miss.line, miss.at_kernel) == (reason, line, False)

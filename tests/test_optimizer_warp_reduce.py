@@ -292,3 +292,92 @@ def test_loop_limit_must_be_the_block_size():
     ctx = context_with_spec(text, "block_sum", spec_text)
     assert warp_reduce.check(ctx) == ("the loop at line 14 runs to '128', which is not blockDim.x "
                                       "or the spec's block size")
+
+
+def _corpus(folder, name):
+    from variant_corpus import ROOT, Variant, context
+
+    return context(Variant(folder, ROOT / folder / name))
+
+
+@pytest.mark.parametrize("folder,name", [("warp_reduce", "byte_buffer_cast.cu"),
+                                         ("coarsen_reduce", "byte_buffer_cstyle.cu")])
+def test_a_byte_buffer_viewed_as_floats_is_the_tree_array(folder, name):
+    from cudalens.optimizer.block_reduction import match
+    from cudalens.optimizer.passes import coarsen_reduce
+    from cudalens.optimizer.plan import make_plan
+
+    ctx = _corpus(folder, name)
+    m = match(ctx, 256 if folder == "warp_reduce" else 128)
+    view = m.parsed.text_of(m.view)
+    assert (m.shared, m.element_type) == (("sdata", "float") if folder == "warp_reduce"
+                                          else ("acc", "float"))
+    assert view in ("float* sdata = reinterpret_cast<float*>(smem);",
+                    "float* const acc = (float*)scratch;")
+    plan = make_plan(ctx)
+    passes = {p for c in plan.candidates for p in c.passes}
+    assert {"warp_reduce"} <= passes
+    missing = {n.pass_name: n.reason for n in plan.not_applied}
+    assert "warp_reduce" not in missing
+    if folder == "warp_reduce":  # one warp per block would change the partials' count
+        assert missing["coarsen_reduce"] == ("the length of buffer block_max (ceil_div(n, "
+                                             "block.x)) depends on the block")
+    else:
+        assert "coarsen_reduce" not in missing
+    # warp_reduce no longer reads the byte buffer; it keeps the user's launch, dynamic shared
+    # bytes included, so it stays a drop-in
+    wr = warp_reduce.apply(ctx)
+    assert wr.launch == ctx.launch and wr.launch.shared.strip() not in ("", "0")
+    assert "smem" not in wr.source.split("{", 1)[1] and "scratch" not in wr.source.split("{", 1)[1]
+    if folder == "coarsen_reduce":
+        assert "coarsen_reduce" in passes
+        cr = coarsen_reduce.apply(ctx)  # one warp, registers only: no dynamic shared memory
+        assert (cr.launch.block, cr.launch.shared) == (("32",), "0")
+
+
+BYTE_VIEW_REJECTS = [
+    ("""
+__global__ void k(const float* in, float* out, int n)
+{
+    extern __shared__ unsigned char smem[];
+    float* s = reinterpret_cast<float*>(smem);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? in[i] : 0.0f;
+    smem[0] = 1;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}""", "the shared byte array smem is used at line 8 besides its view 'float* s = "
+      "reinterpret_cast<float*>(smem);' (line 5)", 8),
+    ("""
+__global__ void k(const float* in, float* out, int n)
+{
+    extern __shared__ unsigned char smem[];
+    float* s = (float*)smem;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    s += 0;
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}""", "the view s of the shared byte array is changed at line 9", 9),
+]
+
+
+@pytest.mark.parametrize("text,reason,line", BYTE_VIEW_REJECTS)
+def test_a_byte_buffer_used_besides_its_view_says_where(text, reason, line):
+    from cudalens.optimizer.plan import make_plan
+
+    spec = SPEC.format(kernel="k", t="float", out="out out: float[ceil_div(n, 256)]",
+                       block=256, extra="shared = 256 * 4\n")
+    plan = make_plan(context_with_spec(text, "k", spec))
+    assert not [c for c in plan.candidates if {"warp_reduce", "coarsen_reduce"} & set(c.passes)]
+    by = {n.pass_name: n for n in plan.not_applied}
+    for p in ("warp_reduce", "coarsen_reduce"):
+        assert (by[p].reason, by[p].line, by[p].at_kernel) == (reason, line, False)

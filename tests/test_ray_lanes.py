@@ -116,7 +116,7 @@ def test_cancel_stops_both_actors_workers(client):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         lines = set(client.get(f"/v1/jobs/{job['id']}").json()["progress"])
-        if {"gpu 0: verify: s1 still running", "gpu 1: verify: s2 still running"} <= lines:
+        if {"verify: s1 on case 'nominal', seed 1", "verify: s2 on case 'nominal', seed 1"} <= lines:
             break
         time.sleep(0.05)
     else:

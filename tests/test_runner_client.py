@@ -17,6 +17,7 @@ import cudalens.runner_client as rc
 from cudalens.errors import CudalensError
 from cudalens.runner_client import RunnerClient, RunnerError, RunnerUnavailable
 from gpu_probe import gpu_present
+from gpu_runner.events import Verifying
 from gpu_runner.service.local import LocalRunner
 from gpu_runner.session import GPU_EXTRA
 from service_fakes import FakeBackend, problem, variant
@@ -204,13 +205,14 @@ def fake_runner():
 
 
 def test_round_trip_evaluate_with_progress(fake_runner):
-    lines = []
+    events = []
     with RunnerClient(fake_runner, token=TOKEN, poll_interval_s=0.02) as client:
         info = client.device_info()
         assert info.name == "Fake H200" and info.compute_capability == (9, 0)
         ev = client.evaluate(problem(), variant("baseline"),
                              [variant("c1"), variant("c2", "@crash"), variant("c3", "@mismatch")],
-                             repetitions=5, progress=lines.append)
+                             repetitions=5, on_event=events.append)
+    lines = [e.text() for e in events]
     assert [(c.verdict.variant, c.verdict.status) for c in ev.candidates] == [
         ("c1", "passed"), ("c2", "launch_error"), ("c3", "mismatch")]
     assert ev.candidates[0].timing.median_us == 50.0
@@ -220,6 +222,9 @@ def test_round_trip_evaluate_with_progress(fake_runner):
     assert lines.count("probe: the baseline alone, to set the kernel time limit") == 1
     assert lines.count("verify: c1 on case 'nominal', seed 1") >= 1
     assert any("worker replaced" in line for line in lines)
+    # typed, as the runner sent them: the verdicts of the candidates that were judged
+    assert Verifying("c1", "nominal", 1) in events
+    assert all(type(e).__module__ == "gpu_runner.events" for e in events)
 
 
 def test_round_trip_compile(fake_runner):
@@ -244,14 +249,14 @@ def test_unknown_device_is_unavailable(fake_runner):
 
 
 def test_interrupting_an_evaluation_cancels_its_job(fake_runner):
-    def interrupt(line):
-        if "still running" in line:
+    def interrupt(event):
+        if isinstance(event, Verifying) and event.label == "c1":  # c1 is @slow: running
             raise KeyboardInterrupt
 
     with RunnerClient(fake_runner, token=TOKEN, poll_interval_s=0.02) as client:
         with pytest.raises(KeyboardInterrupt):
             client.evaluate(problem(), variant("baseline"), [variant("c1", "@slow")],
-                            progress=interrupt)
+                            on_event=interrupt)
     # the job is cancelled on the runner: a new evaluation is not stuck behind it
     with RunnerClient(fake_runner, token=TOKEN, poll_interval_s=0.02) as client:
         started = time.monotonic()

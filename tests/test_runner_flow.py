@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from gpu_runner.problem import Buffer, Case, Launch, Problem, Scalar, Variant
+from gpu_runner.events import as_text  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
@@ -545,7 +546,7 @@ def test_full_evaluation(fake):
     cands[-1] = Variant("wrong_name", cands[-1].source, "saxpy2", cands[-1].launches)
     with Runner() as r:
         ev = r.evaluate(saxpy_problem(), variant("saxpy.cu"), cands, repetitions=12, warmup=2,
-                        progress=messages.append)
+                        on_event=as_text(messages.append))
     assert ev.error == ""
     got = by_label(ev)
     assert [c.verdict.variant for c in ev.candidates] == [c.label for c in cands]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpu_runner.problem import Buffer, Case, Launch, Problem, Scalar, Variant
+from gpu_runner.events import as_text  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -68,7 +69,7 @@ def evaluation(runner):
         variant("saxpy_syntax_error.cu"), variant("saxpy.cu", name="saxpy2", label="wrong_name"),
     ]
     ev = runner.evaluate(saxpy_problem(), variant("saxpy.cu"), candidates, repetitions=20,
-                         warmup=3, progress=MESSAGES.append)
+                         warmup=3, on_event=as_text(MESSAGES.append))
     print("\n== saxpy evaluation on", ev.device.name, "==")
     print(f"baseline: {_timing(ev.baseline)}")
     for c in ev.candidates:

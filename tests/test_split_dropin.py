@@ -35,7 +35,7 @@ def run(tmp_path_factory):
             # confirm=2: three candidates confirmed (two fastest, one other family), then their
             # @user runs; dealt round-robin alone, c9@user would land on the other GPU.
             yield optimize(target, client, budget=8, prune=False, confirm=2,
-                           progress=lines.append), \
+                           on_event=lambda event: lines.append(event.text())), \
                 lines, status
 
 

@@ -132,7 +132,7 @@ def test_cancel_stops_both_gpus(client):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         lines = client.get(f"/v1/jobs/{job['id']}").json()["progress"]
-        if {"gpu 0: verify: s1 still running", "gpu 1: verify: s2 still running"} <= set(lines):
+        if {"verify: s1 on case 'nominal', seed 1", "verify: s2 on case 'nominal', seed 1"} <= set(lines):
             break
         time.sleep(0.05)
     else:

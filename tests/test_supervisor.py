@@ -12,8 +12,9 @@ from gpu_runner.problem import Variant
 from gpu_runner.workers.backend import WorkerConfig
 from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.protocol import EvaluateSpec
+from gpu_runner.events import Compiling, Note, TimingRound, Verifying, as_text
 from gpu_runner.workers.supervisor import (Cancelled, Supervisor, WorkerStartError,
-                                           WorkerUnavailable, suspect_from_progress)
+                                           WorkerUnavailable, suspect_from_events)
 from service_fakes import BrokenBackend, FakeBackend, NoGpuBackend, problem, variant
 
 # kernel limit: max(0.3 s, 1000 x 100 us) = 0.3 s; a worker is hung after 0.3 + 0.7 = 1 s.
@@ -50,7 +51,7 @@ def pids(sup, kind):
 def test_a_crashing_candidate_is_blamed_and_the_next_runs_in_a_fresh_worker(sup):
     lines = []
     ev = sup.evaluate(spec(variant("c1"), variant("c2", "@crash"), variant("c3"),
-                           variant("c4")), progress=lines.append)
+                           variant("c4")), on_event=as_text(lines.append))
     assert statuses(ev) == [("c1", "passed"), ("c2", "launch_error"), ("c3", "passed"),
                             ("c4", "passed")]
     reason = ev.candidates[1].verdict.reason
@@ -58,7 +59,7 @@ def test_a_crashing_candidate_is_blamed_and_the_next_runs_in_a_fresh_worker(sup)
                              "process (pid ")
     assert "ended without answering (exit code 3); the worker was replaced" in reason
     dead = pids(sup, "died")
-    # The group died, then c2 alone (named by the last progress line) died again.
+    # The group died, then c2 alone (named by the last event) died again.
     assert len(dead) == 2 and len(set(dead)) == 2
     fresh = pid_of(ev.candidates[2])
     assert fresh not in dead and fresh == sup.worker_pid
@@ -80,7 +81,8 @@ def test_a_hanging_candidate_times_out_and_the_worker_is_replaced(sup):
 
 
 def test_crash_while_timing_is_found_by_halving(sup):
-    # No progress line names c3 when it crashes, so the groups are split in halves.
+    # No event names c3 when it crashes (a timing round is the last), so the groups are
+    # split in halves.
     ev = sup.evaluate(spec(variant("c1"), variant("c2"), variant("c3", "@crash-timing"),
                            variant("c4")))
     assert statuses(ev) == [("c1", "passed"), ("c2", "passed"), ("c3", "launch_error"),
@@ -108,7 +110,13 @@ def test_two_crashing_candidates(sup):
 
 
 def test_candidates_displaced_by_an_in_process_fault_are_evaluated_again(sup):
-    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault"), variant("c3")))
+    lines = []
+    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault"), variant("c3")),
+                      on_event=as_text(lines.append))
+    # the progress names the candidate that faulted, not only how many it displaced
+    [again] = [l for l in lines if "could not be finished" in l]
+    assert again.startswith("c2 faulted (case 'nominal', seed 1: an illegal memory access was "
+                            "encountered); 2 candidate(s) could not be finished after ")
     assert statuses(ev) == [("c1", "passed"), ("c2", "launch_error"), ("c3", "passed")]
     assert "illegal memory access" in ev.candidates[1].verdict.reason
     wedged = pids(sup, "wedged")
@@ -121,7 +129,12 @@ def test_candidates_displaced_by_an_in_process_fault_are_evaluated_again(sup):
 
 
 def test_fault_while_timing_retimes_the_others_and_reports_no_error(sup):
-    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault-timing"), variant("c3")))
+    lines = []
+    ev = sup.evaluate(spec(variant("c1"), variant("c2", "@fault-timing"), variant("c3")),
+                      on_event=as_text(lines.append))
+    [again] = [l for l in lines if "could not be finished" in l]
+    assert again.startswith("c2 faulted (case 'nominal', seed 1 (while timing): c: an illegal "
+                            "memory access was encountered); 2 candidate(s) could not be ")
     assert statuses(ev) == [("c1", "passed"), ("c2", "launch_error"), ("c3", "passed")]
     assert ev.candidates[1].verdict.reason.startswith("case 'nominal', seed 1 (while timing)")
     for i in (0, 2):
@@ -206,10 +219,14 @@ def _v(label):
     return Variant(label=label, source="", name="k", launches=())
 
 
-def test_suspect_is_the_one_candidate_the_last_line_names():
+def test_suspect_is_the_candidate_the_last_event_is_about():
     group = [_v("c1"), _v("c10"), _v("c2")]
-    assert suspect_from_progress(["verify: c1 on case 'nominal', seed 1"], group).label == "c1"
-    assert suspect_from_progress(["verify: c2 x", "verify: c10 on case"], group).label == "c10"
-    assert suspect_from_progress(["verify: c1 x", "timing: round 3"], group) is None
-    assert suspect_from_progress(["c1 and c2"], group) is None
-    assert suspect_from_progress([], group) is None
+    assert suspect_from_events([Verifying("c1", "nominal", 1)], group).label == "c1"
+    assert suspect_from_events([Verifying("c2", "nominal", 1), Compiling("c10")],
+                               group).label == "c10"
+    assert suspect_from_events([Verifying("c1", "nominal", 1), TimingRound(3, 50)],
+                               group) is None
+    assert suspect_from_events([Note("c1 and c2")], group) is None
+    assert suspect_from_events([Verifying("c3", "nominal", 1)], group) is None  # not in it
+    assert suspect_from_events([Verifying("c1", "nominal", 1, baseline=True)], group) is None
+    assert suspect_from_events([], group) is None

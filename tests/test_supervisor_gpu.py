@@ -10,6 +10,7 @@ from gpu_runner.workers.backend import WorkerConfig
 from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.protocol import EvaluateSpec
 from gpu_runner.workers.supervisor import Supervisor, WorkerUnavailable
+from gpu_runner.events import as_text  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -30,7 +31,8 @@ def test_fault_and_hang_are_contained_and_the_rest_is_measured():
                       t.variant("saxpy_gridstride.cu", block=512, grid=528, label="after"))
         lines = []
         ev = sup.evaluate(EvaluateSpec(t.saxpy_problem(seeds=(1, 2)), t.variant("saxpy.cu"),
-                                       candidates, repetitions=20), progress=lines.append)
+                                       candidates, repetitions=20),
+                          on_event=as_text(lines.append))
         for c in ev.candidates:
             print(f"\n{c.verdict.variant}: {c.verdict.status}: {c.verdict.reason[:160]}", end="")
         print("\nworker events:", [(e.kind, e.pid) for e in sup.events])

@@ -16,15 +16,18 @@ from gpu_runner.workers.results import assemble, displaced, rebase_timing
 from service_fakes import fake_info, variant
 
 
-def result(label, status, reason="r", timed=True):
+def result(label, status, reason="r", timed=True, not_judged=False):
     t = Timing(label, 10.0, 9.0, 11.0, 8.0, 5, achieved_gbps=1000.0, percent_of_copy=1.0)
-    return CandidateResult(CompileReport(label, True), Verdict(label, status, reason),
+    return CandidateResult(CompileReport(label, True),
+                           Verdict(label, status, reason, not_judged=not_judged),
                            timing=t if timed else None)
 
 
 def test_displaced_only_when_wedged():
     not_verified = result("c1", "launch_error", "not verified: a kernel fault left CUDA ...",
-                          timed=False)
+                          timed=False, not_judged=True)
+    # the reason's words do not decide it: the typed field does
+    assert not displaced(result("c6", "launch_error", "not verified: x", timed=False), True)
     untimed = result("c2", "passed", timed=False)
     own_fault = result("c3", "launch_error", "case 'nominal', seed 1: illegal address", False)
     assert displaced(not_verified, True) and displaced(untimed, True)

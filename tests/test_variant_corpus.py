@@ -155,3 +155,70 @@ def test_row_pass_rejects_writes_lanes_could_share(text, reason, line):
 
     got = warp_per_row.check(context_with_spec(text, "k", ROW_SPEC))
     assert got == reason and line_of(got) == line
+
+
+def _sets_under_the_original_launch(v) -> tuple[dict, ...]:
+    """Every parameter set of the first variant of each pass folder, the default of the
+    others: each block and tile a pass offers runs at least once."""
+    space = get(v.pass_name).parameter_space(context(v))
+    first = next(u for u in VARIANTS if u.pass_name == v.pass_name)
+    return space if v == first else space[:1]
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("v", HITS, ids=IDS(HITS))
+def test_rewrite_under_the_original_launch_stays_in_range(v):
+    """The drop-in check runs every candidate under the user's launch (docs/architecture.md,
+    "Drop-in"): there, a rewrite may compute wrong results, but it must not read or write
+    out of range (a fault on the GPU). Under the original kernel's grid and block, in
+    ``block_sim``'s checked mode (AddressSanitizer around every buffer, shared array and the
+    launch's dynamic shared bytes), at small ragged sizes."""
+    ctx = context(v)
+    p = get(v.pass_name)
+    sizes = sim_sizes(v, ctx)
+    kernel = ctx.kernel.qualified_name
+    faults = []
+    for params in _sets_under_the_original_launch(v):
+        result = p.apply(ctx, **params)
+        try:
+            block_sim.run(result.source, kernel, ctx.spec, sizes, ctx.spec.launch, checked=True,
+                          timeout=120)
+        except block_sim.OutOfRange as exc:
+            faults.append((" ".join(result.tags), str(exc)[-400:]))
+    assert not faults, faults
+
+
+@block_sim.needs_gxx
+def test_checked_mode_reports_an_access_out_of_range():
+    """The checked simulation catches what the GPU would fault on: a read one past a
+    buffer (in its guard), far past it, and past the launch's dynamic shared bytes."""
+    from optimizer_fixtures import context_with_spec
+
+    spec = """
+kernel k
+size n = 40
+scalar n: int = n
+in x: float[n]
+out y: float[n]
+block = 32
+grid = ceil_div(n, block.x)
+shared = {shared}
+"""
+    body = {
+        "guard": "if (i <= n) y[i < n ? i : 0] = x[i];",
+        "far": "if (i < n) y[i] = x[i + 4096 * blockIdx.x];",
+        "dynamic": "extern __shared__ float s[]; s[threadIdx.x] = 1.0f; if (i < n) y[i] = x[i];",
+    }
+    for what, stmt in body.items():
+        text = (f"__global__ void k(const float* x, float* y, int n)\n{{\n"
+                f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    {stmt}\n}}\n")
+        ctx = context_with_spec(text, "k", spec.format(shared="16" if what == "dynamic" else "0"))
+        with pytest.raises(block_sim.OutOfRange, match=r"READ of size 4|WRITE of size 4") as info:
+            block_sim.run(text, "k", ctx.spec, {"n": 40}, checked=True)
+        assert "kernel.cu:4" in str(info.value), (what, str(info.value))
+    # in range everywhere: no report, the outputs as the plain simulation gives them
+    text = ("__global__ void k(const float* x, float* y, int n)\n{\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];\n}\n")
+    ctx = context_with_spec(text, "k", spec.format(shared="0"))
+    checked = block_sim.run(text, "k", ctx.spec, {"n": 40}, checked=True)
+    assert checked.buffers == block_sim.run(text, "k", ctx.spec, {"n": 40}).buffers

@@ -15,7 +15,7 @@
                            launch of a variant: its findings at their source lines; on the
                            GPU's queue like a profile; 200 ``available: false`` with the
                            reason where it cannot run (no GPU, no compute-sanitizer, ...)
-``GET /v1/jobs/{id}``      the job's state, progress lines from ``?since=N``, result
+``GET /v1/jobs/{id}``      the job's state, events (typed and as text) from ``?since=N``, result
 ``DELETE /v1/jobs/{id}``   cancel (also ``POST /v1/jobs/{id}/cancel``); 404 for unknown ids
 =========================  ==================================================================
 

@@ -1,9 +1,11 @@
-"""Evaluation jobs: their state, progress lines and result, kept in memory.
+"""Evaluation jobs: their state, events and result, kept in memory.
 
 A job is ``queued`` until its device's worker takes it, then ``running``, then ``done`` (with
 an ``Evaluation``), ``failed`` (with a message) or ``cancelled``. The store keeps the last
-``keep_finished`` finished jobs and, per job, the last ``keep_lines`` progress lines (their
-numbering goes on, so a client asking ``since=N`` never sees a line twice).
+``keep_finished`` finished jobs and, per job, the last ``keep_lines`` events
+(``gpu_runner.events``; their numbering goes on, so a client asking ``since=N`` never sees
+one twice). The status gives each event twice at the same index: typed (``events``) and as
+its text (``progress``, for a person reading the JSON).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Job:
         self.created_at = time.time()
         self.started_at = 0.0
         self.finished_at = 0.0
-        self._lines: deque[str] = deque(maxlen=keep_lines)
+        self._lines: deque = deque(maxlen=keep_lines)
         self._dropped = 0
         self._lock = threading.Lock()
         self._final = threading.Event()
@@ -49,11 +51,12 @@ class Job:
             if self.state == "queued":
                 self.state, self.device, self.started_at = "running", device, time.time()
 
-    def progress(self, text: str) -> None:
+    def progress(self, event) -> None:
+        """Keeps one ``gpu_runner.events`` event."""
         with self._lock:
             if len(self._lines) == self._lines.maxlen:
                 self._dropped += 1
-            self._lines.append(text)
+            self._lines.append(event)
 
     def _finish(self, state: str, **fields) -> None:
         with self._lock:
@@ -95,10 +98,11 @@ class Job:
         with self._lock:
             first = self._dropped
             start = max(since, first)
-            lines = list(self._lines)[start - first:]
+            events = list(self._lines)[start - first:]
             return JobStatus(
                 id=self.id, state=self.state, device=self.device if self.device is not None else -1,
-                candidates=len(self.spec.candidates), progress=lines, progress_from=start,
+                candidates=len(self.spec.candidates),
+                progress=[e.text() for e in events], events=events, progress_from=start,
                 progress_next=first + len(self._lines), result=self.result, error=self.error,
                 error_kind=self.error_kind, created_at=self.created_at,
                 started_at=self.started_at, finished_at=self.finished_at)

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import to_json
 
+from gpu_runner.events import RunnerEvent
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
@@ -170,16 +171,22 @@ class JobCreated(_Body):
 
 
 class JobStatus(_Body):
-    """A job. ``progress`` holds the lines from index ``progress_from`` on (ask with
-    ``?since=N``); ``progress_next`` is the index to ask from next. ``result`` is set when
-    ``state`` is ``done``; ``error`` (and ``error_kind``) when it is ``failed``. Times are
-    seconds since the epoch (0 when not yet)."""
+    """A job. ``events`` holds its ``gpu_runner.events`` from index ``progress_from`` on
+    (ask with ``?since=N``), each with its ``kind``; ``progress`` the same events as text
+    (``event.text()``), for a person; ``progress_next`` is the index to ask from next.
+    ``result`` is set when ``state`` is ``done``; ``error`` (and ``error_kind``) when it is
+    ``failed``. Times are seconds since the epoch (0 when not yet)."""
+
+    # built on first use (the service's), not at import: the CLI imports this module only
+    # for ``encode``, and the events' schemas cost a noticeable part of its start-up
+    model_config = ConfigDict(**WIRE_CONFIG, defer_build=True)
 
     id: str
     state: JobState
     device: int
     candidates: int
     progress: list[str]
+    events: list[RunnerEvent] = Field(default_factory=list)
     progress_from: int
     progress_next: int
     result: Optional[Evaluation] = None

@@ -28,7 +28,10 @@ class Backend(Protocol):
     def compile(self, variants: Sequence[Variant]) -> list[CompileReport]: ...
 
     def evaluate(self, task: EvaluateTask,
-                 progress: Callable[[str], None]) -> Evaluation: ...
+                 on_event: Callable[[object], None]) -> Evaluation:
+        """The evaluation of ``task``, calling ``on_event`` with each ``gpu_runner.events``
+        event as ``Runner.evaluate`` does."""
+        ...
 
     def wedged(self) -> str:
         """Why the GPU can no longer be used in this process, or "" while it can."""
@@ -82,12 +85,12 @@ class RunnerBackend:
             return [compile_variant(session, v, cache_dir=self._cache_dir).report
                     for v in variants]
 
-    def evaluate(self, task: EvaluateTask, progress: Callable[[str], None]) -> Evaluation:
+    def evaluate(self, task: EvaluateTask, on_event: Callable[[object], None]) -> Evaluation:
         spec = task.spec
         self._runner.launch_timeout_s = task.kernel_timeout_s
         return self._runner.evaluate(spec.problem, spec.baseline, list(spec.candidates),
                                      repetitions=spec.repetitions, warmup=spec.warmup,
-                                     time_budget_s=spec.time_budget_s, progress=progress)
+                                     time_budget_s=spec.time_budget_s, on_event=on_event)
 
     def wedged(self) -> str:
         # Contract request: a public ``Runner.wedged``; the session's flag is the truth.

@@ -41,13 +41,13 @@ class Outcome:
     """What became of one task: ``kind`` is ``done``, ``failed``, ``died``, ``hung`` or
     ``cancelled``. ``value``: the result (``done``); ``message``: why (the others);
     ``wedged``: the worker's GPU is unusable after this task (``done``/``failed``);
-    ``progress``: the progress lines received, in order."""
+    ``events``: the ``gpu_runner.events`` events received, in order."""
 
     kind: str
     value: object = None
     message: str = ""
     wedged: str = ""
-    progress: tuple[str, ...] = ()
+    events: tuple[object, ...] = ()
 
 
 def describe_exit(code: Optional[int]) -> str:
@@ -121,10 +121,10 @@ class WorkerHandle:
                                f"while starting ({describe_exit(self._proc.exitcode)})")
 
     def call(self, task: ToWorker, *, silence_s: float,
-             on_progress: Optional[Callable[[str], None]] = None,
+             on_event: Optional[Callable[[object], None]] = None,
              cancel: Optional[threading.Event] = None) -> Outcome:
         """Send ``task`` and wait for its answer. The worker is ``hung`` when it sends nothing
-        (no progress line either) for ``silence_s`` seconds; then, and on ``cancel``, it is
+        (no event either) for ``silence_s`` seconds; then, and on ``cancel``, it is
         killed. Needs a started worker."""
         lines: list[str] = []
         if self._conn is None:
@@ -137,7 +137,7 @@ class WorkerHandle:
         while True:
             if cancel is not None and cancel.is_set():
                 self.kill()
-                return Outcome("cancelled", message="cancelled", progress=tuple(lines))
+                return Outcome("cancelled", message="cancelled", events=tuple(lines))
             try:
                 has = self._conn.poll(POLL_S)
                 msg = self._conn.recv() if has else None
@@ -149,18 +149,18 @@ class WorkerHandle:
                 if time.monotonic() - last > silence_s:
                     self.kill()
                     return Outcome("hung", message=f"the worker sent nothing for {silence_s:g} s",
-                                   progress=tuple(lines))
+                                   events=tuple(lines))
                 continue
             last = time.monotonic()
             if isinstance(msg, Progress):
-                lines.append(msg.text)
-                if on_progress is not None:
-                    on_progress(msg.text)
+                lines.append(msg.event)
+                if on_event is not None:
+                    on_event(msg.event)
             elif isinstance(msg, Done):
-                return Outcome("done", value=msg.value, wedged=msg.wedged, progress=tuple(lines))
+                return Outcome("done", value=msg.value, wedged=msg.wedged, events=tuple(lines))
             elif isinstance(msg, TaskFailed):
                 return Outcome("failed", value=msg.kind, message=msg.message, wedged=msg.wedged,
-                               progress=tuple(lines))
+                               events=tuple(lines))
 
     def _died(self, lines) -> Outcome:
         self._proc.join(self.stop_s)
@@ -170,7 +170,7 @@ class WorkerHandle:
             code = self._proc.exitcode
         return Outcome("died", message=f"the worker process (pid {self._proc.pid}) ended "
                                        f"without answering ({describe_exit(code)})",
-                       progress=tuple(lines))
+                       events=tuple(lines))
 
     def stop(self) -> None:
         """Ask the worker to close its GPU context and exit; kill it if it does not."""

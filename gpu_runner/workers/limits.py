@@ -8,7 +8,7 @@ busy display GPU each cost milliseconds, and a limit near them would call health
 Before the baseline has been timed (the probe, see ``supervisor``) the limit is
 ``first_kernel_timeout_s``.
 
-A worker is hung when it sends nothing, not even a progress line, for the kernel limit plus
+A worker is hung when it sends nothing, not even an event, for the kernel limit plus
 ``silence_grace_s``: the grace covers the longest quiet stretch of a healthy worker (nvcc on a
 large translation unit, drawing random inputs for a large case, reading results back).
 """

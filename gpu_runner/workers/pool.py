@@ -39,6 +39,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
+from gpu_runner.events import Note
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, Evaluation
@@ -64,7 +65,9 @@ class PoolJob(Protocol):
 
     def started(self, device: int) -> None: ...
 
-    def progress(self, text: str) -> None: ...
+    def progress(self, event) -> None:
+        """One ``gpu_runner.events`` event of the job."""
+        ...
 
     def finished(self, evaluation: Evaluation) -> None: ...
 
@@ -195,7 +198,7 @@ class Slot:
             job.cancelled()
             return
         if futures:
-            job.progress(f"compiling {len(futures)} variant(s) on the CPU")
+            job.progress(Note(f"compiling {len(futures)} variant(s) on the CPU"))
             concurrent.futures.wait(futures, timeout=PRECOMPILE_WAIT_S)
         job.started(self.index)
         try:

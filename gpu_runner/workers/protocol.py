@@ -3,7 +3,7 @@
 
 Parent to child: ``EvaluateTask``, ``CompileTask``, ``Stop``.
 Child to parent: ``Ready`` or ``Unavailable`` or ``StartFailed`` once at start, then for each
-task any number of ``Progress`` lines and one ``Done`` or ``TaskFailed``.
+task any number of ``Progress`` events and one ``Done`` or ``TaskFailed``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ class StartFailed:
 
 @dataclass(frozen=True)
 class Progress:
-    text: str
+    """One ``gpu_runner.events`` event of the running task."""
+
+    event: object
 
 
 @dataclass(frozen=True)

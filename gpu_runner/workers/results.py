@@ -2,9 +2,8 @@
 
 A worker whose GPU context got wedged (a kernel fault or a hung kernel, see
 ``gpu_runner.session``) reports the candidate that did it for what it did, and the others it
-could not finish as *displaced*: ``launch_error`` verdicts whose reason starts with
-``NOT_VERIFIED`` (written by ``gpu_runner.verify``) and verified candidates left untimed because
-timing stopped. Displaced candidates are evaluated again in a fresh worker; only a worker's own
+could not finish as *displaced*: verdicts marked ``Verdict.not_judged`` (written by
+``gpu_runner.verify``) and verified candidates left untimed because timing stopped. Displaced candidates are evaluated again in a fresh worker; only a worker's own
 crash or silence is turned into a verdict here (``crashed``, ``hung``).
 """
 
@@ -17,18 +16,13 @@ from gpu_runner.problem import Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Timing,
                                Verdict)
 
-# The prefix gpu_runner.verify gives a candidate it did not get to because the GPU context was
-# lost (verify._skip_rest). Contract request: a status of its own instead of a prefix.
-NOT_VERIFIED = "not verified: "
-
-
 def displaced(result: CandidateResult, wedged: bool) -> bool:
     """Whether ``result`` says nothing about the candidate itself because another kernel
     wedged the worker (only possible when ``wedged``)."""
     if not wedged:
         return False
     v = result.verdict
-    if v.status == "launch_error" and v.reason.startswith(NOT_VERIFIED):
+    if v.not_judged:
         return True
     return v.status == "passed" and result.timing is None
 

@@ -32,6 +32,7 @@ import threading
 from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
+from gpu_runner.events import Note
 from gpu_runner.problem import Variant
 from gpu_runner.report import CandidateResult, Evaluation, GpuRun
 from gpu_runner.workers.supervisor import (Cancelled, SupervisorError, WorkerLost,
@@ -120,8 +121,9 @@ class SplitRun:
         with self._lock:
             self._pending = len(parts)
         if len(parts) > 1:
-            self.job.progress(f"split over GPUs {', '.join(map(str, self.lanes[:len(parts)]))}: "
-                              f"{', '.join(str(len(p)) for p in parts)} candidate(s)")
+            self.job.progress(Note(
+                f"split over GPUs {', '.join(map(str, self.lanes[:len(parts)]))}: "
+                f"{', '.join(str(len(p)) for p in parts)} candidate(s)"))
         for lane, cands in zip(self.lanes, parts):
             self.dispatch(lane, Part(self, cands))
 
@@ -139,7 +141,9 @@ class SplitRun:
         if first:
             self.job.started(self.lanes[0])
         spec = self.job.spec.with_candidates(part.candidates)
-        say = (lambda text: self.job.progress(f"gpu {lane}: {text}"))
+        def say(event) -> None:  # the part's events, typed; its notes name the GPU
+            self.job.progress(Note(f"gpu {lane}: {event.message}")
+                              if isinstance(event, Note) else event)
         try:
             ev = supervisor.evaluate(spec, say, self.job.cancel)
             self._part_done(lane, part, ev)
@@ -191,8 +195,8 @@ class SplitRun:
             self._end(lambda: self.job.failed(f"every GPU of the evaluation was lost ({lost})"))
             return
         target = min(alive, key=lambda i: (self.load(i), self.lanes.index(i)))
-        self.job.progress(f"gpu {lane} lost ({why}); its {len(part.candidates)} candidate(s) "
-                          f"go to gpu {target}")
+        self.job.progress(Note(f"gpu {lane} lost ({why}); its {len(part.candidates)} "
+                               f"candidate(s) go to gpu {target}"))
         self.dispatch(target, Part(self, part.indices))
 
     def _merge(self) -> Evaluation:

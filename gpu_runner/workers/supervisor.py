@@ -14,14 +14,15 @@
      candidate's fault (``results.displaced``); if the worker's GPU is wedged the worker is
      replaced and the displaced candidates form the next group, in the fresh worker;
    - the worker died or went silent: it is killed and replaced; the group is split, with the
-     candidate the worker's last progress line names (if exactly one) alone first and the
+     candidate the worker's last event was about (``Compiling`` or ``Verifying`` it) alone
+     first and the
      others after, or else in halves; a candidate that kills a worker *alone* gets
      ``launch_error`` (died) or ``timeout`` (silent). Before blaming the first such candidate
      the baseline is run alone on the full problem once: if that kills the worker too, the
      baseline is to blame and the evaluation ends with that error.
 
    Every group after a failure is smaller than the failed one, so this ends; one bad
-   candidate among N costs about 2 log2(N) extra groups, or one when progress names it.
+   candidate among N costs about 2 log2(N) extra groups, or one when an event names it.
 
 Each group times its candidates against the baseline in the same worker, interleaved, so a
 speedup never compares timings from two processes. ``Evaluation.baseline`` is the baseline
@@ -31,12 +32,12 @@ probe's. Use a supervisor from one thread at a time.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
+from gpu_runner.events import Compiling, Note, OnEvent, Verifying, emit_to
 from gpu_runner.problem import Variant
 from gpu_runner.report import CandidateResult, CompileReport, DeviceInfo, Evaluation
 from gpu_runner.workers.backend import WorkerConfig
@@ -46,13 +47,11 @@ from gpu_runner.workers.limits import Limits
 from gpu_runner.workers.protocol import CompileTask, EvaluateSpec, EvaluateTask, Ready
 from gpu_runner.workers.results import unknown_compile, assemble, crashed, displaced, hung
 
-Progress = Optional[Callable[[str], None]]
-
 PROBE_REPETITIONS = 5
 PROBE_BUDGET_S = 5.0
 
 __all__ = ["Supervisor", "SupervisorError", "Cancelled", "WorkerEvent", "WorkerUnavailable",
-           "WorkerStartError", "WorkerLost", "suspect_from_progress"]
+           "WorkerStartError", "WorkerLost", "suspect_from_events"]
 
 
 class SupervisorError(RuntimeError):
@@ -78,14 +77,30 @@ class WorkerEvent:
     detail: str = ""
 
 
-def suspect_from_progress(lines: Sequence[str], group: Sequence[Variant]) -> Optional[Variant]:
-    """The candidate of ``group`` that the *last* progress line names, when it names exactly
-    one (labels are matched as whole words); else None."""
-    if not lines:
+def suspect_from_events(events: Sequence[object],
+                        group: Sequence[Variant]) -> Optional[Variant]:
+    """The candidate of ``group`` the worker was running when it stopped: the one that the
+    *last* event (``Compiling`` or ``Verifying``, not of the baseline) is about; else None
+    (the last event was a timing round, a note, or about a variant not in ``group``)."""
+    if not events or not isinstance(events[-1], (Compiling, Verifying)):
         return None
-    words = set(re.split(r"[\s:,;()'\"\[\]]+", lines[-1]))
-    hits = [v for v in group if v.label in words]
-    return hits[0] if len(hits) == 1 else None
+    last = events[-1]
+    if isinstance(last, Verifying) and last.baseline:
+        return None
+    return next((v for v in group if v.label == last.label), None)
+
+
+def faulted_words(group: Sequence[Variant], ev: Evaluation, wedged: bool) -> str:
+    """``"LABEL faulted (REASON); "`` for the candidates of ``group`` whose own result is the
+    fault that wedged the worker (a ``launch_error`` or ``timeout`` not caused by another
+    kernel), so the progress line names the candidate and not only the count of those it
+    displaced; "" when none is known (the fault came with no verdict, e.g. while timing the
+    baseline)."""
+    if not wedged:
+        return ""
+    named = [(v.label, r.verdict.reason) for v, r in zip(group, ev.candidates)
+             if r.verdict.status in ("launch_error", "timeout") and not displaced(r, wedged)]
+    return "".join(f"{label} faulted ({reason}); " for label, reason in named)
 
 
 class Supervisor:
@@ -151,7 +166,7 @@ class Supervisor:
             self._event("stopped", pid)
 
     def _call(self, task, silence_s: float, say, cancel) -> Outcome:
-        out = self._ensure().call(task, silence_s=silence_s, on_progress=say, cancel=cancel)
+        out = self._ensure().call(task, silence_s=silence_s, on_event=say, cancel=cancel)
         if out.kind == "cancelled":
             self._retire("cancelled", "the task was cancelled")
             raise Cancelled("cancelled; the worker running it was stopped")
@@ -162,7 +177,7 @@ class Supervisor:
         if out.kind == "failed" and out.wedged:
             # An exception after the GPU context was lost: a GPU fault like any other.
             return Outcome("died", message=f"the worker failed after losing its GPU context "
-                                           f"({out.message})", progress=out.progress)
+                                           f"({out.message})", events=out.events)
         if out.kind == "failed":
             raise SupervisorError(out.message, str(out.value))
         return out
@@ -180,12 +195,14 @@ class Supervisor:
 
     # -- evaluate ----------------------------------------------------------------------------
 
-    def evaluate(self, spec: EvaluateSpec, progress: Progress = None,
+    def evaluate(self, spec: EvaluateSpec, on_event: OnEvent = None,
                  cancel: Optional[threading.Event] = None) -> Evaluation:
         """The evaluation of ``spec`` (see the module doc). Raises ``Cancelled``,
         ``SupervisorError`` (the worker raised, e.g. ``ValueError`` for a malformed request),
-        ``WorkerUnavailable`` and ``WorkerStartError``."""
-        say = progress or (lambda _m: None)
+        ``WorkerUnavailable`` and ``WorkerStartError``. ``on_event`` gets the worker's
+        ``gpu_runner.events`` and the supervisor's own ``Note``s (probe, time limit, a
+        worker replaced)."""
+        say = emit_to(on_event)
         probe = None
         kernel_timeout = self.limits.first_kernel_timeout_s
         if spec.candidates:
@@ -193,8 +210,8 @@ class Supervisor:
             if probe.error or probe.baseline is None:
                 return probe
             kernel_timeout = self.limits.kernel_timeout_s(probe.baseline.median_us)
-            say(f"kernel time limit {kernel_timeout:g} s (baseline median "
-                f"{probe.baseline.median_us:.1f} us)")
+            say(Note(f"kernel time limit {kernel_timeout:g} s (baseline median "
+                     f"{probe.baseline.median_us:.1f} us)"))
         return _GroupRun(self, spec, kernel_timeout, say, cancel, probe).run()
 
     def _probe(self, spec: EvaluateSpec, say, cancel) -> Evaluation:
@@ -205,7 +222,7 @@ class Supervisor:
                              repetitions=min(PROBE_REPETITIONS, spec.repetitions),
                              warmup=min(1, spec.warmup),
                              time_budget_s=min(PROBE_BUDGET_S, spec.time_budget_s))
-        say("probe: the baseline alone, to set the kernel time limit")
+        say(Note("probe: the baseline alone, to set the kernel time limit"))
         first = self.limits.first_kernel_timeout_s
         out = self._call(EvaluateTask(probe, first), self.limits.silence_s(first), say, cancel)
         if out.kind != "done":
@@ -251,8 +268,9 @@ class _GroupRun:
                     return ev  # the baseline failed: nothing to judge against
                 again = self._take(group, ev, bool(out.wedged))
                 if again:
-                    self.say(f"{len(again)} candidate(s) could not be finished after "
-                             f"{out.wedged}; evaluating them again in a fresh worker")
+                    self.say(Note(f"{faulted_words(group, ev, bool(out.wedged))}{len(again)} "
+                                  f"candidate(s) could not be finished after {out.wedged}; "
+                                  f"evaluating them again in a fresh worker"))
                     if len(again) < len(group):
                         queue.appendleft(again)
                     elif len(group) > 1:
@@ -263,10 +281,10 @@ class _GroupRun:
                 continue
             if not group:
                 return self.sup.baseline_lost(self.spec.baseline, out)
-            self.say(f"{out.message} while evaluating {', '.join(v.label for v in group)}; "
-                     f"worker replaced")
+            self.say(Note(f"{out.message} while evaluating "
+                          f"{', '.join(v.label for v in group)}; worker replaced"))
             if len(group) > 1:
-                self._split(queue, group, out.progress)
+                self._split(queue, group, out.events)
                 continue
             lost = self._baseline_alone()
             if lost is not None:
@@ -290,8 +308,8 @@ class _GroupRun:
         return again
 
     @staticmethod
-    def _split(queue, group, progress) -> None:
-        suspect = suspect_from_progress(progress, group)
+    def _split(queue, group, events) -> None:
+        suspect = suspect_from_events(events, group)
         if suspect is not None:
             parts = [[suspect], [v for v in group if v is not suspect]]
         else:
@@ -305,7 +323,7 @@ class _GroupRun:
         evaluation's end, blaming the baseline. Runs once per evaluation."""
         if self.baseline_alone_ok:
             return None
-        self.say("checking that the baseline alone does not harm the worker")
+        self.say(Note("checking that the baseline alone does not harm the worker"))
         out = self._run(())
         if out.kind != "done":
             return self.sup.baseline_lost(self.spec.baseline, out)

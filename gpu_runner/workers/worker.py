@@ -57,8 +57,8 @@ def worker_main(conn, config: WorkerConfig) -> None:
 
 
 def _run(backend, task, conn):
-    def progress(text: str) -> None:
-        conn.send(Progress(str(text)))
+    def progress(event) -> None:
+        conn.send(Progress(event))
 
     try:
         if isinstance(task, EvaluateTask):

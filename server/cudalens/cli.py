@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -96,8 +97,10 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
     """The ``optimize`` command's work; ``written`` gets FILE once --apply wrote it."""
     from cudalens.cli_agent import (ProposerChoice, agent_record, choose_proposer,
                                     config_from_cli, config_warnings, offline_choice,
-                                    run_llm_proposer, summary_lines)
-    from cudalens.optimize import optimize as run_optimize
+                                    sigint_cancels, summary_lines)
+    from cudalens.engine.events import Note, status_text
+    from cudalens.engine.proposer import Budget, BuiltinProposer, LlmProposer
+    from cudalens.engine.run import run
     from cudalens.present import print_result, result_record
     from cudalens.runner_client import RunnerClient
     from cudalens.spec.parser import spec_path_for
@@ -179,6 +182,11 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             def progress(msg: str) -> None:
                 status.update(escape(msg))
 
+            def on_event(event) -> None:
+                text = status_text(event)
+                if text is not None:
+                    progress(text)
+
             # --capture-only: the spec's random inputs cannot drive the kernel (CSR indices...),
             # so a sanitizer run on them would report accesses the real inputs never make
             if no_sanitize or capture_only:
@@ -189,13 +197,14 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             else:
                 sanitizer = _check_original(target, client, err, progress)
 
-            if choice.kind == "llm":
-                agent_result = run_llm_proposer(target, client, config, repetitions=repetitions,
-                                                progress=progress)
-                result = agent_result.optimize
+            spend = Budget(candidates=budget, seconds=seconds, repetitions=repetitions, seed=seed)
+            if choice.kind == "llm":  # the first Ctrl-C stops the rounds, keeping the results
+                cancel = threading.Event()
+                with sigint_cancels(cancel, lambda text: on_event(Note(text))):
+                    proposal = run(target, client, LlmProposer(config), spend, on_event, cancel)
             else:
-                result = run_optimize(target, client, budget=budget, seed=seed, seconds=seconds,
-                                      repetitions=repetitions, progress=progress, replay=replay)
+                proposal = run(target, client, BuiltinProposer(replay=replay), spend, on_event)
+            agent_result, result = proposal.agent, proposal.result
         result = dataclasses.replace(result, sanitizer=sanitizer)
     except CudalensError as exc:
         _fail(err, str(exc))
@@ -205,9 +214,9 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
     # An LLM session stopped by Ctrl-C or by a failing server still has real measurements to
     # show, but the user did not get the run asked for: nothing is applied, the exit status
     # says so.
-    stopped = agent_result.stop_reason if agent_result is not None else ""
-    interrupted = stopped == "cancelled"
-    failed = stopped.startswith(("the runner failed", "the model server failed"))
+    stopped = proposal.stop.reason
+    interrupted = proposal.cancelled
+    failed = proposal.failed
     applied = False
     refused = ""
     host_lines: tuple[str, ...] = ()
@@ -445,14 +454,11 @@ def _check_original(target, client, err: Console, progress):
     finding at its line."""
     from cudalens.sanitize_check import OriginalUnsafe, check_original_status, finding_line
 
-    def say(msg: str) -> None:
-        if msg.startswith("note: "):
-            err.print(escape(msg), highlight=False, soft_wrap=True)
-        else:
-            progress(msg)
+    def note(msg: str) -> None:
+        err.print(escape(msg), highlight=False, soft_wrap=True)
 
     try:
-        return check_original_status(target, client, say)[0]
+        return check_original_status(target, client, progress, note)[0]
     except OriginalUnsafe as exc:
         for located in exc.findings:
             err.print(escape(finding_line(str(target.path), located)), highlight=False,

@@ -136,21 +136,25 @@ def probe_server(config: AgentConfig) -> Optional[str]:
 
 def offline_choice(requested: str, config: AgentConfig) -> Optional[ProposerChoice]:
     """The proposer for ``--proposer requested`` where it is known without contacting the
-    model's server; None when ``choose_proposer`` must ask that server.
+    model's server (``cudalens.engine.proposer.decide`` without a probe, in the CLI's words);
+    None when ``choose_proposer`` must ask that server.
 
     Raises:
         ConfigError: ``requested`` is not one of ``PROPOSERS``, or is ``llm`` with no model
             configured.
     """
+    from cudalens.engine.proposer import decide  # noqa: PLC0415
+
     if requested not in PROPOSERS:
         raise ConfigError(f"--proposer: expected one of {', '.join(PROPOSERS)}, "
                           f"found {requested!r}")
-    if requested == "builtin":
+    decision = decide(requested, config)
+    if decision.why == "asked":
         return ProposerChoice("builtin", "proposer: the built-in search (--proposer builtin)")
-    if not config.configured:
+    if decision.why == "not_configured":
         how = ("set model in the [agent] table of cudalens.toml (or [tool.cudalens.agent] in "
                "pyproject.toml), or pass --model")
-        if requested == "llm":
+        if decision.kind == "refused":
             raise ConfigError(f"--proposer llm needs a model: {how}")
         return ProposerChoice("builtin", f"proposer: the built-in search (no LLM is configured; "
                                          f"to use one, {how})")
@@ -167,16 +171,19 @@ def choose_proposer(requested: str, config: AgentConfig, *,
             configured.
         CudalensError: ``requested`` is ``llm`` and its server cannot be used.
     """
+    from cudalens.engine.proposer import decide  # noqa: PLC0415
+
     early = offline_choice(requested, config)
     if early is not None:
         return early
-    problem = probe(config)
-    if problem is None:
+    decision = decide(requested, config, probe)
+    if decision.kind == "llm":
         key = "" if config.api_key() else f" (no key in ${config.api_key_env})"
         return ProposerChoice("llm", f"proposer: the LLM {config.endpoint}{key}")
+    problem = decision.problem
     if not config.api_key():
         problem += f" (and no API key is set in ${config.api_key_env})"
-    if requested == "llm":
+    if decision.kind == "refused":
         raise CudalensError(f"--proposer llm: the model cannot be used: {problem}")
     return ProposerChoice("builtin", f"proposer: the built-in search (the LLM is configured but "
                                      f"cannot be used: {problem})")
@@ -270,18 +277,21 @@ def agent_record(result: Any) -> dict[str, Any]:
 
 
 def run_llm_proposer(target: Any, client: Any, config: AgentConfig, *, repetitions: int = 50,
-                     progress: Optional[Callable[[str], None]] = None,
+                     on_event: Optional[Callable[[Any], None]] = None,
                      cancel: Optional[threading.Event] = None) -> Any:
-    """Runs the agent loop for the CLI with Ctrl-C cancelling it (``sigint_cancels``); returns
-    the ``AgentResult`` (its ``optimize`` is printed like the built-in search's result).
+    """Runs the LLM proposer through the engine (``cudalens.engine.run``) with Ctrl-C
+    cancelling it (``sigint_cancels``); returns the ``AgentResult`` (its ``optimize`` is
+    printed like the built-in search's result).
 
     Raises:
         CudalensError: see ``cudalens.agent.loop.run_agent``.
     """
-    from cudalens.agent.loop import run_agent
+    from cudalens.engine.events import Note
+    from cudalens.engine.proposer import Budget, LlmProposer
+    from cudalens.engine.run import run
 
     cancel = cancel or threading.Event()
-    say = progress or (lambda _m: None)
-    with sigint_cancels(cancel, say):
-        return run_agent(target, client, config, cancel=cancel, progress=say,
-                         repetitions=repetitions)
+    say = on_event or (lambda _e: None)
+    with sigint_cancels(cancel, lambda text: say(Note(text))):
+        return run(target, client, LlmProposer(config), Budget(repetitions=repetitions), say,
+                   cancel).agent

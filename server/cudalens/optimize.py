@@ -11,20 +11,24 @@ The confirmation also runs each confirmed candidate whose launch differs from th
 (the spec's launch) with the same source under the user's launch, so every offered candidate
 says whether it is a drop-in (``cudalens.dropin``): ``Row.launch_change`` and ``Row.drop_in``.
 A confirmation happens when the best candidates come from different batches or when one of
-them changes the launch.
+them changes the launch; it is the engine's one confirmation step (``cudalens.engine.confirm``,
+the LLM agent's too).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
 from cudalens.build import RequestFiles, build_for, request_files
 from cudalens.diffs import unified_diff
 from cudalens.dropin import DropIn, LaunchChange, launch_change_of
+from cudalens.engine.confirm import confirm as confirm_rows, moved as moved_rows, with_drop_in
+from cudalens.engine.events import (BatchDone, BatchStarted, BestSoFar, OnEvent, Pruned,
+                                    ignore)
 from cudalens.errors import CudalensError
 from cudalens.optimizer.prune import BaselineDoesNotCompile
 from cudalens.optimizer.candidate import Candidate
@@ -134,8 +138,8 @@ def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
 def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: int = 0,
              repetitions: int = 50, seconds: Optional[float] = None, batch: int = 8,
              confirm: int = 4, prune: bool = True,
-             progress: Optional[Callable[[str], None]] = None,
-             replay: Optional["Replay"] = None) -> OptimizeResult:
+             on_event: Optional[OnEvent] = None,
+             replay: Optional["Replay"] = None, stages=None) -> OptimizeResult:
     """Searches for a faster version of ``target``'s kernel and picks a winner.
 
     ``budget`` timed candidates at most (pruned and unresolvable ones do not count),
@@ -146,7 +150,11 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     With the same target, runner answers, budget and seed (and no ``seconds``) the same
     candidates are proposed in the same batches. With ``replay``
     (``cudalens.capture.replay``), the captured launch is the timed case, first in the problem
-    and in every variant's launches.
+    and in every variant's launches. ``on_event`` gets the run's events
+    (``cudalens.engine.events``: the runner's, and ``BatchStarted``, ``BatchDone``,
+    ``BestSoFar``, ``Confirming``, ``Pruned``); an exception it raises stops the run.
+    ``stages``: the passes the search composes (None: the built-in ones). The front ends call
+    this through ``cudalens.engine.run`` (``BuiltinProposer``).
 
     Raises:
         CudalensError: the spec cannot be resolved, the build cannot be read or its project
@@ -154,7 +162,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
             (here, with nvcc, or on the runner) or run.
         ValueError: a negative budget, a batch below 1, or ``seconds`` not positive.
     """
-    say = progress or (lambda _msg: None)
+    say = on_event or ignore
     device = client.device_info()
     build = request_files(target.path, target.text, build_for(target.path))
     try:
@@ -165,7 +173,6 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
 
-    say(f"proposing candidates for {target.kernel.name}")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec,
                        source=target.source)
     built = baseline
@@ -176,9 +183,11 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     arch = f"sm_{device.compute_capability[0]}{device.compute_capability[1]}"
     try:
         run = search(ctx, flow.evaluate, budget=Budget(budget, seconds, batch), seed=seed,
-                     arch=arch, prune=prune)
+                     arch=arch, prune=prune, stages=stages)
     except BaselineDoesNotCompile as exc:
         raise CudalensError(str(exc)) from None
+    for d in run.dropped:
+        say(Pruned(d.candidate.label, d.reason))
     if not flow.evaluations:  # nothing was left to time: the baseline alone
         flow.evaluate([])
     evaluation, rows, winner = flow.final(run, confirm)
@@ -195,7 +204,7 @@ class _Batches:
 
     def __init__(self, target: Target, client: RunnerClient, problem: Problem,
                  baseline: Variant, device: DeviceInfo, repetitions: int,
-                 say: Callable[[str], None], replay: Optional["Replay"] = None,
+                 say: OnEvent, replay: Optional["Replay"] = None,
                  build: Optional[RequestFiles] = None):
         self.target, self.client, self.problem, self.baseline = target, client, problem, baseline
         self.build = build or RequestFiles({}, ())
@@ -209,7 +218,8 @@ class _Batches:
         self.count = 0
 
     def _variant(self, label: str, c: Candidate, launch: LaunchDecl) -> Variant:
-        """``c`` as a runner variant under ``launch``, with the build's headers and options.
+        """``c`` as a runner variant under ``launch``, with the build's headers and options
+        (before a capture replay's launches are put first: ``_evaluate``).
 
         Raises:
             SpecError: ``launch`` cannot be resolved against the spec's sizes.
@@ -218,20 +228,27 @@ class _Batches:
                              self.target.spec, launch, self.device.sm_count,
                              options=(*self.build.options, *c.options), files=self.build.files)
 
-    def _send(self, candidates: list[Candidate], built: list[Variant],
-              user_launch: tuple[Candidate, ...] = ()) -> Evaluation:
+    def _confirm_variant(self, label: str, row: Row, launch: LaunchDecl) -> Variant:
+        """The confirmation's variant of ``row`` (``cudalens.engine.confirm``): under its own
+        launch the one built in its batch, relabelled; under another (the user's), built."""
+        if launch is row.candidate.launch and row.variant is not None:
+            return dataclasses.replace(row.variant, label=label)  # built once, relabelled
+        return self._variant(label, row.candidate, launch)
+
+    def _send(self, candidates: list[Candidate], built: list[Variant]) -> Evaluation:
         """One runner evaluation of ``candidates`` under their own launches (``built``, their
-        variants), then of ``user_launch`` under the spec's (the user's) launch, labelled
-        ``LABEL@user``."""
-        spec = self.target.spec
-        by_key = {c.key: v.label for c, v in zip(candidates, built)}
-        variants = list(built) + [self._variant(f"{by_key[c.key]}@user", c, spec.launch)
-                                  for c in user_launch]
-        if self.replay is not None:  # the captured launch first; the user's is the captured
-            launches = [c.launch for c in candidates] + [spec.launch for _ in user_launch]
+        variants)."""
+        return self._evaluate(built, [c.launch for c in candidates])
+
+    def _evaluate(self, variants: list[Variant], launches: list[LaunchDecl]) -> Evaluation:
+        """One runner evaluation of ``variants`` (built under ``launches``) against the
+        baseline, kept in ``sent``; with a replay, the captured launch first (the user's
+        launch is the captured one). Raises ``CudalensError`` when the baseline could not be
+        measured."""
+        if self.replay is not None:
             variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
         evaluation = self.client.evaluate(self.problem, self.baseline, variants,
-                                          repetitions=self.repetitions, progress=self.say)
+                                          repetitions=self.repetitions, on_event=self.say)
         if evaluation.baseline is None:
             raise CudalensError(
                 f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
@@ -250,15 +267,18 @@ class _Batches:
                 # The candidate's own launch configuration does not fit these sizes (a grid.y
                 # above 65535, say): the user's spec is fine, the candidate is dropped.
                 self.skipped.append((c.label, exc.message))
+                self.say(Pruned(c.label, exc.message))
                 continue
             self.count += 1
             sendable.append(c)
             built.append(variant)
         if not sendable and self.evaluations:
             return [Scored(c, None) for c in candidates]
-        self.say(f"{self.count} candidates; verifying and timing on {self.device.name}")
+        self.say(BatchStarted(self.count, tuple(v.label for v in built), self.device.name))
         evaluation = self._send(sendable, built)
         rows = [Row(c, r, variant=v) for c, r, v in zip(sendable, evaluation.candidates, built)]
+        self.say(BatchDone(tuple(v.label for v in built),
+                           sum(1 for r in rows if r.result.verdict.ok)))
         self.batches.append(rows)
         self._say_best()
         by_key = {row.candidate.key: row for row in rows}
@@ -279,8 +299,7 @@ class _Batches:
                  if row.result.verdict.ok and row.result.speedup is not None]
         if timed:
             best = max(timed, key=lambda row: row.result.speedup.value)
-            self.say(f"best so far: {best.result.speedup.value:.2f}x ({best.candidate.label}, "
-                     f"verified), {self.count} candidates")
+            self.say(BestSoFar(best.result.speedup.value, best.candidate.label, self.count))
 
     def _other_families(self, best: list[Row], top: list[Row], count: int) -> list[Row]:
         """Up to ``count`` more rows for the confirmation, so that a drop-in has a chance to be
@@ -321,23 +340,13 @@ class _Batches:
         top += self._other_families(best, top, max(confirm, 1) // 2)
         batch_of = {id(row): i for i, rows in enumerate(self.batches) for row in rows}
         user = self.target.spec.launch
-        moved = tuple(row.candidate for row in top
-                      if launch_change_of(row.candidate.launch, user) is not None)
-        if moved or (len(top) > 1 and len({batch_of[id(row)] for row in top}) > 1):
+        if moved_rows(top, user) or (len(top) > 1 and
+                                     len({batch_of[id(row)] for row in top}) > 1):
             labels = [f"c{self.count + i + 1}" for i in range(len(top))]
-            also = (f", and {len(moved)} of them under your launch too" if moved else "")
-            self.say(f"confirming the {len(top)} fastest candidates: timing them again together "
-                     f"with the baseline{also}")
-            again = [dataclasses.replace(row.variant, label=label)  # built once, relabelled
-                     for row, label in zip(top, labels)]
-            evaluation = self._send([row.candidate for row in top], again, user_launch=moved)
+            done = confirm_rows(top, user, labels, self._confirm_variant, self._evaluate,
+                                self.say)
             self.confirmed = True
-            own = evaluation.candidates[:len(top)]
-            at_user = dict(zip((c.key for c in moved), evaluation.candidates[len(top):]))
-            rows = tuple(with_drop_in(Row(row.candidate, r, variant=v), user,
-                                      at_user.get(row.candidate.key))
-                         for row, r, v in zip(top, own, again))
-            return evaluation, rows + tuple(failed), pick_winner(rows)
+            return done.evaluation, done.rows + tuple(failed), pick_winner(done.rows)
         keep = batch_of[id(best[0])]
         rows = tuple(with_drop_in(row, user, None) for row in self.batches[keep])
         others = tuple(row for i, rs in enumerate(self.batches) if i != keep
@@ -347,18 +356,3 @@ class _Batches:
 
 def _family(row: Row) -> str:
     return row.candidate.family
-
-
-def with_drop_in(row: Row, user, at_user: Optional[CandidateResult]) -> Row:
-    """``row`` with its launch change (against ``user``, the spec's launch) and drop-in
-    result: its own result when it keeps the user's launch and passed, ``at_user`` (the same
-    source under the user's launch) when given, else None (not checked)."""
-    import dataclasses
-
-    change = launch_change_of(row.candidate.launch, user)
-    drop_in = None
-    if change is None and row.result.verdict.ok:
-        drop_in = DropIn(row.result, own=True)
-    elif change is not None and at_user is not None:
-        drop_in = DropIn(at_user)
-    return dataclasses.replace(row, launch_change=change, drop_in=drop_in)

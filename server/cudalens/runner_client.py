@@ -20,13 +20,14 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import httpx
 from pydantic import ValidationError
 
+from cudalens.engine.runner import ProfileAnswer, SanitizeAnswer
 from cudalens.errors import CudalensError
+from gpu_runner.events import RunnerEvent
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CompileReport, DeviceInfo, Evaluation
@@ -56,27 +57,6 @@ class ProfileUnavailable(RunnerError):
         self.kind = kind
 
 
-@dataclass(frozen=True)
-class ProfileAnswer:
-    """What the runner answered to a profile request: the ``profile``, or None with ``kind``
-    and ``reason`` saying why there is none (``gpu_runner.service.schema.ProfileResponse``)."""
-
-    profile: Optional[Profile]
-    kind: str = ""
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class SanitizeAnswer:
-    """What the runner answered to a sanitizer request: the ``report`` (its findings, maybe
-    none), or None with ``kind`` and ``reason`` saying why there is none
-    (``gpu_runner.service.schema.SanitizeResponse``)."""
-
-    report: Optional[SanitizeReport]
-    kind: str = ""
-    reason: str = ""
-
-
 def _close(http: httpx.Client, local: Optional[LocalRunner]) -> None:
     http.close()
     if local is not None:
@@ -84,7 +64,9 @@ def _close(http: httpx.Client, local: Optional[LocalRunner]) -> None:
 
 
 class RunnerClient:
-    """Evaluates variants of a kernel on a GPU runner's device ``device_index``.
+    """Evaluates variants of a kernel on a GPU runner's device ``device_index``: the HTTP
+    ``cudalens.engine.runner.Runner`` (it can profile and sanitize; the service says when its
+    machine cannot, in the answer).
 
     Use as a context manager or call ``close()``. ``start_timeout_s`` bounds starting a local
     runner and waiting for its GPU workers; ``request_timeout_s`` any other request;
@@ -93,6 +75,10 @@ class RunnerClient:
     Raises:
         RunnerUnavailable: no runner can be used here (see the module doc).
     """
+
+    can_profile = True
+    can_sanitize = True
+    provenance = ""  # the store's default: "measured by {where} on {device}"
 
     def __init__(self, url: Optional[str] = None, *, token: Optional[str] = None,
                  device_index: int = 0, start_timeout_s: float = 180.0,
@@ -190,7 +176,8 @@ class RunnerClient:
         try:
             return decode(kind, data)
         except ValidationError as exc:
-            raise RunnerError(f"{self.where} sent a {kind.__name__} this client cannot read: "
+            name = getattr(kind, "__name__", str(kind))
+            raise RunnerError(f"{self.where} sent a {name} this client cannot read: "
                               f"{exc}") from None
 
     # -- the API -----------------------------------------------------------------------------
@@ -208,10 +195,11 @@ class RunnerClient:
     def evaluate(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant], *,
                  repetitions: int = 50, warmup: Optional[int] = None,
                  time_budget_s: Optional[float] = None,
-                 progress: Optional[Callable[[str], None]] = None) -> Evaluation:
+                 on_event: Optional[Callable[[object], None]] = None) -> Evaluation:
         """Verify and time ``candidates`` against ``baseline`` on ``problem`` (see
-        ``gpu_runner.runner.Runner.evaluate``), calling ``progress`` with the runner's status
-        lines. Interrupting (Ctrl-C) cancels the job on the runner.
+        ``gpu_runner.runner.Runner.evaluate``), calling ``on_event`` with the runner's
+        events (``gpu_runner.events``, decoded from the job status), in order. Interrupting
+        (Ctrl-C), or an exception raised by ``on_event``, cancels the job on the runner.
 
         Raises ``RunnerUnavailable`` and ``RunnerError`` (request refused, evaluation failed or
         cancelled on the runner)."""
@@ -224,7 +212,7 @@ class RunnerClient:
             body["time_budget_s"] = time_budget_s
         job = self._request("POST", "/evaluate", body=body)["id"]
         try:
-            return self._follow(job, progress)
+            return self._follow(job, on_event)
         except BaseException as exc:
             if not isinstance(exc, (RunnerError, RunnerUnavailable)):
                 try:
@@ -233,13 +221,13 @@ class RunnerClient:
                     pass
             raise
 
-    def _follow(self, job: str, progress) -> Evaluation:
+    def _follow(self, job: str, on_event) -> Evaluation:
         since = 0
         while True:
             status = self._request("GET", f"/jobs/{job}", params={"since": since})
-            for line in status["progress"]:
-                if progress is not None:
-                    progress(line)
+            for event in self._decode(list[RunnerEvent], status.get("events", [])):
+                if on_event is not None:
+                    on_event(event)
             since = status["progress_next"]
             state = status["state"]
             if state == "done":

@@ -11,17 +11,17 @@ non-blank character), ``None`` for findings outside the file (a header, or no li
 an invalid or out-of-bounds access, an uninitialized read, a barrier error; see
 ``gpu_runner.sanitizer_text.BLOCKING``) raises ``OriginalUnsafe`` naming the finding and its
 line; where no report can be made (no compute-sanitizer on the runner, a runner without the
-endpoint, a timeout) it says so through ``progress`` (a message starting ``note: ``) and lets
-the run go on; a client without ``sanitize`` (a replayed runner) is not checked. Its
-``SanitizerStatus`` goes into the run's record, so a report can tell a clean original from one
-that was not checked.
+endpoint, a timeout) it says so through ``note`` (a message starting ``note: ``) and lets
+the run go on; a runner that cannot sanitize (``Runner.can_sanitize``: the model or a replay)
+is not checked. Its ``SanitizerStatus`` goes into the run's record, so a report can tell a
+clean original from one that was not checked.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from cudalens.errors import CudalensError
 from cudalens.sanitizer_status import SanitizerStatus, from_located, not_run
@@ -30,6 +30,9 @@ from cudalens.spec.model import CheckDecl, KernelSpec
 from cudalens.target import Target
 from gpu_runner.sanitize import SanitizeReport
 from gpu_runner.sanitizer_text import Finding
+
+if TYPE_CHECKING:
+    from cudalens.engine.runner import Runner
 
 DISABLE_HINT = "--no-sanitize"
 # The sanitizer runs the ragged case with its literal sizes scaled down so that their product is
@@ -49,7 +52,7 @@ class OriginalUnsafe(CudalensError):
 class CheckUnavailable(CudalensError):
     """No sanitizer report could be made; ``kind`` is the runner's code (``no_gpu``,
     ``sanitizer_missing``, ``timeout``, ``variant_failed``, ``failed``) or ``unsupported``
-    (the runner or client has no sanitizer endpoint)."""
+    (the runner cannot sanitize: ``Runner.can_sanitize`` is False)."""
 
     def __init__(self, message: str, kind: str):
         super().__init__(message)
@@ -119,7 +122,7 @@ def small_spec(spec: KernelSpec, elements: int = SANITIZE_ELEMENTS) -> KernelSpe
     return dataclasses.replace(spec, checks=tuple(checks))
 
 
-def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str]] = None,
+def sanitize_target(target: Target, client: "Runner", *, tools: Optional[Sequence[str]] = None,
                     timeout_s: float = 120.0) -> SanitizeRun:
     """The runner's sanitizer report of ``target``'s kernel as written, on the ragged case of
     ``small_spec(target.spec)``, and its findings located in the file.
@@ -128,13 +131,12 @@ def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str
         CudalensError: the spec cannot be resolved (its message names the spec's line), the
             build cannot be read or its project headers cannot be sent (``cudalens.build``).
         CheckUnavailable: no report (the runner's reason; ``unsupported`` when ``client``
-            has no ``sanitize``).
+            cannot sanitize: ``Runner.can_sanitize``).
         RunnerUnavailable, RunnerError: as ``RunnerClient.sanitize``.
     """
     from cudalens.spec.resolve import build_problem, build_variant, sizes_for  # noqa: PLC0415
 
-    sanitize = getattr(client, "sanitize", None)
-    if not callable(sanitize):
+    if not client.can_sanitize:
         raise CheckUnavailable("this runner connection cannot run compute-sanitizer",
                                "unsupported")
     from cudalens.build import build_for, request_files  # noqa: PLC0415
@@ -149,7 +151,7 @@ def sanitize_target(target: Target, client: Any, *, tools: Optional[Sequence[str
         sizes = sizes_for(spec, "ragged")
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
-    answer = sanitize(problem, variant, tools=tools, timeout_s=timeout_s)
+    answer = client.sanitize(problem, variant, tools=tools, timeout_s=timeout_s)
     if answer.report is None:
         raise CheckUnavailable(f"compute-sanitizer could not check {target.kernel.name}: "
                                f"{answer.reason}", answer.kind)
@@ -166,28 +168,32 @@ def finding_line(path: str, located: Located) -> str:
     return f"{located.position(path)}: {level}: {f.tool}: {f.summary}{outside}"
 
 
-def check_original_status(target: Target, client: Any,
-                          progress: Optional[Callable[[str], None]] = None
+def check_original_status(target: Target, client: "Runner",
+                          progress: Optional[Callable[[str], None]] = None,
+                          note: Optional[Callable[[str], None]] = None
                           ) -> tuple[SanitizerStatus, tuple[Located, ...]]:
     """The check before optimizing (module doc): its status for the run's record
     (``cudalens.sanitizer_status``: clean, findings that do not block, or not run and why) and
-    the located findings.
+    the located findings. ``progress`` gets what it is doing, ``note`` (default: ``progress``)
+    the sentence saying the check could not be made (``note: the original was not checked
+    ...``).
 
     Raises:
         OriginalUnsafe: a blocking finding; the message names each (at most 3) and its line.
         CudalensError: the spec cannot be resolved.
     """
     say = progress or (lambda _m: None)
+    tell = note or say
     from cudalens.runner_client import RunnerError  # noqa: PLC0415
 
-    if not callable(getattr(client, "sanitize", None)):  # a replayed runner: nothing to say
+    if not client.can_sanitize:  # a client without the tool (a replayed runner)
         return not_run("this runner connection cannot run compute-sanitizer (a replayed or "
                        "recorded runner)"), ()
     say(f"checking the original {target.kernel.name} with compute-sanitizer")
     try:
         run = sanitize_target(target, client)
     except (CheckUnavailable, RunnerError) as exc:
-        say(f"note: the original was not checked for races and memory errors: {exc}")
+        tell(f"note: the original was not checked for races and memory errors: {exc}")
         return not_run(str(exc)), ()
     located = run.found
     blocking = tuple(loc for loc in located if loc.finding.blocking)
@@ -203,11 +209,12 @@ def check_original_status(target: Target, client: Any,
         f"(the editor: the cudalens.sanitize setting)", blocking)
 
 
-def check_original(target: Target, client: Any,
-                   progress: Optional[Callable[[str], None]] = None) -> tuple[Located, ...]:
+def check_original(target: Target, client: "Runner",
+                   progress: Optional[Callable[[str], None]] = None,
+                   note: Optional[Callable[[str], None]] = None) -> tuple[Located, ...]:
     """``check_original_status``'s located findings alone (none when it did not run).
 
     Raises:
         OriginalUnsafe, CudalensError: as ``check_original_status``.
     """
-    return check_original_status(target, client, progress)[1]
+    return check_original_status(target, client, progress, note)[1]

@@ -17,7 +17,7 @@
    of the FP32 peak.
 4. The loop stops after ``rounds`` rounds, or when the time or token budget is spent, the cancel
    event is set, or the model server or the runner fails.
-   Where the runner can profile (it has ``profile(problem, variant)`` returning a
+   Where the runner can profile (``Runner.can_profile``: ``try_profile`` answers a
    ``gpu_runner.ncu_csv.Profile``), the round's fastest verified candidate, when it is the
    best so far, is profiled with Nsight Compute and the round's feedback says where its time
    goes (achieved occupancy, DRAM throughput, the main stall reasons); a profile that fails
@@ -59,9 +59,12 @@ from cudalens.agent.splice import Spliced, splice
 from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_params, integer_defines,
                                    settings, substitute_launch)
 from cudalens.build import build_for, request_files
+from cudalens.engine.runner import Runner
+from cudalens.engine.confirm import confirm, moved as moved_rows, with_drop_in
+from cudalens.engine.events import (LlmProposal, LlmRound, MeasuringOriginal, Note, OnEvent,
+                                    Stopped, ignore)
 from cudalens.errors import CudalensError
-from cudalens.dropin import launch_change_of
-from cudalens.optimize import OptimizeResult, Row, pick_winner, with_drop_in
+from cudalens.optimize import OptimizeResult, Row, pick_winner
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_problem, build_variant
@@ -73,7 +76,11 @@ PRECHECK_WORKERS = 4
 
 
 class _Stop(Exception):
-    """Ends the loop; the message is the stop reason."""
+    """Ends the loop; the message is the stop reason, ``cause`` its ``StopCause``."""
+
+    def __init__(self, reason: str, cause: str):
+        super().__init__(reason)
+        self.cause = cause
 
 
 @dataclass
@@ -108,8 +115,8 @@ def _default_precheck(spliced: Spliced, code: str, path: str, arch: str,
 class AgentLoop:
     """One session for one target; see the module doc. Use ``run_agent``."""
 
-    def __init__(self, target: Target, runner: Any, config: AgentConfig, chat: ChatClient, *,
-                 cancel: Optional[threading.Event], progress: Optional[Callable[[str], None]],
+    def __init__(self, target: Target, runner: Runner, config: AgentConfig, chat: ChatClient, *,
+                 cancel: Optional[threading.Event], on_event: Optional[OnEvent],
                  repetitions: int, precheck_fn: Optional[PrecheckFn]) -> None:
         self.target = target
         self.kernel = target.kernel
@@ -117,7 +124,7 @@ class AgentLoop:
         self.config = config
         self.chat = chat
         self.cancel = cancel or threading.Event()
-        self.say = progress or (lambda _m: None)
+        self.say = on_event or ignore
         self.repetitions = repetitions
         self.precheck_fn = precheck_fn
         self._setting_pruner: Optional[SettingPruner] = None
@@ -149,9 +156,9 @@ class AgentLoop:
                                           options=self.build.options, files=self.build.files)
         except SpecError as exc:
             raise CudalensError(str(exc)) from None
-        self.say(f"measuring the original {t.kernel.name} on {self.device.name}")
+        self.say(MeasuringOriginal(t.kernel.name, self.device.name))
         ev = self.runner.evaluate(self.problem, self.baseline, [], repetitions=self.repetitions,
-                                  progress=self.say)
+                                  on_event=self.say)
         if ev.error or ev.baseline is None:
             raise CudalensError(f"{t.path}: the baseline kernel {t.kernel.name} could not be "
                                 f"measured: {ev.error or 'no timing'}")
@@ -190,12 +197,12 @@ class AgentLoop:
         too; measuring candidates already received costs no tokens)."""
         cfg = self.config
         if self.cancel.is_set():
-            raise _Stop("cancelled")
+            raise _Stop("cancelled", "cancelled")
         if cfg.time_budget_s is not None and self._elapsed() >= cfg.time_budget_s:
-            raise _Stop(f"the time budget of {cfg.time_budget_s:g} s is spent")
+            raise _Stop(f"the time budget of {cfg.time_budget_s:g} s is spent", "budget")
         if tokens and self.ledger.over(cfg.token_budget):
             raise _Stop(f"the token budget of {cfg.token_budget:,} tokens is spent "
-                        f"({self.ledger.total.total_tokens:,} used)")
+                        f"({self.ledger.total.total_tokens:,} used)", "budget")
 
     # -- talking to the model ----------------------------------------------------------------
 
@@ -213,19 +220,19 @@ class AgentLoop:
             reply = self.chat.complete(self.messages, tools=tools, cancel=self.cancel,
                                        timeout_s=timeout)
         except Cancelled:
-            raise _Stop("cancelled") from None
+            raise _Stop("cancelled", "cancelled") from None
         except ChatError as exc:
-            raise _Stop(f"the model server failed: {exc}") from None
+            raise _Stop(f"the model server failed: {exc}", "model_failed") from None
         self.ledger.add(reply.usage)
         self.messages.append(reply.assistant_message())
         return reply
 
-    def _runner_progress(self, message: str) -> None:
-        """Passes the runner's status lines on; raising ``Cancelled`` here makes the runner
+    def _runner_event(self, event) -> None:
+        """Passes the runner's events on; raising ``Cancelled`` here makes the runner
         client abandon (and cancel on the runner) the batch in flight."""
         if self.cancel.is_set():
             raise Cancelled("cancelled while the runner was measuring")
-        self.say(message)
+        self.say(event)
 
     def _tool_result(self, call_id: Optional[str], text: str) -> bool:
         """Answers a tool call; False when ``call_id`` is None (a fenced proposal)."""
@@ -329,7 +336,7 @@ class AgentLoop:
         ready: list[_Accepted] = []
         count = 0
         for step in range(cfg.steps_per_round):
-            self.say(f"round {r}: asking {cfg.endpoint}")
+            self.say(LlmRound(r, "asking", endpoint=cfg.endpoint))
             reply = self._ask()
             items = from_reply(reply, self.kernel.name, prompts.tool_names(),
                                cfg.candidates_per_round - len(ready))
@@ -353,7 +360,7 @@ class AgentLoop:
                     text = refused_text(built)
                     outcomes.append(Outcome(r, label, item.origin, REFUSED, text,
                                             call_id=item.call_id))
-                self.say(f"round {r}: {label} refused")
+                self.say(LlmProposal(r, label, "refused"))
                 if self._tool_result(item.call_id, text):
                     told.add(label)
                 else:
@@ -375,7 +382,7 @@ class AgentLoop:
                     text = f"with {a.settings[0].setting.label}, {text} (every setting failed)"
                 outcomes.append(Outcome(r, a.label, a.proposal.origin, PRECHECK_FAILED, text,
                                         a.settings[0].candidate, call_id=a.proposal.call_id))
-                self.say(f"round {r}: {a.label} does not compile")
+                self.say(LlmProposal(r, a.label, "does not compile"))
                 if self._tool_result(a.proposal.call_id, text):
                     told.add(a.label)
                 else:
@@ -405,17 +412,16 @@ class AgentLoop:
             self._not_run(r, ready, str(stop))
             raise
         variants = [s.variant for a in ready for s in a.settings]
-        self.say(f"round {r}: verifying and timing {len(variants)} variant(s) on "
-                 f"{self.device.name}")
+        self.say(LlmRound(r, "measuring", variants=len(variants), device=self.device.name))
         try:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,
-                                      repetitions=self.repetitions, progress=self._runner_progress)
+                                      repetitions=self.repetitions, on_event=self._runner_event)
         except Cancelled:
             self._not_run(r, ready, "cancelled")
-            raise _Stop("cancelled") from None
+            raise _Stop("cancelled", "cancelled") from None
         except (CudalensError, RuntimeError, ValueError) as exc:
             self._not_run(r, ready, f"the runner failed: {exc}")
-            raise _Stop(f"the runner failed: {exc}") from None
+            raise _Stop(f"the runner failed: {exc}", "runner_failed") from None
         by_label = dict(zip((v.label for v in variants), ev.candidates))
         batch = _Batch(ev, [])
         new_best = False
@@ -451,8 +457,8 @@ class AgentLoop:
                                     best_s.candidate, best_r,
                                     tuple((s.setting.label, res) for s, res in tried),
                                     a.proposal.call_id))
-            self.say(f"round {r}: {a.label} {best_r.verdict.status}"
-                     + (f", {best_r.speedup.value:.2f}x" if best_r.speedup else ""))
+            self.say(LlmProposal(r, a.label, best_r.verdict.status,
+                                 best_r.speedup.value if best_r.speedup else None))
             self._tool_result(a.proposal.call_id, text)
         self.batches.append(batch)
         if new_best:
@@ -460,20 +466,21 @@ class AgentLoop:
 
     def _profile_best(self, r: int) -> None:
         """Profiles the best candidate so far when the runner can (see the module doc)."""
-        profile = getattr(self.runner, "profile", None)
-        if not callable(profile) or self.best is None or self.best_variant is None:
+        if not self.runner.can_profile or self.best is None or self.best_variant is None:
             return
         self._check_budgets(tokens=False)
         label = self.best[0]
-        self.say(f"round {r}: profiling {label} with Nsight Compute")
+        self.say(Note(f"round {r}: profiling {label} with Nsight Compute"))
         try:
-            found = profile(self.problem, self.best_variant)
+            answer = self.runner.try_profile(self.problem, self.best_variant)
+            if answer.profile is None:
+                raise CudalensError(f"no profile of {self.best_variant.label}: {answer.reason}")
         except Exception as exc:  # noqa: BLE001 - a profile is extra information, never fatal
             note = f"the profile of {label} failed: {exc}"
             self.notes.append(note)
             self.profiled = None
             return
-        self.profiled = profile_text(label, found)
+        self.profiled = profile_text(label, answer.profile)
 
     def _round_feedback(self, r: int, outcomes: list[Outcome], told: set[str]) -> None:
         cfg = self.config
@@ -502,7 +509,7 @@ class AgentLoop:
         self._measure_baseline()
         self.messages = [{"role": "system", "content": ""},
                          {"role": "user", "content": self._task()}]
-        stop_reason = f"all {self.config.rounds} rounds done"
+        stop_reason, stop_cause = f"all {self.config.rounds} rounds done", "done"
         for r in range(1, self.config.rounds + 1):
             before_usage, before_requests = self.ledger.total, self.ledger.requests
             started = time.monotonic()
@@ -510,12 +517,12 @@ class AgentLoop:
             try:
                 self._round(r)
             except _Stop as stop:
-                stop_reason = str(stop)
+                stop_reason, stop_cause = str(stop), stop.cause
                 self._record(r, self.outcomes, before_usage, before_requests, started)
                 break
             self._record(r, self.outcomes, before_usage, before_requests, started)
-        self.say(f"agent stopped: {stop_reason}")
-        return self._finish(stop_reason)
+        self.say(Stopped(stop_reason, stop_cause))
+        return self._finish(stop_reason, stop_cause)
 
     def _record(self, r: int, outcomes: list[Outcome], usage0: Usage, requests0: int,
                 started: float) -> None:
@@ -526,7 +533,7 @@ class AgentLoop:
             self.rounds.append(RoundRecord(r, tuple(outcomes), self.ledger.requests - requests0,
                                            usage, time.monotonic() - started))
 
-    def _finish(self, stop_reason: str) -> AgentResult:
+    def _finish(self, stop_reason: str, stop_cause: str) -> AgentResult:
         rows, evaluation, confirmed = self._final_rows()
         t = self.target
         optimize = OptimizeResult(target=t, device=self.device, problem=self.problem,
@@ -538,7 +545,7 @@ class AgentLoop:
             usage=self.ledger.total, requests=self.ledger.requests,
             cost=cost_of(self.ledger.total, cfg.model, cfg.price(), cfg.origin("prices")),
             endpoint=cfg.endpoint, notes=tuple(self.chat.notes + self.notes),
-            confirmed=confirmed, messages=tuple(self.messages))
+            confirmed=confirmed, messages=tuple(self.messages), stop_cause=stop_cause)
 
     def _final_rows(self) -> tuple[list[Row], Evaluation, bool]:
         """The rows, evaluation and "confirmed" flag of the session's ``OptimizeResult``.
@@ -562,9 +569,9 @@ class AgentLoop:
             return all_rows, last, False
         top = self._top()
         user = self.target.spec.launch
-        moved = [r for r in top if launch_change_of(r.candidate.launch, user) is not None]
-        if ((len(fastest) > 1 and len(top) > 1) or moved) and not self.cancel.is_set():
-            confirmed = self._confirm(top, moved)
+        if ((len(fastest) > 1 and len(top) > 1) or moved_rows(top, user)) and \
+                not self.cancel.is_set():
+            confirmed = self._confirm(top)
             if confirmed is not None:
                 rows, ev, done = confirmed
                 others = [with_drop_in(r, user, None) for r in all_rows if not timed(r)]
@@ -591,56 +598,50 @@ class AgentLoop:
                 out.append(row)
         return out[:self.config.confirm_top]
 
-    def _confirm(self, top: list[Row], moved: list[Row]
-                 ) -> Optional[tuple[list[Row], Evaluation, bool]]:
-        """The best candidates of different rounds timed again side by side, and each of
-        ``moved`` (those launched otherwise than the user's program does) also run with its
-        source under the user's launch (the spec's), as the built-in search's confirmation
-        does (``cudalens.optimize``): each row then carries its drop-in verdict. Rows whose
-        check under the user's launch did not come back keep ``drop_in`` None."""
-        user = self.target.spec.launch
-        variants = []
-        for i, row in enumerate(top, 1):
+    def _confirm(self, top: list[Row]) -> Optional[tuple[list[Row], Evaluation, bool]]:
+        """The best candidates of different rounds timed again side by side (labels
+        ``final1``, ``final2``...), those launched otherwise than the user's program does also
+        under the user's launch (the spec's): the engine's confirmation step, the built-in
+        search's too (``cudalens.engine.confirm``), so each row carries its drop-in verdict.
+        None, with a note, when that timing was cancelled or failed."""
+        spec = self.target.spec
+
+        def variant(label: str, row: Row, launch) -> Variant:
             c = row.candidate
-            variants.append(build_variant(f"final{i}", c.source, c.kernel, self.target.spec,
-                                          c.launch, self.device.sm_count,
-                                          options=self.build.options, files=self.build.files))
-        label_of = {id(row): f"final{i}" for i, row in enumerate(top, 1)}
-        for row in moved:
-            c = row.candidate
-            variants.append(build_variant(f"{label_of[id(row)]}@user", c.source, c.kernel,
-                                          self.target.spec, user, self.device.sm_count,
-                                          options=self.build.options, files=self.build.files))
-        also = f", {len(moved)} of them under your launch too" if moved else ""
-        self.say(f"timing the best {len(top)} candidates side by side{also}")
-        try:
+            return build_variant(label, c.source, c.kernel, spec, launch, self.device.sm_count,
+                                 options=self.build.options, files=self.build.files)
+
+        def send(variants: list[Variant], _launches) -> Evaluation:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,
-                                      repetitions=self.repetitions, progress=self._runner_progress)
+                                      repetitions=self.repetitions, on_event=self._runner_event)
+            if ev.error and not ev.candidates:
+                raise CudalensError(ev.error)
+            return ev
+
+        labels = [f"final{i}" for i in range(1, len(top) + 1)]
+        try:
+            done = confirm(top, spec.launch, labels, variant, send, self.say)
         except Cancelled:
             self.notes.append("the final side-by-side timing was cancelled")
             return None
         except (CudalensError, RuntimeError, ValueError) as exc:
             self.notes.append(f"the final side-by-side timing failed: {exc}")
             return None
-        if ev.error and not ev.candidates:
-            self.notes.append(f"the final side-by-side timing failed: {ev.error}")
-            return None
-        at_user = dict(zip((id(r) for r in moved), ev.candidates[len(top):]))
-        rows = [with_drop_in(Row(r.candidate, res), user, at_user.get(id(r)))
-                for r, res in zip(top, ev.candidates)]
-        return rows, ev, True
+        return list(done.rows), done.evaluation, True
 
 
-def run_agent(target: Target, runner: Any, config: AgentConfig, *,
+def run_agent(target: Target, runner: Runner, config: AgentConfig, *,
               chat: Optional[ChatClient] = None, cancel: Optional[threading.Event] = None,
-              progress: Optional[Callable[[str], None]] = None, repetitions: int = 50,
+              on_event: Optional[OnEvent] = None, repetitions: int = 50,
               precheck_fn: Optional[PrecheckFn] = _default_precheck) -> AgentResult:
     """Runs the agent loop on ``target`` (see the module doc).
 
-    runner: a ``cudalens.runner_client.RunnerClient`` (or anything with its ``device_info``
-        and ``evaluate``). chat: the model client (default: made from ``config``).
+    runner: a ``cudalens.engine.runner.Runner`` (``RunnerClient``, ``InProcessRunner``).
+        chat: the model client (default: made from ``config``).
     cancel: set it to stop at the next step (a request in flight is abandoned at once; a
-        runner batch in flight finishes first). progress: called with short status lines.
+        runner batch in flight finishes first). on_event: called with the session's events
+        (``cudalens.engine.events``: the runner's, and ``MeasuringOriginal``, ``LlmRound``,
+        ``LlmProposal``, ``Confirming``, ``Stopped``).
     precheck_fn: compiles candidates before the runner (default: the local nvcc, skipped where
         it is missing); None turns the pre-check off (so does ``config.precheck = False``).
 
@@ -654,7 +655,7 @@ def run_agent(target: Target, runner: Any, config: AgentConfig, *,
     own = chat is None
     chat = chat or ChatClient(config)
     try:
-        loop = AgentLoop(target, runner, config, chat, cancel=cancel, progress=progress,
+        loop = AgentLoop(target, runner, config, chat, cancel=cancel, on_event=on_event,
                          repetitions=repetitions,
                          precheck_fn=precheck_fn if config.precheck else None)
         return loop.run()

@@ -53,8 +53,10 @@ class RoundRecord:
 class AgentResult:
     """The session: ``optimize`` is the result in the optimize flow's form (its rows are the
     final side-by-side timing of the best candidates when that ran), ``stop_reason`` says why
-    the loop ended, ``notes`` what the session gave up or skipped (streaming, tools, the
-    pre-check), ``messages`` the whole conversation."""
+    the loop ended and ``stop_cause`` how (``cudalens.engine.events.StopCause``: ``done``,
+    ``budget``, ``cancelled``, ``runner_failed``, ``model_failed``), ``notes`` what the
+    session gave up or skipped (streaming, tools, the pre-check), ``messages`` the whole
+    conversation."""
 
     optimize: OptimizeResult
     rounds: tuple[RoundRecord, ...]
@@ -66,6 +68,13 @@ class AgentResult:
     notes: tuple[str, ...]
     confirmed: bool
     messages: tuple[dict[str, Any], ...]
+    stop_cause: str = "done"
+
+    @property
+    def failed(self) -> bool:
+        """The session stopped because the runner or the model's server failed: not the
+        run that was asked for."""
+        return self.stop_cause in ("runner_failed", "model_failed")
 
     @property
     def outcomes(self) -> tuple[Outcome, ...]:

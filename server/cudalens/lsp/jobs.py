@@ -12,25 +12,24 @@ Cancel (``window/workDoneProgress/cancel`` on the job's token, or the ``cudalens
 command): a queued job is dropped; a running job is told to stop at the runner's next
 progress message, its progress ends at once, and whatever it finishes with is thrown away.
 
-Progress messages are the runner's (``gpu_runner.runner``: ``compile: c5``, ``verify: c5 on
-case 'nominal', seed 1``, ``timing: round 7 of at most 50``) and the optimize flow's
-(``12 candidates; verifying and timing on NVIDIA H200``); ``describe_progress`` turns them
-into what the editor shows. The runner reports candidates' speedups when a batch's
-interleaved timing loop ends; from then on the fastest verified one so far (the flow says
-``best so far: 1.83x (restrict block=512, verified), 16 candidates``) follows the candidate
-and timing messages, and the final message gives the winner's speedup.
+Progress comes as typed events (``cudalens.engine.events``: the runner's ``Compiling``,
+``Verifying``, ``TimingRound`` ..., the optimize flow's ``BatchStarted``, ``BestSoFar``,
+``Confirming``); ``cudalens.lsp.progress.BuiltinProgress`` turns them into what the editor
+shows. The runner reports candidates' speedups when a batch's interleaved timing loop ends;
+from then on the fastest verified one so far (``BestSoFar``) follows the candidate and timing
+messages, and the final message gives the winner's speedup.
 
-The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): ``builtin`` runs the
-optimize flow above; ``llm`` runs the agent loop (``cudalens.agent.loop.run_agent``) with the
-job's cancel event, so a cancel stops a request to the model in flight at once and a runner
-batch at its next progress message; ``auto`` runs the LLM when one is configured and answers,
+The proposer (``Settings.proposer``, see ``cudalens.lsp.llm.choose``): the job runs
+``cudalens.engine.run.run`` with the built-in passes or the LLM agent and the job's cancel
+event, so a cancel stops a request to the model in flight at once and a runner batch at its
+next event; ``auto`` runs the LLM when one is configured and answers,
 else the built-in passes. The job's first progress message says which ran and why, its last
 one names it again; a fallback from ``auto`` is also shown as a warning. The LLM's progress
 is per round (``round 2/4, best 1.80x: timing round 7/50``; ``llm.AgentProgress``). Its
 winner is stored and offered like a built-in candidate (code lens, apply, reject).
 
-Profile: when ``Settings.profile`` is on and the runner client can profile (it has
-``try_profile``, as ``RunnerClient`` does; the replay runner does not), the job's last step
+Profile: when ``Settings.profile`` is on and the runner can profile (``Runner.can_profile``,
+as ``RunnerClient`` can; the model and replay runners cannot), the job's last step
 asks the runner for an Nsight Compute profile of the winner, else of the baseline, and stores
 it with the run (``RunRecord.profile``; the hover shows it). A runner that answers "not
 available" (no ncu, counters not permitted, no GPU) leaves the reason in the record and
@@ -44,7 +43,6 @@ import dataclasses
 import datetime as dt
 import itertools
 import logging
-import re
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -59,7 +57,10 @@ from cudalens.lsp.config import Settings
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.lsp.notifier import Notifier
-from cudalens.optimize import optimize
+from cudalens.lsp.progress import BuiltinProgress
+from cudalens.engine.proposer import Budget, RunCancelled
+from cudalens.engine.run import run
+from cudalens.engine.runner import Runner
 from cudalens.sanitize_check import OriginalUnsafe, check_original_status
 from cudalens.sanitizer_status import not_run
 from cudalens.store.from_optimize import profile_subject, run_record
@@ -68,11 +69,10 @@ from cudalens.store.records import RunProfile, RunRecord
 
 log = logging.getLogger(__name__)
 
-RunnerFactory = Callable[[Settings], Any]
+RunnerFactory = Callable[[Settings], Runner]
 
-
-class JobCancelled(Exception):
-    """Raised from the progress callback to stop a cancelled optimization."""
+# Raised where a cancelled optimization stops (``cudalens.engine.proposer.RunCancelled``).
+JobCancelled = RunCancelled
 
 
 @dataclass
@@ -87,10 +87,7 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     state: str = "queued"
     message: str = ""
-    candidates: int = 0  # known once the flow says how many it proposed
-    offset: int = 0  # labels below this are the search's, during the confirmation run
     proposer: str = ""  # the proposer that ran: llm.Choice.label, once chosen
-    best: str = ""  # "1.83x": the fastest verified speedup of the batches timed so far
 
     @property
     def uri(self) -> str:
@@ -99,59 +96,6 @@ class Job:
     @property
     def kernel(self) -> str:
         return self.view.name
-
-
-_CANDIDATES = re.compile(r"^(\d+) candidates; verifying and timing on (.+)$")
-_COMPILE = re.compile(r"^compile: (\w+)$")
-_VERIFY = re.compile(r"^verify: (\w+) on case '([^']*)', seed (\d+)$")
-_TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
-_WARMUP = re.compile(r"^timing: warm-up")
-_CONFIRM = re.compile(r"^confirming the (\d+) fastest candidates")
-_BEST = re.compile(r"^best so far: (\d+\.\d+)x ")
-
-
-def describe_progress(message: str, candidates: int, offset: int = 0,
-                      best: str = "") -> tuple[str, Optional[int]]:
-    """What the editor shows for one progress message, and a percentage when one can be
-    told (compiling is 5-20%, verifying 20-60%, timing 60-100%). During the optimize flow's
-    confirmation run (``offset`` > 0) its ``candidates`` variants are labelled from
-    ``c{offset + 1}`` and are counted from 1 again. ``best`` (``"1.83x"``, the fastest verified
-    speedup of the batches timed so far) is added to the candidate and timing messages:
-    ``candidate 9/16: verifying against the baseline, best so far 1.83x``."""
-    text, percent = _describe(message, candidates, offset)
-    if best and (text.startswith(("candidate ", "compiling candidate ", "timing round "))):
-        text += f", best so far {best}"
-    return text, percent
-
-
-def _describe(message: str, candidates: int, offset: int) -> tuple[str, Optional[int]]:
-    def index(label: str) -> Optional[int]:
-        return int(label[1:]) - offset if re.fullmatch(r"c\d+", label) else None
-
-    if m := _CONFIRM.match(message):
-        return (f"timing the {m.group(1)} fastest candidates again, together with the "
-                f"baseline"), 5
-
-    if m := _CANDIDATES.match(message):
-        return f"{m.group(1)} candidates proposed; running on {m.group(2)}", 5
-    if m := _COMPILE.match(message):
-        i = index(m.group(1))
-        if i is None:
-            return "compiling the baseline", 5
-        return f"compiling candidate {i}/{candidates or '?'}", 5 + 15 * i // max(candidates, 1)
-    if m := _VERIFY.match(message):
-        i = index(m.group(1))
-        if i is None:
-            return "verifying the baseline", 20
-        return (f"candidate {i}/{candidates or '?'}: verifying against the baseline",
-                20 + 40 * i // max(candidates, 1))
-    if _WARMUP.match(message):
-        return "timing: warm-up", 60
-    if m := _TIMING.match(message):
-        r, total = int(m.group(1)), int(m.group(2))
-        return f"timing round {r}/{total}, baseline and candidates interleaved", \
-            60 + 40 * r // max(total, 1)
-    return message, None
 
 
 def outcome(record: RunRecord) -> str:
@@ -193,10 +137,10 @@ class Jobs:
         self._ids = itertools.count(1)
         self._worker: Optional[asyncio.Task] = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cudalens-optimize")
-        self._clients: dict[tuple[str, str], Any] = {}
+        self._clients: dict[tuple[str, str], Runner] = {}
         self._client_lock = threading.Lock()
         # clients dropped by a settings change while a job used them: closed when it ends
-        self._retired: list[Any] = []
+        self._retired: list[Runner] = []
         self._closed = False
 
     # -- queries ---------------------------------------------------------------------------
@@ -288,7 +232,7 @@ class Jobs:
                 if job.state == "cancelled":
                     log.info("optimizing %s was cancelled", job.kernel)
 
-    def _client(self, settings: Settings) -> Any:
+    def _client(self, settings: Settings) -> Runner:
         ident = settings.runner_identity()
         with self._client_lock:
             if ident not in self._clients:
@@ -353,31 +297,16 @@ class Jobs:
         self._close(retired)
 
     @staticmethod
-    def _close(clients: list[Any]) -> None:
+    def _close(clients: list[Runner]) -> None:
         for client in clients:
-            close = getattr(client, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception as exc:  # noqa: BLE001 - closing must not fail the server
-                    log.warning("closing a runner client failed: %s", exc)
+            try:
+                client.close()
+            except Exception as exc:  # noqa: BLE001 - closing must not fail the server
+                log.warning("closing a runner client failed: %s", exc)
 
     def _run(self, job: Job, loop: asyncio.AbstractEventLoop) -> Any:
         """Runs in the worker thread: the whole optimize flow (or agent session) for one job;
         returns its ``RunRecord``, or ``(RunRecord, AgentResult)`` for the LLM."""
-        def progress(message: str) -> None:
-            if job.cancel.is_set():
-                raise JobCancelled()
-            if m := _CANDIDATES.match(message):
-                job.candidates = int(m.group(1))
-            elif m := _CONFIRM.match(message):
-                job.offset, job.candidates = job.candidates, int(m.group(1))
-            elif m := _BEST.match(message):
-                job.best = f"{m.group(1)}x"
-            text, percent = describe_progress(message, job.candidates, job.offset, job.best)
-            job.message = text
-            loop.call_soon_threadsafe(self.notifier.progress_report, job.token, text, percent)
-
         def report(text: str, percent: Optional[int] = None) -> None:
             job.message = text
             loop.call_soon_threadsafe(self.notifier.progress_report, job.token, text, percent)
@@ -417,17 +346,30 @@ class Jobs:
                 raise
             if job.cancel.is_set():
                 raise JobCancelled()
-        agent = None
-        if choice.kind == "llm":
-            agent = self._run_agent(job, target, client, choice, report)
-            result = agent.optimize
-        else:
-            result = optimize(target, client, budget=job.settings.budget, seed=job.settings.seed,
-                              repetitions=job.settings.repetitions, progress=progress,
-                              replay=replay)
+        shown = llm.AgentProgress(choice.config.rounds) if choice.kind == "llm" \
+            else BuiltinProgress()
+
+        def on_event(event) -> None:
+            said = shown.describe(event)
+            if said is not None:
+                report(*said)
+
+        budget = Budget(candidates=job.settings.budget, repetitions=job.settings.repetitions,
+                        seed=job.settings.seed)
+        proposal = run(target, client, choice.proposer(replay=replay), budget, on_event,
+                       job.cancel)
+        agent = proposal.agent
+        if agent is not None:
+            log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
+                     agent.stop_reason, agent.requests, agent.usage.total_tokens)
+            if proposal.failed:
+                # not the run that was asked for: nothing is kept, so the kernel does not look
+                # measured (as with the CLI, which applies nothing and exits 2)
+                raise CudalensError(f"the LLM session stopped early: {agent.stop_reason}")
+        result = proposal.result
         if job.cancel.is_set():
             raise JobCancelled()
-        provenance = getattr(client, "provenance", None) or _provenance(client, device)
+        provenance = client.provenance or _provenance(client, device)
         key = result_key(job.view.material, device_id(result.evaluation.device))
         created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         record = run_record(dataclasses.replace(result, sanitizer=sanitizer), key=key,
@@ -440,28 +382,6 @@ class Jobs:
         if job.cancel.is_set():
             raise JobCancelled()
         return record if agent is None else (record, agent)
-
-    def _run_agent(self, job: Job, target, client, choice: "llm.Choice",
-                   report: Callable[[str, Optional[int]], None]):
-        """The agent session of one job (in the worker thread); ``AgentResult``. The job's
-        cancel event is the loop's: it abandons a request to the model at once."""
-        from cudalens.agent.loop import run_agent
-
-        shown = llm.AgentProgress(choice.config.rounds)
-
-        def say(message: str) -> None:
-            text, percent = shown.describe(message)
-            report(text, percent)
-
-        result = run_agent(target, client, choice.config, cancel=job.cancel, progress=say,
-                           repetitions=job.settings.repetitions)
-        log.info("LLM session for %s: %s; %d request(s), %d tokens", job.kernel,
-                 result.stop_reason, result.requests, result.usage.total_tokens)
-        if result.stop_reason.startswith(("the runner failed", "the model server failed")):
-            # not the run that was asked for: nothing is kept, so the kernel does not look
-            # measured (as with the CLI, which applies nothing and exits 2)
-            raise CudalensError(f"the LLM session stopped early: {result.stop_reason}")
-        return result
 
     def shutdown(self) -> None:
         """Cancels every job and ends its progress (the client sees no half-finished work);
@@ -479,12 +399,11 @@ class Jobs:
         self._close_retired()
 
 
-def take_profile(job: Job, client, result,
+def take_profile(job: Job, client: Runner, result,
                  report: Callable[[str, Optional[int]], None]) -> Optional[RunProfile]:
     """The profile of ``result``'s winner (else baseline) from the runner, or why there
     is none; None when the client cannot profile or the request failed (module doc)."""
-    try_profile = getattr(client, "try_profile", None)
-    if not callable(try_profile) or job.cancel.is_set():
+    if not client.can_profile or job.cancel.is_set():
         return None
     subject = profile_subject(result)
     if subject is None:
@@ -492,7 +411,7 @@ def take_profile(job: Job, client, result,
     ident, label, variant = subject
     report(f"profiling {label} with Nsight Compute", None)
     try:
-        answer = try_profile(result.problem, variant)
+        answer = client.try_profile(result.problem, variant)
     except Exception as exc:  # noqa: BLE001 - a profile is extra; the run's results stand
         log.warning("profiling %s of %s failed: %s", label, job.kernel, exc)
         return None
@@ -503,8 +422,8 @@ def take_profile(job: Job, client, result,
                       reason=answer.reason)
 
 
-def _provenance(client: Any, device) -> str:
-    where = getattr(client, "where", None) or "the GPU runner"
+def _provenance(client: Runner, device) -> str:
+    where = client.where or "the GPU runner"
     return f"measured by {where} on {device.name}"
 
 

@@ -9,15 +9,13 @@ project file sets ``base_url`` and ``api_key_env`` only in a trusted workspace
 (``Settings.workspace_trusted``) or under a folder the user file trusts; what an untrusted
 one set is ignored and named in ``Choice.warnings`` (``cudalens.agent.trust``).
 
-``AgentProgress`` turns the agent loop's status lines (``cudalens.agent.loop``: ``round 2:
-asking ...``, ``round 2: r2c1 passed, 1.80x``) and the runner's (``compile: r2c1``, ``timing:
-round 7 of at most 50``) into what the editor shows: ``round 2/4, best 1.80x: timing round
-7/50``.
+``AgentProgress`` turns the agent loop's events (``cudalens.engine.events``: ``LlmRound``,
+``LlmProposal``, ...) and the runner's (``Compiling``, ``TimingRound``, ...) into what the
+editor shows: ``round 2/4, best 1.80x: timing round 7/50``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -25,6 +23,10 @@ from typing import Callable, Optional, Union
 from cudalens.agent import trust
 from cudalens.agent.config import AgentConfig, ConfigError
 from cudalens.agent.config_file import load_agent_config
+from cudalens.engine.events import (Compiling, Confirming, Event, LlmProposal, LlmRound,
+                                    MeasuringOriginal, Note, Stopped, TimingRound, Verifying,
+                                    WarmingUp)
+from cudalens.engine.proposer import BuiltinProposer, LlmProposer, Proposer, decide
 from cudalens.errors import CudalensError
 from cudalens.lsp.config import Settings
 from cudalens.store.records import RunRecord
@@ -51,6 +53,12 @@ class Choice:
     def label(self) -> str:
         """``LLM fake-coder at http://...`` or ``built-in passes``."""
         return f"LLM {self.config.endpoint}" if self.kind == "llm" and self.config else BUILTIN
+
+    def proposer(self, replay=None) -> Proposer:
+        """The engine's proposer for this choice (``cudalens.engine.proposer``); ``replay``:
+        the captured launch the built-in search times (``cudalens.lsp.capture_action
+        .replay_for``; the LLM proposer replays none)."""
+        return LlmProposer(self.config) if self.kind == "llm" else BuiltinProposer(replay=replay)
 
 
 def agent_config(settings: Settings, path: Path) -> AgentConfig:
@@ -95,31 +103,35 @@ def choose(settings: Settings, path: Path,
             model (``auto`` falls back to the built-in passes, saying why).
         CudalensError: ``llm`` is asked and its server cannot be used.
     """
-    if settings.proposer == "builtin":
+    config, error = None, ""
+    if settings.proposer != "builtin":
+        try:
+            config = agent_config(settings, path)
+        except ConfigError as exc:
+            if settings.proposer == "llm":
+                raise
+            error = str(exc)
+    decision = decide(settings.proposer, config, probe, settings_error=error)
+    if decision.why == "asked":
         return Choice("builtin", "the built-in passes (cudalens.proposer is builtin)")
-    try:
-        config = agent_config(settings, path)
-    except ConfigError as exc:
-        if settings.proposer == "llm":
-            raise
-        return Choice("builtin", f"the built-in passes (the LLM settings are unusable: {exc})",
-                      fallback=True)
+    if decision.why == "settings_unusable":
+        return Choice("builtin", f"the built-in passes (the LLM settings are unusable: "
+                                 f"{decision.problem})", fallback=True)
     warnings = config_warnings(config)
-    if not config.configured:
-        if settings.proposer == "llm":
+    if decision.why == "not_configured":
+        if decision.kind == "refused":
             ignored = f" ({' '.join(warnings)})" if warnings else ""
             raise ConfigError(f"cudalens.proposer is llm but no model is configured: "
                               f"{_HOW}{ignored}")
         return Choice("builtin", "the built-in passes (no LLM is configured)",
                       warnings=warnings)
-    problem = probe(config)
-    if problem is None:
+    if decision.kind == "llm":
         key = "" if config.api_key() else f" (no key in ${config.api_key_env}; sent none)"
         return Choice("llm", f"the LLM {config.endpoint}{key}", config, warnings=warnings)
-    if settings.proposer == "llm":
-        raise CudalensError(f"the LLM {config.endpoint} cannot be used: {problem}")
+    if decision.kind == "refused":
+        raise CudalensError(f"the LLM {config.endpoint} cannot be used: {decision.problem}")
     return Choice("builtin", f"the built-in passes (the LLM {config.endpoint} cannot be used: "
-                             f"{problem})", config, fallback=True, warnings=warnings)
+                             f"{decision.problem})", config, fallback=True, warnings=warnings)
 
 
 def action_label(settings: Union[Settings, str], path: Path) -> str:
@@ -142,20 +154,9 @@ def action_label(settings: Union[Settings, str], path: Path) -> str:
     return f"LLM {config.endpoint}"
 
 
-_ROUND_ASK = re.compile(r"^round (\d+): asking ")
-_ROUND_MEASURE = re.compile(r"^round (\d+): verifying and timing (\d+) variant")
-_ROUND_OUTCOME = re.compile(r"^round (\d+): (r\d+c\d+) (.+?)(?:, (\d+(?:\.\d+)?)x)?$")
-_MEASURING = re.compile(r"^measuring the original (\S+) on (.+)$")
-_COMPILE = re.compile(r"^compile: (\S+)$")
-_VERIFY = re.compile(r"^verify: (\S+) on case '([^']*)', seed (\d+)$")
-_TIMING = re.compile(r"^timing: round (\d+) of at most (\d+)$")
-_SIDE = re.compile(r"^timing the best (\d+) candidates side by side$")
-_STOPPED = re.compile(r"^agent stopped: (.+)$")
-
-
 class AgentProgress:
     """Progress of one agent session as the editor shows it; ``best`` is the fastest
-    verified speedup seen so far (from the loop's ``round R: LABEL passed, S.SSx`` lines).
+    verified speedup seen so far (from the loop's ``LlmProposal`` events that ``passed``).
 
     Percentages: 0-5 measuring the original, then each of ``rounds`` rounds an equal share of
     5-95, the final side-by-side timing 95, stopped 99.
@@ -177,41 +178,43 @@ class AgentProgress:
             return int(5 * within)
         return int(5 + 90 * (self.round - 1 + within) / self.rounds)
 
-    def describe(self, message: str) -> tuple[str, Optional[int]]:
-        """The text and percentage for one status line (unknown lines are shown as they are,
-        after the round prefix)."""
-        if m := _MEASURING.match(message):
-            return f"measuring the original {m.group(1)} on {m.group(2)}", 0
-        if m := _ROUND_ASK.match(message):
-            self.round = int(m.group(1))
-            return f"{self._prefix()}: asking the model", self._percent(0.0)
-        if m := _ROUND_MEASURE.match(message):
-            self.round = int(m.group(1))
-            return (f"{self._prefix()}: verifying and timing {m.group(2)} variant(s)",
+    def describe(self, event: Event) -> Optional[tuple[str, Optional[int]]]:
+        """The text and percentage for one event (``cudalens.engine.events``); a ``Note`` is
+        shown as it is, after the round prefix; None for events the editor does not show
+        (verdicts, times: the results show them)."""
+        if isinstance(event, MeasuringOriginal):
+            return f"measuring the original {event.kernel} on {event.device}", 0
+        if isinstance(event, LlmRound):
+            self.round = event.round
+            if event.phase == "asking":
+                return f"{self._prefix()}: asking the model", self._percent(0.0)
+            return (f"{self._prefix()}: verifying and timing {event.variants} variant(s)",
                     self._percent(0.3))
-        if m := _ROUND_OUTCOME.match(message):
-            self.round = int(m.group(1))
-            status, x = m.group(3), m.group(4)
-            if status == "passed" and x is not None:
+        if isinstance(event, LlmProposal):
+            self.round = event.round
+            x = f"{event.speedup:.2f}" if event.speedup is not None else None
+            if event.status == "passed" and x is not None:
                 self.best = max(self.best or 0.0, float(x))
-            shown = f"{m.group(2)} {status}" + (f", {x}x" if x is not None else "")
+            shown = f"{event.label} {event.status}" + (f", {x}x" if x is not None else "")
             return f"{self._prefix()}: {shown}", self._percent(0.95)
-        if m := _COMPILE.match(message):
-            return f"{self._prefix()}: compiling {m.group(1)}", self._percent(0.35)
-        if m := _VERIFY.match(message):
-            return (f"{self._prefix()}: verifying {m.group(1)} against the original",
+        if isinstance(event, Compiling):
+            return f"{self._prefix()}: compiling {event.label}", self._percent(0.35)
+        if isinstance(event, Verifying):
+            who = "baseline" if event.baseline else event.label
+            return (f"{self._prefix()}: verifying {who} against the original",
                     self._percent(0.5))
-        if m := _TIMING.match(message):
-            r, total = int(m.group(1)), int(m.group(2))
-            return (f"{self._prefix()}: timing round {r}/{total}",
-                    self._percent(0.6 + 0.35 * r / max(total, 1)))
-        if message.startswith("timing: warm-up"):
+        if isinstance(event, TimingRound):
+            return (f"{self._prefix()}: timing round {event.round}/{event.of}",
+                    self._percent(0.6 + 0.35 * event.round / max(event.of, 1)))
+        if isinstance(event, WarmingUp):
             return f"{self._prefix()}: timing warm-up", self._percent(0.6)
-        if m := _SIDE.match(message):
-            return f"timing the best {m.group(1)} candidates again side by side", 95
-        if m := _STOPPED.match(message):
-            return f"LLM stopped: {m.group(1)}", 99
-        return f"{self._prefix()}: {message}", None
+        if isinstance(event, Confirming):
+            return f"timing the best {len(event.labels)} candidates again side by side", 95
+        if isinstance(event, Stopped):
+            return f"LLM stopped: {event.reason}", 99
+        if isinstance(event, Note):
+            return f"{self._prefix()}: {event.message}", None
+        return None
 
 
 def agent_outcome(record: RunRecord, result) -> str:

@@ -1,9 +1,9 @@
 """The LSP wiring: which request or notification goes to which feature. Nothing else.
 
 ``build_server(runner_factory)`` returns a pygls ``LanguageServer``; ``cudalens lsp`` starts
-it on stdio. ``runner_factory(settings)`` returns the client the optimize flow talks to
-(``device_info()``, ``evaluate(...)``); the default is ``default_runner_factory``, tests
-inject a replaying one.
+it on stdio. ``runner_factory(settings)`` returns the ``cudalens.engine.runner.Runner`` the
+optimize jobs run on; the default is ``default_runner_factory``, tests inject the model
+runner.
 """
 
 from __future__ import annotations

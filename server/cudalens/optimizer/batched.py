@@ -256,7 +256,7 @@ def bounds_refiner(ctx, pruner) -> Refine:
 
 
 def runner_evaluate(client, problem, baseline, spec, kernel_name: str, sm_count: int, *,
-                    repetitions: int = 50, progress=None) -> Evaluate:
+                    repetitions: int = 50, on_event=None) -> Evaluate:
     """An ``Evaluate`` that resolves candidates into runner variants (labels ``c1``, ``c2``...
     across batches) and times them against ``baseline`` with ``client.evaluate``
     (``cudalens.runner_client.RunnerClient``); the score is the speedup of medians when the
@@ -276,7 +276,7 @@ def runner_evaluate(client, problem, baseline, spec, kernel_name: str, sm_count:
             variants.append(build_variant(f"c{count[0]}", c.source, kernel_name, spec, c.launch,
                                           sm_count, options=c.options))
         evaluation = client.evaluate(problem, baseline, variants, repetitions=repetitions,
-                                     progress=progress)
+                                     on_event=on_event)
         if evaluation.error:
             raise RuntimeError(f"the baseline kernel {kernel_name} could not be measured: "
                                f"{evaluation.error}")
@@ -291,13 +291,14 @@ def runner_evaluate(client, problem, baseline, spec, kernel_name: str, sm_count:
 
 def search(ctx, evaluate: Evaluate, *, budget: Budget, seed: int = 0, arch: str = "sm_90",
            extra: Sequence[Candidate] = (), prune: bool = True,
-           clock: Callable[[], float] = time.monotonic) -> SearchRun:
+           clock: Callable[[], float] = time.monotonic, stages=None) -> SearchRun:
     """The whole built-in search for ``ctx``'s kernel: the passes' candidates in search order
     (``cudalens.optimizer.staged_search.ordered``) followed by ``extra`` (each swept over its
     ``@tune`` parameters), pruned by nvcc's report for ``arch`` when ``prune`` and nvcc is
     installed (without nvcc nothing is pruned: the runner compiles each candidate anyway),
     ``__launch_bounds__`` added where registers limit a measured candidate's occupancy, and
-    measured by ``evaluate`` within ``budget``.
+    measured by ``evaluate`` within ``budget``. ``stages``: the passes composed
+    (``staged_search.ordered``; None: ``staged_search.STAGES``, the built-in ones).
 
     Raises:
         ValueError: the baseline does not compile (when pruning), or from ``run``.
@@ -306,10 +307,10 @@ def search(ctx, evaluate: Evaluate, *, budget: Budget, seed: int = 0, arch: str 
     from cudalens.check.nvcc import NvccNotFound, find_nvcc
     from cudalens.optimizer.occupancy import LIMITS
     from cudalens.optimizer.prune import CompilePruner
-    from cudalens.optimizer.staged_search import ordered
+    from cudalens.optimizer.staged_search import STAGES, ordered
     from cudalens.optimizer.tunables import sweep
 
-    pool = list(ordered(ctx, seed))
+    pool = list(ordered(ctx, seed, STAGES if stages is None else stages))
     for cand in extra:
         pool.extend(sweep(cand, ctx.spec))
     pruner = None

@@ -18,6 +18,12 @@ to the spec's block size::
 
 (the third form may also start from the constant half of the block size, ``st = 128``)
 
+The array may also be a typed view of dynamic shared memory declared as raw bytes (or any
+element type), when the view is declared right after it and is the only use of the array::
+
+    extern __shared__ unsigned char smem[];
+    float* s = reinterpret_cast<float*>(smem);   // or (float*)smem, or float* const s
+
 (doubling and halving may be spelled ``*= 2``, ``<<= 1``, ``st = st * 2`` and so on), and the
 combine ``a += b``, ``a = a + b`` or ``a = f(a, b)`` for ``f`` in ``fmaxf fminf fmax fmin max
 min``. For a block of ``B`` threads (a power of two), all three leave in ``s[0]`` the
@@ -52,8 +58,10 @@ class TreeReduction:
     """A matched reduction.
 
     ``shared``: the array's name; ``element_type``: its C element type; ``decl``: its
-    declaration statement; ``load``: the statements before the first barrier (without
-    ``decl``); ``load_uses``: every ``s[tid]`` in them; ``loop``: the tree loop;
+    declaration statement; ``view``: the statement declaring ``shared`` as a typed pointer
+    into a byte array of dynamic shared memory (module doc), None when ``decl`` declares
+    ``shared`` itself; ``load``: the statements before the first barrier (without ``decl``
+    and ``view``); ``load_uses``: every ``s[tid]`` in them; ``loop``: the tree loop;
     ``form``: 1, 2 or 3 (module doc); ``combine``: ``"+"`` or a function name;
     ``final``: the ``if (tid == 0)`` statement and ``final_uses`` its ``s[0]`` nodes.
     """
@@ -70,6 +78,60 @@ class TreeReduction:
     combine: str
     final: tree_sitter.Node
     final_uses: tuple[tree_sitter.Node, ...]
+    view: Optional[tree_sitter.Node] = None
+
+
+def _typed_view(stmts: list[tree_sitter.Node], decl: tree_sitter.Node, array: str,
+                body: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[tree_sitter.Node, str, str]]:
+    """(statement, name, element type) of ``T* name = reinterpret_cast<T*>(array);`` (or
+    ``(T*)array``, ``T* const name``) declared right after the ``extern __shared__`` array
+    ``array``, when that cast is the array's only use; None when the statement after ``decl``
+    is not such a view. Raises when it is, but the array is used elsewhere too."""
+    if not any(c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
+               for c in decl.children):
+        return None
+    at = stmts.index(decl)
+    if at + 1 >= len(stmts) or stmts[at + 1].type != "declaration":
+        return None
+    view = stmts[at + 1]
+    ds = view.children_by_field_name("declarator")
+    if len(ds) != 1 or ds[0].type != "init_declarator":
+        return None
+    ptr = ds[0].child_by_field_name("declarator")
+    if ptr is None or ptr.type != "pointer_declarator":
+        return None
+    name_node = ptr.child_by_field_name("declarator")
+    if name_node is None or name_node.type != "identifier":
+        return None
+    if any(c.type == "type_qualifier" and parsed.text_of(c) == "volatile"
+           for c in view.children):
+        return None
+    etype = parsed.text_of(view.child_by_field_name("type"))
+    want = "".join(f"{etype}*".split())
+    value = "".join(parsed.text_of(ds[0].child_by_field_name("value")).split())
+    if value not in (f"reinterpret_cast<{want}>({array})", f"({want}){array}",
+                     f"({want})({array})", f"reinterpret_cast<{want}>(&{array}[0])",
+                     f"({want})&{array}[0]"):
+        return None
+    uses = [n for n in walk(body) if n.type == "identifier" and parsed.text_of(n) == array
+            and not (decl.start_byte <= n.start_byte < decl.end_byte)]
+    outside = [n for n in uses if not (view.start_byte <= n.start_byte < view.end_byte)]
+    if outside:
+        raise _fail(f"the shared byte array {array} is used at line "
+                    f"{parsed.line_of(outside[0])} besides its view "
+                    f"'{_short(parsed, view)}' (line {parsed.line_of(view)})",
+                    line=parsed.line_of(outside[0]))
+    name = parsed.text_of(name_node)
+    for n in walk(body):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "update_expression":
+            target = n.child_by_field_name("argument")
+        if target is not None and parsed.text_of(unparen(target)) == name:
+            raise _fail(f"the view {name} of the shared byte array is changed at line "
+                        f"{parsed.line_of(n)}", line=parsed.line_of(n))
+    return view, name, etype
 
 
 def _fail(msg: str, line: Optional[int] = None) -> NotTreeReduction:
@@ -272,10 +334,13 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
         raise _fail(str(exc)) from None
     stmts = named_children(body)
     decl, shared, etype = _shared_declaration(stmts, body, parsed)
+    view = _typed_view(stmts, decl, shared, body, parsed)
+    if view is not None:
+        view, shared, etype = view
     barrier = next((i for i, s in enumerate(stmts) if _is_barrier(s, parsed)), None)
     if barrier is None:
         raise _fail("no __syncthreads(); statement in the kernel's outer block")
-    load = [s for s in stmts[:barrier] if s != decl]
+    load = [s for s in stmts[:barrier] if s != decl and s != view]
     if stmts.index(decl) > barrier:
         raise _fail(f"the shared array is declared after the first barrier (line "
                     f"{parsed.line_of(decl)})", line=parsed.line_of(decl))
@@ -324,7 +389,7 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
     form, combine = _loop(loop, r, parsed)
     final_uses = _final(final, r, parsed)
     return TreeReduction(parsed, body, shared, etype, decl, tuple(load), tuple(load_uses),
-                         loop, form, combine, final, tuple(final_uses))
+                         loop, form, combine, final, tuple(final_uses), view)
 
 
 def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]:

@@ -107,17 +107,18 @@ class _Applier:
         return result, self._contexts[ckey]
 
 
-def _plans(ctx: PassContext) -> list[_Plan]:
+def _plans(ctx: PassContext,
+           stages: tuple[tuple[ModuleType, ...], ...] = STAGES) -> list[_Plan]:
     found: list[_Plan] = []
     applier = _Applier()
 
     def visit(stage: int, cur: PassContext, plan: _Plan) -> None:
-        if stage == len(STAGES):
+        if stage == len(stages):
             if plan.passes:
                 found.append(plan)
             return
         visit(stage + 1, cur, plan)
-        for p in STAGES[stage]:
+        for p in stages[stage]:
             if applier.check(p, cur) is not None:
                 continue
             for i, params in enumerate(applier.space(p, cur)):
@@ -168,9 +169,12 @@ class KernelStyler:
         return dataclasses.replace(cand, source=self._done[cand.source])
 
 
-def ordered(ctx: PassContext, seed: int) -> list[Candidate]:
-    """Every distinct candidate for ``ctx``'s kernel, in the search order (module doc)."""
-    plans = _plans(ctx)
+def ordered(ctx: PassContext, seed: int,
+            stages: tuple[tuple[ModuleType, ...], ...] = STAGES) -> list[Candidate]:
+    """Every distinct candidate for ``ctx``'s kernel, in the search order (module doc);
+    ``stages``: the passes composed, stage by stage (a pass module as ``passes/__init__.py``
+    describes; another caller's stages add its own passes)."""
+    plans = _plans(ctx, stages)
     families: dict[str, list[_Plan]] = {}
     for plan in plans:
         families.setdefault(family_of(plan.tags), []).append(plan)

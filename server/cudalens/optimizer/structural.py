@@ -189,3 +189,14 @@ def text_with(parsed: Parsed, node: tree_sitter.Node,
     base = node.start_byte
     edits = [Edit(n.start_byte - base, n.end_byte - base, text) for n, text in replace]
     return apply_edits(parsed.data[node.start_byte:node.end_byte], edits)
+
+
+def block_guard(x: int, y: Optional[int] = None) -> str:
+    """``if (blockDim.x != X || blockDim.y != Y) return;``: the first statement of a rewrite
+    whose threads cooperate over a block of exactly this shape (shared tiles and thread
+    mappings sized by it). Under another launch, such as the user's in the drop-in check
+    (docs/architecture.md, "Drop-in"), every block returns before touching memory: the
+    results are wrong there, and nothing is read or written out of range. The test is the
+    same for every thread of a block, so no barrier is left half-reached."""
+    cond = f"blockDim.x != {x}" + ("" if y is None else f" || blockDim.y != {y}")
+    return f"if ({cond}) return;"

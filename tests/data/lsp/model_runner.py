@@ -34,7 +34,7 @@ this is a model; so does every verdict's reason and the device name the editor s
 ``make_client(settings)`` is the runner factory of the language-server tests
 (``--runner-factory model_runner:make_client``); ``ModelBackend`` is the same model as a worker
 backend (``gpu_runner.workers.backend.Backend``) for the live fake GPU service. Environment:
-``CUDALENS_MODEL_STEP_S`` sleeps that many seconds after each progress message (so a test can
+``CUDALENS_MODEL_STEP_S`` sleeps that many seconds after each event (so a test can
 cancel a run in flight); ``CUDALENS_REPLAY_SCRIPTED`` (see ``scripted.py``).
 """
 
@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from cudalens.engine.runner import WithoutTools
+from gpu_runner.events import Compiling, TimingRound, Verifying
 from gpu_runner.problem import Launch, Problem, Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
@@ -173,11 +175,12 @@ def model_verdict(variant: Variant, label: str) -> Verdict:
                                     f"or run (features: {found})")
 
 
-class ModelRunnerClient:
-    """``RunnerClient``'s API (``device_info``, ``evaluate``, ``provenance``) answered by the
-    model (module doc). ``step_s``: seconds slept after each progress message; ``scripted``:
+class ModelRunnerClient(WithoutTools):
+    """A ``cudalens.engine.runner.Runner`` (``device_info``, ``evaluate``, ``provenance``; no
+    profiles or sanitizer runs) answered by the model (module doc). ``step_s``: seconds slept after each event; ``scripted``:
     test-only verdicts for candidates carrying a marker."""
 
+    where = "the model runner"
     provenance = ("model runner (tests/data/lsp/model_runner.py): times computed from the bytes "
                   "moved and the candidate's source features; not measured on any GPU")
 
@@ -193,19 +196,19 @@ class ModelRunnerClient:
 
     def evaluate(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant], *,
                  repetitions: int = 50, warmup: int = 3, time_budget_s: float = 60.0,
-                 progress: Optional[Callable[[str], None]] = None) -> Evaluation:
+                 on_event: Optional[Callable[[object], None]] = None) -> Evaluation:
         """The model's ``Evaluation`` of ``candidates`` against ``baseline``, with the real
-        runner's progress lines (``compile: c1``, ``verify: c1 on case 'nominal', seed 1``,
-        ``timing: round 1 of at most 50``); ``warmup`` and ``time_budget_s`` change nothing."""
-        say = progress or (lambda _m: None)
+        runner's events (``Compiling``, ``Verifying``, ``TimingRound`` of
+        ``gpu_runner.events``); ``warmup`` and ``time_budget_s`` change nothing."""
+        say = on_event or (lambda _e: None)
         case, seed = problem.cases[0].label, problem.seeds[0]
         for v in (baseline, *candidates):
-            self._step(say, f"compile: {v.label}")
-        self._step(say, f"verify: baseline on case '{case}', seed {seed}")
+            self._step(say, Compiling(v.label))
+        self._step(say, Verifying(baseline.label, case, seed, baseline=True))
         base = model_timing(problem, baseline, baseline.label, repetitions)
         results = []
         for v in candidates:
-            self._step(say, f"verify: {v.label} on case '{case}', seed {seed}")
+            self._step(say, Verifying(v.label, case, seed))
             entry = self.scripted.find(v) if self.scripted is not None else None
             if entry is not None:
                 results.append(entry.result(v.label, base, problem))
@@ -217,12 +220,12 @@ class ModelRunnerClient:
                 timing=timing,
                 speedup=Speedup(value, value * (1 - CI_HALF), value * (1 + CI_HALF))))
         for r in range(0, repetitions, max(repetitions // 5, 1)):
-            self._step(say, f"timing: round {r + 1} of at most {repetitions}")
+            self._step(say, TimingRound(r + 1, repetitions))
         return Evaluation(device=MODEL_DEVICE,
                           baseline_compile=model_compile(baseline, baseline.label),
                           baseline=base, candidates=tuple(results))
 
-    def _step(self, say: Callable[[str], None], message: str) -> None:
+    def _step(self, say: Callable[[object], None], message: object) -> None:
         say(message)
         if self.step_s:
             time.sleep(self.step_s)
@@ -247,10 +250,10 @@ class ModelBackend:
     def compile(self, variants: Sequence[Variant]) -> list[CompileReport]:
         return [model_compile(v, v.label) for v in variants]
 
-    def evaluate(self, task, progress: Callable[[str], None]) -> Evaluation:
+    def evaluate(self, task, on_event: Callable[[object], None]) -> Evaluation:
         spec = task.spec
         return self._client.evaluate(spec.problem, spec.baseline, spec.candidates,
-                                     repetitions=spec.repetitions, progress=progress)
+                                     repetitions=spec.repetitions, on_event=on_event)
 
     def wedged(self) -> str:
         return ""

@@ -45,9 +45,11 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from gpu_runner.events import Compiling, TimingRound, Verifying
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import (CandidateResult, CompileReport, DeviceInfo, Evaluation, Speedup,
                                Timing, Verdict)
+from cudalens.engine.runner import WithoutTools
 from cudalens.spec.resolve import build_problem, build_variant
 from cudalens.target import load_target
 
@@ -180,7 +182,7 @@ def coverage_problem(kernel: str) -> Optional[str]:
     return None
 
 
-class ReplayRunnerClient:
+class ReplayRunnerClient(WithoutTools):
     """``RunnerClient``'s API (``device_info``, ``evaluate``) over recorded results files.
 
     ``evaluate`` uses the newest recording that answers the whole request.
@@ -206,8 +208,8 @@ class ReplayRunnerClient:
 
     def evaluate(self, problem: Problem, baseline: Variant, candidates: Sequence[Variant], *,
                  repetitions: int = 50,
-                 progress: Optional[Callable[[str], None]] = None) -> Evaluation:
-        say = progress or (lambda _m: None)
+                 on_event: Optional[Callable[[object], None]] = None) -> Evaluation:
+        say = on_event or (lambda _e: None)
         if self.scripted is not None and all(self.scripted.find(v) for v in candidates):
             return self._scripted_evaluation(problem, baseline, candidates, say)
         reasons = []
@@ -223,15 +225,15 @@ class ReplayRunnerClient:
 
     def _replay(self, recording: Recording, run: dict, ev: dict,
                 matched: list[tuple[Variant, dict]],
-                problem: Problem, repetitions: int, say: Callable[[str], None]) -> Evaluation:
+                problem: Problem, repetitions: int, say: Callable[[object], None]) -> Evaluation:
         case, seed = problem.cases[0].label, problem.seeds[0]
-        self._step(say, "compile: baseline")
+        self._step(say, Compiling("baseline"))
         for v, _ in matched:
-            self._step(say, f"compile: {v.label}")
-        self._step(say, f"verify: baseline on case '{case}', seed {seed}")
+            self._step(say, Compiling(v.label))
+        self._step(say, Verifying("baseline", case, seed, baseline=True))
         results = []
         for v, rec in matched:
-            self._step(say, f"verify: {v.label} on case '{case}', seed {seed}")
+            self._step(say, Verifying(v.label, case, seed))
             verdict = Verdict(**{**rec["verdict"], "variant": v.label, "mismatch": None})
             speedup = Speedup(**rec["speedup"]) if rec["speedup"] else None
             results.append(CandidateResult(compile=_compile(rec["compile"], v.label),
@@ -239,7 +241,7 @@ class ReplayRunnerClient:
                                            speedup=speedup))
         rounds = ev["baseline"]["samples"] if ev["baseline"] else 0
         for r in range(0, rounds, max(rounds // 5, 1)):
-            self._step(say, f"timing: round {r + 1} of at most {repetitions}")
+            self._step(say, TimingRound(r + 1, repetitions))
         return Evaluation(device=recording.device(run),
                           baseline_compile=_compile(run["baseline_compile"], "baseline"),
                           baseline=_timing(ev["baseline"], "baseline"),
@@ -248,7 +250,7 @@ class ReplayRunnerClient:
 
     def _scripted_evaluation(self, problem: Problem, baseline: Variant,
                              candidates: Sequence[Variant],
-                             say: Callable[[str], None]) -> Evaluation:
+                             say: Callable[[object], None]) -> Evaluation:
         """A request made only of test-only candidates (or of none: the LLM proposer measures
         the original alone first). The baseline's timing is the recorded run's (a real H200
         measurement of exactly this baseline, checked like ``Recording.answer`` checks it);
@@ -275,20 +277,20 @@ class ReplayRunnerClient:
         self.provenance = self._provenance(recording)
         case, seed = problem.cases[0].label, problem.seeds[0]
         for v in ["baseline", *(c.label for c in candidates)]:
-            self._step(say, f"compile: {v}")
+            self._step(say, Compiling(v))
         base = _timing(run["baseline"], "baseline")
         results = []
         for v in candidates:
-            self._step(say, f"verify: {v.label} on case '{case}', seed {seed}")
+            self._step(say, Verifying(v.label, case, seed))
             results.append(self.scripted.find(v).result(v.label, base, problem))
         rounds = base.samples if base else 0
         for r in range(0, rounds, max(rounds // 5, 1)):
-            self._step(say, f"timing: round {r + 1} of at most {rounds}")
+            self._step(say, TimingRound(r + 1, rounds))
         return Evaluation(device=device,
                           baseline_compile=_compile(run["baseline_compile"], "baseline"),
                           baseline=base, candidates=tuple(results))
 
-    def _step(self, say: Callable[[str], None], message: str) -> None:
+    def _step(self, say: Callable[[object], None], message: object) -> None:
         say(message)
         if self.step_s:
             time.sleep(self.step_s)

@@ -299,6 +299,7 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
     c, acc, r = m.index, m.acc, m.row
     w(1, f"// {cx} columns x {ty} row groups per block: each thread combines every {ty}th "
          f"row of its column, then shared memory combines the {ty}.")
+    w(1, structural.block_guard(cx, ty))
     w(1, f"__shared__ {m.acc_type} {part}[{ty}][{cx}];")
     w(1, f"{m.index_type} {c} = {m.index_init};")
     w.text_block(1, p.text_of(m.acc_decl))

@@ -10,9 +10,15 @@ change means:
 - the spec's grid depends on the block (``ceil_div(n, block.x)``), so the same elements
   stay covered;
 - no buffer length, scalar value or shared-memory size depends on the block;
-- the kernel has no fixed-size ``__shared__`` array, no non-type template parameter and no
-  file macro equal to the block size in its body (each usually means the block size is
+- the kernel does not use dynamic shared memory (``extern __shared__``), whose size the spec
+  then fixes independently of the block, and has no fixed-size ``__shared__`` array, no
+  non-type template parameter, no
+  file macro equal to the block size in its body, no block index scaled by a constant
+  (``blockIdx.x * TILE_DIM``: each block covers a tile of fixed size, whatever the block) and
+  no loop over a thread index stepping by a constant (each usually means the block size is
   baked into the code), and no ``__launch_bounds__`` smaller than the new block.
+
+A reason about one statement carries its line (``cudalens.optimizer.reasons.Reason``).
 
 Parameters: ``block``: a 1D block from ``BLOCKS_1D`` when the spec's block is 1D, a 2D block
 from ``BLOCKS_2D`` when it is 2D. 3D blocks are not searched.
@@ -27,7 +33,8 @@ import tree_sitter
 
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.syntax import Parsed, find_definition, parse, walk
+from cudalens.optimizer.reasons import Reason
+from cudalens.optimizer.syntax import Parsed, find_definition, parse, unparen, walk
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 from cudalens.spec.tile_step import tile_step
@@ -75,8 +82,8 @@ def _template_value_parameters(definition: tree_sitter.Node, parsed: Parsed) -> 
             if p.type in ("parameter_declaration", "optional_parameter_declaration")]
 
 
-def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[str]:
-    """The first ``__shared__`` array declaration with a fixed size, as 'text (line N)'."""
+def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, int]]:
+    """The first ``__shared__`` array declaration with a fixed size, as ('text (line N)', N)."""
     for n in walk(body):
         if n.type != "__shared__":
             continue
@@ -84,12 +91,120 @@ def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[str]
         while decl is not None and decl.type not in ("declaration", "ERROR", "compound_statement"):
             decl = decl.parent
         if decl is None or decl.type != "declaration":
-            return f"an unreadable __shared__ declaration (line {parsed.line_of(n)})"
+            return f"an unreadable __shared__ declaration (line {parsed.line_of(n)})", \
+                parsed.line_of(n)
         extern = any(c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
                      for c in decl.children)
         arrays = [d for d in walk(decl) if d.type == "array_declarator"]
         if arrays and not extern:
-            return f"'{parsed.text_of(decl)}' (line {parsed.line_of(decl)})"
+            return f"'{parsed.text_of(decl)}' (line {parsed.line_of(decl)})", parsed.line_of(decl)
+    return None
+
+
+def _used_dynamic_shared(body: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, int]]:
+    """The first use of an ``extern __shared__`` array of ``body`` (its dynamic shared
+    memory), as ('text' of the declaration, line of the use); None when there is none."""
+    for n in walk(body):
+        if n.type != "__shared__":
+            continue
+        decl = n.parent
+        while decl is not None and decl.type not in ("declaration", "compound_statement"):
+            decl = decl.parent
+        if decl is None or decl.type != "declaration" or not any(
+                c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
+                for c in decl.children):
+            continue
+        names = {parsed.text_of(d) for a in walk(decl) if a.type == "array_declarator"
+                 for d in [a.child_by_field_name("declarator")] if d is not None}
+        for use in walk(body):
+            if use.type == "identifier" and parsed.text_of(use) in names and \
+                    not decl.start_byte <= use.start_byte < decl.end_byte:
+                return " ".join(parsed.text_of(decl).split()), parsed.line_of(use)
+    return None
+
+
+def _int_literal(text: str) -> Optional[int]:
+    try:
+        return int(text.strip().strip("()").rstrip("uUlL"), 0)
+    except ValueError:
+        return None
+
+
+def _int_constants(parsed: Parsed) -> dict[str, int]:
+    """``const``/``constexpr`` integer variables of the file initialized with a literal
+    (``const int TILE = 32;``, ``constexpr unsigned kRows = 8;``), by name."""
+    found: dict[str, int] = {}
+    for n in walk(parsed.tree.root_node):
+        if n.type != "declaration":
+            continue
+        quals = {parsed.text_of(c) for c in n.children if c.type == "type_qualifier"}
+        if not quals & {"const", "constexpr"}:
+            continue
+        for d in n.children_by_field_name("declarator"):
+            if d.type != "init_declarator":
+                continue
+            nm, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+            if nm is not None and nm.type == "identifier" and value is not None:
+                number = _int_literal(parsed.text_of(value))
+                if number is not None:
+                    found[parsed.text_of(nm)] = number
+    return found
+
+
+def _product_factors(node: tree_sitter.Node) -> tuple[tree_sitter.Node, list[tree_sitter.Node]]:
+    """The top of the chain of ``*`` (through parentheses) that ``node`` is a factor of, and
+    the chain's factors."""
+    top = node
+    while True:
+        up = top.parent
+        while up is not None and up.type == "parenthesized_expression":
+            up = up.parent
+        if up is None or up.type != "binary_expression" or \
+                up.child_by_field_name("operator").type != "*":
+            break
+        top = up
+    factors: list[tree_sitter.Node] = []
+
+    def flatten(n: tree_sitter.Node) -> None:
+        n = unparen(n)
+        if n.type == "binary_expression" and n.child_by_field_name("operator").type == "*":
+            flatten(n.child_by_field_name("left"))
+            flatten(n.child_by_field_name("right"))
+        else:
+            factors.append(n)
+
+    flatten(top)
+    return top, factors
+
+
+def _tile_scaled_block_index(body: tree_sitter.Node, parsed: Parsed,
+                             constants: dict[str, int]) -> Optional[Reason]:
+    """The first ``blockIdx.x * C`` (or ``.y``) of ``body`` whose product has no
+    ``blockDim`` of that axis and a constant factor ``C`` (a literal, or a name of
+    ``constants``): the kernel tiles its grid by C, not by the block."""
+    for n in walk(body):
+        if n.type != "field_expression":
+            continue
+        text = "".join(parsed.text_of(n).split())
+        if text not in ("blockIdx.x", "blockIdx.y"):
+            continue
+        axis = text[-1]
+        top, factors = _product_factors(n)
+        if top is n:
+            continue
+        words = ["".join(parsed.text_of(f).split()) for f in factors]
+        if f"blockDim.{axis}" in words:
+            continue
+        for f, word in zip(factors, words):
+            value = _int_literal(word) if f.type == "number_literal" else constants.get(word)
+            if value is None or value <= 1:
+                continue
+            shown = word if f.type == "number_literal" else f"{word} (= {value})"
+            line = parsed.line_of(top)
+            return Reason(f"'{' '.join(parsed.text_of(top).split())}' (line {line}) tiles "
+                          f"the grid by {shown}, not by blockDim.{axis}: each block covers a "
+                          f"fixed {value}-wide tile along {axis}, so another block would "
+                          f"leave elements uncovered or cover them twice", line)
     return None
 
 
@@ -157,13 +272,23 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]
     body = definition.child_by_field_name("body")
     shared = _fixed_shared_array(body, parsed)
     if shared:
-        return (f"the kernel declares the fixed-size shared array {shared}, which usually "
-                f"assumes the block size"), ()
-    step = tile_step(parsed.text_of(body), _int_macros(parsed), parsed.line_of(body))
+        return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
+                      f"usually assumes the block size", shared[1]), ()
+    dynamic = _used_dynamic_shared(body, parsed)
+    if dynamic is not None:  # the spec's size does not follow the block (checked above)
+        return Reason(f"the kernel uses its dynamic shared memory ('{dynamic[0]}') at line "
+                      f"{dynamic[1]}, and the spec fixes its size at {launch.shared.strip()} "
+                      f"bytes: a larger block could index past it", dynamic[1]), ()
+    constants = {**_int_constants(parsed), **_int_macros(parsed)}
+    tiled = _tile_scaled_block_index(body, parsed, constants)
+    if tiled is not None:
+        return tiled, ()
+    step = tile_step(parsed.text_of(body), constants, parsed.line_of(body))
     if step is not None:  # the body fixes the block (cudalens.spec.tile_step)
-        return (f"the loop at line {step.line} steps {step.var} by {step.step} (= {step.value}) "
-                f"from threadIdx.x, not by blockDim.x: the kernel covers its elements with "
-                f"exactly {step.value} threads, so the block cannot change"), ()
+        return Reason(f"the loop at line {step.line} steps {step.var} by {step.step} (= "
+                      f"{step.value}) from threadIdx.x, not by blockDim.x: the kernel covers "
+                      f"its elements with exactly {step.value} threads, so the block cannot "
+                      f"change", step.line), ()
     base = baseline_block(ctx)
     if base is not None:
         macros = _int_macros(parsed)
@@ -171,8 +296,9 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]
         for n in walk(body):
             if n.type == "identifier" and macros.get(parsed.text_of(n)) in dims_now:
                 word = parsed.text_of(n)
-                return (f"the body uses {word} (= {macros[word]}, the spec's block size) at "
-                        f"line {parsed.line_of(n)}; the kernel may assume that block size"), ()
+                return Reason(f"the body uses {word} (= {macros[word]}, the spec's block size) "
+                              f"at line {parsed.line_of(n)}; the kernel may assume that block "
+                              f"size", parsed.line_of(n)), ()
     limit, reason = _max_threads(ctx, parsed)
     if reason:
         return reason, ()

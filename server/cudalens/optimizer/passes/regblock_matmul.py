@@ -180,6 +180,7 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
          f"staged {bk} deep in shared memory.")
     w(1, f"constexpr int kBM = {bm}, kBN = {bn}, kBK = {bk}, kTM = {tm}, kTN = {tn}, "
          f"kThreads = {threads};")
+    w(1, structural.block_guard(bn // tn, bm // tm))
     w(1, f"alignas(16) __shared__ float {ys}[kBK][kBM], {xs}[kBK][kBN];")
     w(1, f"const int {tx} = threadIdx.x, {ty} = threadIdx.y, "
          f"{names['tid']} = {ty} * (kBN / kTN) + {tx};")

@@ -17,10 +17,15 @@ where a pointer parameter ``in`` that the kernel only reads is read only as ``in
 (or ``__ldg(&in[IDX])``) with ``IDX`` = ``i + OFFSET``, ``OFFSET`` a constant or affine in
 the variables of ``for`` loops with constant bounds (``for (int r = -RADIUS; r <= RADIUS;
 ++r)``), through locals and macros (``int j = i + r;``). The halo radius ``R`` is the
-largest ``|OFFSET|``; at least two different offsets must occur (one is a plain copy).
+largest ``|OFFSET|``; at least two different offsets must occur (one is a plain copy). No
+pointer parameter may be read at an index computed from memory (``x[col_idx[j]]``, or
+``vals[j]`` with ``j`` running from ``row_ptr[row]``, as a CSR SpMV does): such a gather
+reaches elements no tile of the block's neighbourhood holds, so the kernel is not a stencil
+even where one of its buffers (``row_ptr[row]``, ``row_ptr[row + 1]``) looks like one.
 
 The rewrite inserts, after the index::
 
+    if (blockDim.x > B) return;   // another launch's larger block: nothing out of the tile
     __shared__ T tile[B + 2 * R];
     const int base = (int)(blockIdx.x * blockDim.x) - R;   // global index of tile[0]
     for (int t = threadIdx.x; t < B + 2 * R; t += blockDim.x)
@@ -31,7 +36,8 @@ and replaces each read ``in[IDX]`` by ``tile[IDX - base]``. Every statement of t
 stays as written, so the guards, clamps and boundary cases are the original's; a read the
 original makes of an element inside ``in`` (``0 <= IDX < LEN``, the buffer's length from the
 spec) gets the same value, since the tile holds every in-bounds element within ``R`` of the
-block. Every thread reaches the barrier: it comes before anything the original does.
+block. Every thread reaches the barrier: it comes before anything the original does (the
+block-size test before it is the same for every thread of a block).
 
 Parameters: ``block`` ``B`` (the user's block first where it is a number, then 256, 128,
 512 when the spec's grid is written with ``block.x``): the launch's block becomes ``B``;
@@ -324,6 +330,77 @@ def _buffer(ctx: PassContext, parsed: Parsed, body: tree_sitter.Node, buffer: st
                   tuple(idx_nodes), _length_in_kernel(ctx, buffer), tuple(checked))
 
 
+def _loads(node: tree_sitter.Node, parsed: Parsed) -> Optional[str]:
+    """The first memory read under ``node`` (``a[k]``, ``*p``), as text; None if none."""
+    for n in walk(node):
+        if n.type == "subscript_expression" or (
+                n.type == "pointer_expression" and parsed.text_of(n).lstrip().startswith("*")):
+            return " ".join(parsed.text_of(n).split())
+    return None
+
+
+def _loaded_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, str]:
+    """{name: why} of the locals of ``body`` whose value comes from memory: declared or
+    assigned from an expression that reads memory or uses such a name, and ``for`` variables
+    whose start or bound does (``for (int j = row_ptr[r]; j < row_ptr[r + 1]; ++j)``)."""
+    sources: list[tuple[str, list[tree_sitter.Node]]] = []
+    for n in walk(body):
+        if n.type == "init_declarator":
+            d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+            if d is not None and d.type == "identifier" and v is not None:
+                sources.append((parsed.text_of(d), [v]))
+        elif n.type == "assignment_expression":
+            left = unparen(n.child_by_field_name("left"))
+            if left.type == "identifier":
+                sources.append((parsed.text_of(left), [n.child_by_field_name("right")]))
+        elif n.type == "for_statement":
+            head = for_header(n, parsed)
+            if head is not None:
+                parts = [c for c in (n.child_by_field_name("initializer"),
+                                     n.child_by_field_name("condition")) if c is not None]
+                sources.append((head.var, parts))
+    loaded: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for var, parts in sources:
+            if var in loaded:
+                continue
+            for part in parts:
+                read = _loads(part, parsed)
+                via = next((w for w in identifiers(part, parsed) if w in loaded and w != var),
+                           None)
+                if read is not None or via is not None:
+                    loaded[var] = f"'{read}'" if read is not None else f"{via}: {loaded[via]}"
+                    changed = True
+                    break
+    return loaded
+
+
+def _gather(ctx: PassContext, body: tree_sitter.Node, parsed: Parsed,
+            index: str) -> Optional[NoMatch]:
+    """The first read of a pointer parameter at an index computed from memory (``x[col[j]]``,
+    ``vals[j]`` with ``j`` running between two loaded values): a data-dependent gather, whose
+    elements no tile of the block's neighbourhood holds. None when there is none."""
+    pointers = {q.name for q in ctx.kernel.parameters if q.is_pointer}
+    loaded = _loaded_names(body, parsed)
+    loaded.pop(index, None)
+    for u in pointer_uses(body, parsed, pointers):
+        if u.kind != "read" or u.index is None:
+            continue
+        read = _loads(u.index, parsed)
+        via = next((w for w in sorted(identifiers(u.index, parsed)) if w in loaded), None)
+        if read is None and via is None:
+            continue
+        why = (f"it reads '{read}'" if read is not None
+               else f"{via} is computed from {loaded[via]}")
+        return _fail(f"the read '{u.text}' (line {u.line}) is at an index computed from memory "
+                     f"({why}), not at a constant offset from {index}: a data-dependent "
+                     f"gather, not a stencil; the pass tiles only reads at constant offsets "
+                     f"around the thread's index", line=u.line)
+    return None
+
+
 def _match(ctx: PassContext) -> _Match:
     try:
         parsed, body = readable_body(ctx)
@@ -354,6 +431,9 @@ def _match(ctx: PassContext) -> _Match:
     assigned = _assigned(body, parsed)
     if index in assigned:
         raise _fail(f"the body changes {index}; the pass needs one element per thread")
+    gather = _gather(ctx, body, parsed, index)
+    if gather is not None:
+        raise gather
     scope = Scope(macros=scope0.macros, locals=_locals(body, parsed, index, assigned))
     ranges = _loop_ranges(body, parsed, scope0, assigned)
     tiled, reasons = [], []
@@ -438,7 +518,8 @@ def apply(ctx: PassContext, block: int = 256) -> PassResult:
     indent = line_indent(p.data, m.index_decl.start_byte)
     wide = m.index_type in _WIDE
     itype = "long long" if wide else "int"
-    lines = []
+    # the tiles hold `block` threads' elements: a larger block (another launch) does nothing
+    lines = [f"if (blockDim.x > {block}) return;"]
     edits = []
     for t in m.tiled:
         tile, base, k = fresh_name(f"{t.buffer}_tile", taken), \

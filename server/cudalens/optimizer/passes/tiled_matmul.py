@@ -288,6 +288,7 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     w(1, f"// {tile}x{tile} shared tiles of {m.y_name} and {m.x_name}, {outputs} per thread; "
          f"terms added in the original order.")
     w(1, f"constexpr int {kt} = {tile};")
+    w(1, structural.block_guard(tile, tile // rows_per_thread))
     if " ".join(m.y_type.split()) == " ".join(m.x_type.split()):
         w(1, f"__shared__ {m.y_type} {ys}[{kt}][{kt}], {xs}[{kt}][{kt}];")
     else:

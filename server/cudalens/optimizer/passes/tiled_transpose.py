@@ -500,6 +500,7 @@ def apply(ctx: PassContext, block_rows: int = 8) -> PassResult:
     w(1, f"// Transpose via a shared {TILE}x{TILE + 1} tile (no bank conflicts): {m.src} and "
          f"{m.out} both coalesced.")
     w(1, f"constexpr int {tile_n} = {TILE};")
+    w(1, structural.block_guard(TILE))  # any blockDim.y: the tile loops stride by it
     w(1, f"__shared__ {m.out_type} {tile}[{tile_n}][{tile_n} + 1];")
     for phase in ("read", "write"):
         if phase == "write":

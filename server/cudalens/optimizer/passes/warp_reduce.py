@@ -18,7 +18,10 @@ the tolerance the runner checks, not bit for bit. ``max``/``min`` combines are e
 Applies when: the tree is one of the recognized forms, the spec's block is 1D with a power of
 two from 32 to 1024 threads (the tree forms are only correct for powers of two; the rewrite
 needs whole warps), and the kernel does not index along y or z. No parameters; the launch
-configuration is unchanged.
+configuration is unchanged. The tree's array may be ``extern`` (dynamic shared memory),
+also as a typed view of a byte array (``float* s = reinterpret_cast<float*>(smem);``,
+``cudalens.optimizer.block_reduction``): the rewrite no longer reads it, and the launch keeps
+the spec's dynamic shared bytes, so the candidate stays a drop-in under the user's launch.
 """
 
 from __future__ import annotations
