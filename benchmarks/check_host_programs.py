@@ -249,9 +249,13 @@ class SharedRunner:
 
 
 def kernels_in(folders) -> list[Path]:
-    """Every ``*.cu`` with a ``.spec`` beside it in ``folders`` (sorted per folder)."""
+    """Every ``*.cu`` with a ``.spec`` beside it in ``folders`` (sorted per folder); an entry
+    that is a ``.cu`` file is taken as it is."""
     found = []
     for folder in folders:
+        if Path(folder).is_file():
+            found.append(Path(folder))
+            continue
         found += sorted(p for p in Path(folder).glob("*.cu")
                         if p.with_name(p.name + ".spec").is_file())
     return found
@@ -262,7 +266,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
                         help="folder for the log and JSON")
     parser.add_argument("--kernels", type=Path, nargs="*",
-                        help="folders of kernels with specs (default: examples/ and every "
+                        help="folders of kernels with specs, or .cu files (default: examples/ and every "
                              "tests/data/variants/ folder)")
     parser.add_argument("--only", help="only kernels whose file name (without .cu) is this")
     parser.add_argument("--budget", type=int, default=8)
