@@ -64,11 +64,16 @@ grid = ceil_div(n, block.x)
 """
 
 
+NO_FLOAT = ("the kernel does no single-precision arithmetic (no float data in the spec, no "
+            "float variable or literal in the body); fast math changes only single-precision "
+            "arithmetic")
+
+
 @pytest.mark.parametrize("t,body,reason", [
-    ("int", "y[i] = x[i] / 3;", "the spec has no single-precision (float) data; fast math "
-                                "changes only single-precision arithmetic"),
-    ("double", "y[i] = exp(x[i]);", "the spec has no single-precision (float) data; fast math "
-                                    "changes only single-precision arithmetic"),
+    ("int", "y[i] = x[i] / 3;", NO_FLOAT),
+    ("double", "y[i] = exp(x[i]);", NO_FLOAT),
+    ("double", "y[i] = x[i] / 3.0;", NO_FLOAT),  # 3.0 is a double literal
+    ("bfloat16", "y[i] = __hadd(x[i], x[i]);", NO_FLOAT),
     ("float", "y[i] = x[i] * 2.0f + 1.0f;", "the kernel calls no single-precision math function "
                                             "and does not divide; fast math would change "
                                             "nothing"),
@@ -77,14 +82,37 @@ grid = ceil_div(n, block.x)
                                                "change nothing"),
 ])
 def test_kernels_fast_math_cannot_change(t, body, reason):
-    ctype = {"int": "int", "double": "double", "float": "float"}[t]
-    text = (f"__global__ void k(const {ctype}* x, {ctype}* y, int n) {{\n"
-            f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {body}\n}}\n")
+    ctype = {"int": "int", "double": "double", "float": "float", "bfloat16": "__nv_bfloat16"}[t]
+    text = ("#include <cuda_bf16.h>\n" if t == "bfloat16" else "") + (
+        f"__global__ void k(const {ctype}* x, {ctype}* y, int n) {{\n"
+        f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {body}\n}}\n")
     ctx = context_with_spec(text, "k", SPEC.format(t=t))
     assert fast_math.check(ctx) == reason
     assert fast_math.parameter_space(ctx) == ()
     with pytest.raises(PassNotApplicable, match=re.escape(f"fast_math on k: {reason}")):
         fast_math.apply(ctx, mode="option")
+
+
+@pytest.mark.parametrize("t", ["bfloat16", "half"])
+def test_narrow_buffers_computed_in_float_follow_the_arithmetic(t):
+    ctype = {"bfloat16": "__nv_bfloat16", "half": "__half"}[t]
+    to, back = {"bfloat16": ("__bfloat162float", "__float2bfloat16"),
+                "half": ("__half2float", "__float2half")}[t]
+    header = {"bfloat16": "cuda_bf16.h", "half": "cuda_fp16.h"}[t]
+    text = (f"#include <{header}>\n__global__ void k(const {ctype}* x, {ctype}* y, int n) {{\n"
+            f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {{\n"
+            f"        float v = {to}(x[i]);\n"
+            f"        y[i] = {back}(expf(v) * 1.0f / sqrtf(v * v + 1.0f));\n    }}\n}}\n")
+    ctx = context_with_spec(text, "k", SPEC.format(t=t))
+    assert fast_math.check(ctx) is None
+    assert fast_math.parameter_space(ctx) == ({"mode": "intrinsics"}, {"mode": "option"})
+    assert "__expf(v)" in fast_math.apply(ctx, mode="intrinsics").source
+    assert fast_math.apply(ctx, mode="option").explanation.startswith(
+        "compiled with -use_fast_math (expf, sqrtf, division become")
+    only_literal = text.replace(f"expf(v) * 1.0f / sqrtf(v * v + 1.0f)", "v * 2.0f")
+    assert fast_math.check(context_with_spec(only_literal, "k", SPEC.format(t=t))) == (
+        "the kernel calls no single-precision math function and does not divide; fast math "
+        "would change nothing")
 
 
 def test_float_division_counts():

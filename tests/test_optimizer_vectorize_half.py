@@ -35,7 +35,7 @@ HALF_VARIANTS = {v.path.name: v for v in variants() if v.pass_name == "vectorize
 # variant -> the paired intrinsics of its body (() = moved as pairs, computed per element)
 PAIRED = {"half_saxpy_ops.cu": ("__hfma2",), "half_intrinsics_out.cu": ("__hmul2", "__hadd2"),
           "half_float_math.cu": (), "bf16_axpby.cu": ("__hmul2", "__hfma2"),
-          "bf16_bias_relu.cu": ()}
+          "bf16_bias_relu.cu": (), "bf16_float_locals.cu": ()}
 GUARD = "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800"
 
 

@@ -25,7 +25,12 @@ SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33),
                      "vectorize_gridstride/relu_bias_mod.cu": (31, 33),
                      "vectorize_gridstride/row_scale_div.cu": (31, 33),
                      "hist_privatize/early_return_ptr.cu": (1000, 37),
-                     "hist_privatize/weighted_float.cu": (1000, 13)}
+                     "hist_privatize/weighted_float.cu": (1000, 13),
+                     "vectorize_gridstride/scale_local_total.cu": (31, 33),
+                     "warp_per_row/causal_local_rows.cu": (2, 3, 13),
+                     "warp_per_row/csr_spmv_bounds.cu": (37, 29, 300),
+                     "warp_per_row/csr_memory_sum.cu": (37, 29, 300),
+                     "warp_reduce/column_barrier_first.cu": (45, 7)}
 
 
 @dataclass(frozen=True)

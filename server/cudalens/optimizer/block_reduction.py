@@ -186,15 +186,16 @@ def _shared_declaration(stmts: list[tree_sitter.Node], body: tree_sitter.Node,
 
 
 def _tid_names(load: list[tree_sitter.Node], body: tree_sitter.Node,
-               parsed: Parsed) -> set[str]:
-    """``threadIdx.x`` and the locals initialized to it and never changed."""
+               parsed: Parsed, builtin: str = "threadIdx.x") -> set[str]:
+    """The locals initialized to ``builtin`` (``threadIdx.x``; ``blockDim.x`` for
+    ``int block_size = blockDim.x;``) and never changed."""
     names = set()
     for stmt in load:
         if stmt.type != "declaration":
             continue
         for d in stmt.children_by_field_name("declarator"):
             if d.type == "init_declarator" and \
-                    builtin_field(d.child_by_field_name("value"), parsed) == "threadIdx.x":
+                    builtin_field(d.child_by_field_name("value"), parsed) == builtin:
                 names.add(parsed.text_of(d.child_by_field_name("declarator")))
     for n in walk(body):
         target = None
@@ -348,8 +349,11 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
     macros = file_macros(parsed)
     scope = Scope(macros=macros)
 
+    dims = _tid_names(load, body, parsed, "blockDim.x")
+
     def limit_ok(node: tree_sitter.Node) -> bool:
-        if builtin_field(node, parsed) == "blockDim.x":
+        if builtin_field(node, parsed) == "blockDim.x" or \
+                (unparen(node).type == "identifier" and parsed.text_of(unparen(node)) in dims):
             return True
         p = poly_of(node, parsed, scope)
         return p is not None and p.is_const() and p.constant == block_x
@@ -402,9 +406,15 @@ def _loop(loop: tree_sitter.Node, r: _Reader, parsed: Parsed) -> tuple[int, str]
     start = unparen(head.start)
     step = _step(head.update, parsed, var)
     inner = named_children(body)
-    if not inner or not _is_barrier(inner[-1], parsed):
+    if inner and _is_barrier(inner[-1], parsed):
+        inner = inner[:-1]
+    elif len(inner) > 1 and _is_barrier(inner[0], parsed):
+        # a barrier at the start of each round (llm.c's matmul_backward_bias): the loop comes
+        # right after the first barrier (``match``), so every round still reads what the one
+        # before wrote; after the last round thread 0 reads s[0], which only it writes
+        inner = inner[1:]
+    else:
         raise _fail(f"the loop at {where} does not end with __syncthreads();", line=where_line)
-    inner = inner[:-1]
     for n in walk(body):
         if n.type in ("assignment_expression", "update_expression"):
             t = n.child_by_field_name("left") or n.child_by_field_name("argument")

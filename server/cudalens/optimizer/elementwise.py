@@ -208,7 +208,7 @@ def _index_declaration(stmt: tree_sitter.Node, parsed: Parsed) -> tuple[str, str
             raise _fail(f"'auto {parsed.text_of(name_node)}' at {where}: cannot tell the index "
                         f"type; write it out", line=where_line)
         ctype = "unsigned int"  # the type of blockIdx.x * blockDim.x + threadIdx.x
-    if dtypes.spec_type_for_c(ctype) is None or dtypes.is_float(dtypes.spec_type_for_c(ctype)):
+    if not dtypes.is_int_c_type(ctype):
         raise _fail(f"the index {parsed.text_of(name_node)} at {where} has type '{ctype}', "
                     f"expected an integer type", line=where_line)
     return parsed.text_of(name_node), " ".join(ctype.split()), value
@@ -252,8 +252,9 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
 
 
 def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str:
-    """The guard bound as a spec expression: scalar parameters replaced by their values."""
-    node = unparen(node)
+    """The guard bound as a spec expression: scalar parameters replaced by their values
+    (integer casts looked through)."""
+    node = _strip_casts(node, parsed)
     text = parsed.text_of(node)
     if node.type == "identifier":
         try:

@@ -152,8 +152,7 @@ def _index_declarations(stmts: list[tree_sitter.Node], parsed: Parsed,
             break
         if ctype == "auto":
             ctype = "unsigned int"  # blockIdx.x * blockDim.x + threadIdx.x is unsigned
-        spec = dtypes.spec_type_for_c(ctype)
-        if spec is None or dtypes.is_float(spec):
+        if not dtypes.is_int_c_type(ctype):
             raise _fail(f"the index {got[0][0]} at line {parsed.line_of(stmt)} has type "
                         f"'{ctype}', expected an integer type", line=parsed.line_of(stmt))
         for name, axis in got:

@@ -89,6 +89,17 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).replace("( ", "(").replace(" )", ")")
 
 
+def _limit(head, p) -> "tuple[str, str] | None":
+    """(``<`` or ``<=``, the bound's text) of a loop ``for (...; var < BOUND; ...)``."""
+    cond = head.cond
+    if cond.type != "binary_expression" or \
+            p.text_of(unparen(cond.child_by_field_name("left"))) != head.var:
+        return None
+    op = cond.child_by_field_name("operator").type
+    return (op, _norm(p.text_of(cond.child_by_field_name("right")))) if op in ("<", "<=") \
+        else None
+
+
 def _decl_type(m: Match, var: str) -> Optional[str]:
     p = m.parsed
     for stmt in m.work:
@@ -111,7 +122,7 @@ def online_pair(m: Match) -> Optional[Online]:
         mx, s = a.accumulators[0][0], b.accumulators[0][0]
         ha, hb = for_header(a.node, p), for_header(b.node, p)
         if _norm(p.text_of(ha.start)) != _norm(p.text_of(hb.start)) or \
-                _norm(p.text_of(less_than_bound(ha, p))) != _norm(p.text_of(less_than_bound(hb, p))):
+                _limit(ha, p) is None or _limit(ha, p) != _limit(hb, p):
             continue
         between = [w for w in m.work if a.node.end_byte <= w.start_byte < b.node.start_byte]
         if any(w.type != "declaration" or mx in identifiers(w, p) for w in between):

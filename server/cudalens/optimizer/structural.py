@@ -46,8 +46,9 @@ def element_bytes(spec_type: str) -> int:
 
 
 def block_dependence(ctx: PassContext) -> Optional[str]:
-    """None when no size, buffer length, scalar value or shared-memory size of the spec uses
-    the block (so the pass may choose its own block and grid); else the reason."""
+    """None when no size, buffer length or scalar value of the spec uses the block (so the pass
+    may choose its own block and grid); else the reason. The dynamic shared memory size may:
+    it is a launch expression, evaluated for whatever block the rewrite's launch has."""
     uses = lambda text: spec_expr.BLOCK in spec_expr.names_in(text)
     try:
         for s in ctx.spec.sizes:
@@ -58,8 +59,8 @@ def block_dependence(ctx: PassContext) -> Optional[str]:
                 return f"the length of buffer {p.name} ({p.length}) depends on the block"
             if isinstance(p, ScalarDecl) and uses(p.expr):
                 return f"the value of scalar {p.name} ({p.expr}) depends on the block"
-        if uses(ctx.launch.shared):
-            return f"the dynamic shared memory size ({ctx.launch.shared}) depends on the block"
+        # a dynamic shared memory size of the block (block.x * sizeof(float)) is evaluated
+        # again for the rewrite's block (spec.resolve evaluates shared with each launch's block)
     except spec_expr.ExprError as exc:
         return f"cannot read the spec's expressions: {exc}"
     return None

@@ -31,6 +31,8 @@ _C_TYPES: dict[str, str] = {
     "float": "float", "double": "double", "half": "half", "__half": "half",
     "int": "int", "signed": "int", "signed int": "int", "int32_t": "int32",
     "unsigned": "unsigned", "unsigned int": "unsigned", "uint32_t": "uint32",
+    # the short names <sys/types.h> gives (nvcc's host compiler includes it)
+    "uint": "unsigned", "ulong": "uint64", "ushort": "uint16", "uchar": "uint8",
     "long": "long", "long int": "long", "signed long": "long", "signed long int": "long",
     "long long": "int64", "long long int": "int64", "signed long long": "int64",
     "signed long long int": "int64", "int64_t": "int64", "ptrdiff_t": "int64",

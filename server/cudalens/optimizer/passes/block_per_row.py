@@ -71,10 +71,49 @@ def row_length(ctx: PassContext, m: Match) -> Optional[int]:
         return None
 
 
+def csr_row_length(ctx: PassContext, m: Match) -> Optional[tuple[str, float]]:
+    """(row pointers, mean entries per row at the spec's sizes) when the first loop starts or
+    ends at a read of a buffer the spec fills ``csr(nnz)`` (directly or through a local loaded
+    from it), else None."""
+    from cudalens.spec.model import BufferDecl
+
+    head = for_header(m.loops[0].node, m.parsed)
+    if head is None:
+        return None
+    p = m.parsed
+    words = identifiers(head.start, p) | identifiers(head.cond, p)
+    loaded = set(words)
+    for stmt in m.work:  # locals loaded from the row pointers: const int first = rp[r];
+        if stmt.type == "declaration":
+            for d in stmt.children_by_field_name("declarator"):
+                name = d.child_by_field_name("declarator")
+                value = d.child_by_field_name("value")
+                if value is not None and name is not None and p.text_of(name) in words:
+                    loaded |= identifiers(value, p)
+    for decl in ctx.spec.params:
+        if isinstance(decl, BufferDecl) and decl.fill == "csr" and decl.name in loaded and \
+                decl.fill_args:
+            try:
+                env: dict = {}
+                for s in ctx.spec.sizes:
+                    env[s.name] = spec_expr.evaluate(s.expr, env)
+                nnz = spec_expr.evaluate(decl.fill_args[0], env)
+                rows = spec_expr.evaluate(decl.length, env) - 1
+                return decl.name, nnz / max(rows, 1)
+            except (spec_expr.ExprError, TypeError, ValueError, ZeroDivisionError):
+                return None
+    return None
+
+
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[Match]]:
     reason, m = wpr._plan(ctx)
     if reason is not None:
         return reason, None
+    csr = csr_row_length(ctx, m)
+    if csr is not None and csr[1] < MIN_COLUMNS:
+        return (f"rows of {csr[1]:.0f} entries on average ({csr[0]}'s csr fill at the spec's "
+                f"sizes) are short: a warp per {m.index} keeps its lanes busy, a block per "
+                f"{m.index} pays from {MIN_COLUMNS} entries"), None
     n = row_length(ctx, m)
     if n is not None and n < MIN_COLUMNS:
         return (f"rows of {n} columns (at the spec's sizes) are short: a warp per {m.index} "
@@ -85,12 +124,14 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[Match]]:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel gives each thread a long row the pass can spread over a block."""
+    ctx = wpr.normalize(ctx)
     return _plan(ctx)[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     """Per block size: online first where the loops allow it, then without; then the same in
     the grid-stride form where the body does not return after the guard."""
+    ctx = wpr.normalize(ctx)
     reason, m = _plan(ctx)
     if reason is not None:
         return tuple({"block": b} for b in BLOCKS)
@@ -111,6 +152,7 @@ def apply(ctx: PassContext, block: int = 256, online: bool = False,
             kernel does not allow it (the message says why).
         ValueError: ``block`` is not one of ``BLOCKS``.
     """
+    ctx = wpr.normalize(ctx)
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {BLOCKS}, found {block!r}")
     reason, m = _plan(ctx)

@@ -37,7 +37,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import elementwise, structural
+from cudalens.optimizer import bound_locals, elementwise, structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -262,6 +262,7 @@ def match(ctx: PassContext) -> ColumnReduction:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a thread-per-column reduction over rows, else the reason."""
+    ctx = bound_locals.fold(ctx)
     try:
         match(ctx)
     except NotColumnReduction as exc:
@@ -285,6 +286,7 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
         PassNotApplicable: the kernel does not match (the message says why).
         ValueError: ``tile`` is not one of ``TILES``.
     """
+    ctx = bound_locals.fold(ctx)
     if tuple(tile) not in TILES:
         raise ValueError(f"tile must be one of {TILES}, found {tile!r}")
     cx, ty = tile

@@ -17,9 +17,11 @@ float by default, scaled by the output's magnitude) on several seeds and sizes, 
 candidate outside it is never offered. A spec's ``tolerance`` line is the user's word on how
 close is close enough.
 
-Applies when the spec has single-precision data (a ``float`` buffer or scalar) and the body
-calls a single-precision math function or divides (``option``), and, for ``intrinsics``,
-calls one of the functions above.
+Applies when the body does single-precision arithmetic, whatever the buffers' types (a
+bfloat16 or half kernel that computes in ``float`` locals is one): it calls a
+single-precision math function (``sqrtf``, ``expf``, ...) or divides with a ``float``
+operand (a float parameter or local, or a literal such as ``1.0f``) (``option``), and, for
+``intrinsics``, calls one of the functions above.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ MODES = ("intrinsics", "option")
 OPTION = "-use_fast_math"
 
 
-_FLOAT_LITERAL = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)[fF]?$|^\d+[fF]$")
+# single-precision literals carry the f suffix (2.0 is a double: x / 2.0 divides in double)
+_FLOAT_LITERAL = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)[fF]$")
 
 
 def _float_names(ctx: PassContext, parsed, body) -> set[str]:
@@ -89,9 +92,6 @@ def _facts(ctx: PassContext):
                 f"tree (parse errors around it)"), parsed, [], set(), False
     single = any(dtypes.SPEC_TYPES.get(getattr(p, "type", ""), "") == "float32"
                  for p in ctx.spec.params)
-    if not single:
-        return ("the spec has no single-precision (float) data; fast math changes only "
-                "single-precision arithmetic"), parsed, [], set(), False
     body = definition.child_by_field_name("body")
     floats = _float_names(ctx, parsed, body)
     calls, affected, divides = [], set(), False
@@ -108,6 +108,12 @@ def _facts(ctx: PassContext):
                 _is_float(n, parsed, floats):
             divides = True
     if not affected and not divides:
+        if not single and not floats and not any(
+                n.type == "number_literal" and _FLOAT_LITERAL.match(parsed.text_of(n))
+                for n in walk(body)):
+            return ("the kernel does no single-precision arithmetic (no float data in the "
+                    "spec, no float variable or literal in the body); fast math changes only "
+                    "single-precision arithmetic"), parsed, [], set(), False
         return ("the kernel calls no single-precision math function and does not divide; "
                 "fast math would change nothing"), parsed, [], set(), False
     return None, parsed, calls, affected, divides

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from cudalens.optimizer import elementwise
+from cudalens.optimizer import bound_locals, elementwise
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.gridstride_rewrite import rewrite_scalar
@@ -24,6 +24,7 @@ name = "gridstride"
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is elementwise, else the reason."""
+    ctx = bound_locals.fold(ctx)
     return elementwise.check(ctx, vector=False)
 
 
@@ -39,6 +40,7 @@ def apply(ctx: PassContext, blocks_per_sm: int = 8) -> PassResult:
         PassNotApplicable: the kernel does not match (the message says why).
         ValueError: ``blocks_per_sm`` is not one of 4, 8, 16, 32.
     """
+    ctx = bound_locals.fold(ctx)
     if blocks_per_sm is None:
         raise ValueError("gridstride needs a grid cap (4, 8, 16 or 32 blocks per SM); the full "
                          "grid is the original kernel")

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from cudalens.optimizer import hist_match, structural
+from cudalens.optimizer import bound_locals, hist_match, structural
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index_width import int_fits
@@ -56,6 +56,7 @@ def _match(ctx: PassContext) -> tuple[Optional[str], Optional[hist_match.Histogr
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a global-atomics histogram whose bins fit in shared memory,
     else the reason."""
+    ctx = bound_locals.fold(ctx)
     return _match(ctx)[0]
 
 
@@ -65,6 +66,7 @@ def _warps(m: hist_match.Histogram) -> int:
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     """Per block at 8, 4, 16 and 32 blocks per SM, then per warp where the copies fit."""
+    ctx = bound_locals.fold(ctx)
     reason, m = _match(ctx)
     if m is None:
         return ({"per_warp": False, "blocks_per_sm": 8},)
@@ -83,6 +85,7 @@ def apply(ctx: PassContext, per_warp: bool = False, blocks_per_sm: int = 8) -> P
             shared memory (the message says why).
         ValueError: ``blocks_per_sm`` is not one of 4, 8, 16, 32.
     """
+    ctx = bound_locals.fold(ctx)
     grid_choice.validate(blocks_per_sm)
     if blocks_per_sm is None:
         raise ValueError("hist_privatize needs a grid cap (4, 8, 16 or 32 blocks per SM)")

@@ -259,9 +259,37 @@ def _unclamped(node: tree_sitter.Node, parsed: Parsed,
     return cur, clamped
 
 
+def _row_pointers(ctx: PassContext, buffer: str, uses, index: str) -> None:
+    """Refuses CSR row pointers (the spec's ``csr(...)`` fill, or reads that start or bound a
+    ``for`` loop): ``rp[row]`` and ``rp[row + 1]`` delimit a row's entries, they are not a
+    neighbourhood whose staging saves reads."""
+    try:
+        decl = ctx.spec.param(buffer)
+    except KeyError:
+        decl = None
+    if isinstance(decl, BufferDecl) and decl.fill == "csr" and uses:
+        raise _fail(f"{buffer} holds CSR row pointers ('{decl.fill}({', '.join(decl.fill_args)})' "
+                    f"in the spec): its reads ('{uses[0].text}', line {uses[0].line}) delimit a "
+                    f"row's entries, not a neighbourhood of {index} to stage in shared memory",
+                    line=uses[0].line)
+    for u in uses:
+        cur = u.access
+        while cur is not None and cur.type != "for_statement":
+            header = cur.parent
+            if header is not None and header.type == "for_statement" and cur in (
+                    header.child_by_field_name("initializer"),
+                    header.child_by_field_name("condition")):
+                raise _fail(f"'{u.text}' (line {u.line}) starts or bounds the loop at line "
+                            f"{header.start_point[0] + 1}: {buffer} holds row pointers that "
+                            f"delimit a row's entries, not a neighbourhood of {index} to stage "
+                            f"in shared memory", line=u.line)
+            cur = header
+
+
 def _buffer(ctx: PassContext, parsed: Parsed, body: tree_sitter.Node, buffer: str,
             index: str, scope: Scope, ranges: dict) -> _Tiled:
     uses = pointer_uses(body, parsed, {buffer})
+    _row_pointers(ctx, buffer, uses, index)
     offsets: list[tuple[int, int]] = []
     reads, idx_nodes, checked = [], [], []
     for u in uses:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from cudalens.optimizer import elementwise
+from cudalens.optimizer import bound_locals, elementwise
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.gridstride_rewrite import (pair_name, paired_ops, pair_of,
@@ -31,6 +31,7 @@ name = "vectorize_gridstride"
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is elementwise with 4- or 8-byte elements, or 2-byte floats of one
     type (``half``, ``__nv_bfloat16``: moved as pairs), else the reason."""
+    ctx = bound_locals.fold(ctx)
     return elementwise.check(ctx, vector=True)
 
 
@@ -47,6 +48,7 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = 8) -> PassResult:
         PassNotApplicable: the kernel does not match (the message says why).
         ValueError: ``blocks_per_sm`` is not one of the choices.
     """
+    ctx = bound_locals.fold(ctx)
     grid_choice.validate(blocks_per_sm)
     try:
         em = elementwise.match_vectorizable(ctx)

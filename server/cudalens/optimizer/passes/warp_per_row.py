@@ -46,7 +46,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import structural
+from cudalens.optimizer import bound_locals, structural
 from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
                                        strip_casts)
 from cudalens.optimizer.candidate import PassResult
@@ -87,6 +87,15 @@ def _assignment_target(n: tree_sitter.Node) -> Optional[tree_sitter.Node]:
     if n.type == "update_expression":
         return unparen(n.child_by_field_name("argument"))
     return None
+
+
+def _at_most(head, p: Parsed) -> bool:
+    """The loop's condition is ``var <= BOUND`` (a causal row: ``t2 <= t``); the lanes' start
+    and stride change, the condition stays."""
+    cond = head.cond
+    return cond.type == "binary_expression" and \
+        cond.child_by_field_name("operator").type == "<=" and \
+        p.text_of(unparen(cond.child_by_field_name("left"))) == head.var
 
 
 class _Analysis:
@@ -169,23 +178,31 @@ class _Analysis:
         node = strip_casts(value, self.p)
         if node.type == "identifier" and self.p.text_of(node) in self.params:
             return self.p.text_of(node)
-        if node.type == "binary_expression" and node.child_by_field_name("operator").type == "+":
-            for side in ("left", "right"):
-                s = strip_casts(node.child_by_field_name(side), self.p)
-                if s.type == "identifier" and self.p.text_of(s) in self.params:
-                    other = node.child_by_field_name("right" if side == "left" else "left")
-                    names = {self.p.text_of(n) for n in walk(other) if n.type == "identifier"}
-                    if names & (self.params | set(self.aliases)):
-                        return None
-                    return self.p.text_of(s)
-        return None
+        if node.type != "binary_expression" or node.child_by_field_name("operator").type != "+":
+            return None
+        terms, stack = [], [node]  # the terms of a sum (p + a*b + c*d: one pointer, offsets)
+        while stack:
+            cur = strip_casts(stack.pop(), self.p)
+            if cur.type == "binary_expression" and cur.child_by_field_name("operator").type == "+":
+                stack += [cur.child_by_field_name("right"), cur.child_by_field_name("left")]
+            else:
+                terms.append(cur)
+        bases = [t for t in terms if t.type == "identifier" and self.p.text_of(t) in self.params]
+        if len(bases) != 1:
+            return None
+        for t in terms:
+            if t is not bases[0] and any(
+                    n.type == "identifier" and self.p.text_of(n) in self.params | set(self.aliases)
+                    for n in walk(t)):
+                return None
+        return self.p.text_of(bases[0])
 
     def _loop(self, loop: tree_sitter.Node, outer: set[str]) -> _Loop:
         p = self.p
         bad = _fail(f"the loop at line {p.line_of(loop)} ('{_short(p, loop)}') is not 'for (int "
                     f"c = start; c < end; ++c)' over the row", line=p.line_of(loop))
         head = for_header(loop, p)
-        if head is None or less_than_bound(head, p) is None:
+        if head is None or (less_than_bound(head, p) is None and not _at_most(head, p)):
             raise bad
         var = head.var
         if p.text_of(unparen(head.update)).replace(" ", "") not in (f"++{var}", f"{var}++",
@@ -442,6 +459,71 @@ def _match(ctx: PassContext) -> _Match:
                   guard, bound, exit_, tuple(work))
 
 
+_SUM_TYPES = ("float", "double", "int", "unsigned", "unsigned int", "long", "long long",
+              "unsigned long long", "size_t")
+
+
+def _memory_sums(ctx: PassContext) -> PassContext:
+    """``ctx`` with each per-row sum kept in memory moved into a local: a loop whose only
+    mention of a pointer parameter ``y`` is one statement ``y[R] += E;`` (``R`` the same on
+    every trip, ``E`` not reading ``y``; llm.c's and many SpMVs' ``y[row] += val[j] * x[...]``)
+    becomes ``T y_sum = 0; for (...) { y_sum += E; } y[R] += y_sum;`` on the same lines, a
+    local accumulator and a per-row store the pass knows. ``ctx`` itself when there is none."""
+    try:
+        parsed, body = readable_body(ctx)
+    except UnreadableBody:
+        return ctx
+    pointers = {q.name: q for q in ctx.kernel.parameters if q.is_pointer}
+    taken = identifiers(parsed.tree.root_node, parsed)
+    edits: list[Edit] = []
+    for loop in walk(body):
+        if loop.type != "for_statement" or loop.parent is None or \
+                loop.parent.type != "compound_statement":
+            continue
+        head = for_header(loop, parsed)
+        if head is None or head.body is None:
+            continue
+        for n in walk(head.body):
+            if n.type != "assignment_expression" or n.child_by_field_name("operator").type != "+=":
+                continue
+            left = unparen(n.child_by_field_name("left"))
+            stmt = n.parent
+            if left.type != "subscript_expression" or stmt is None or \
+                    stmt.type != "expression_statement":
+                continue
+            base = left.child_by_field_name("argument")
+            word = parsed.text_of(base) if base is not None else ""
+            if base is None or base.type != "identifier" or word not in pointers:
+                continue
+            index = named_children(left.child_by_field_name("indices"))
+            changed = {parsed.text_of(t) for t in (_assignment_target(a) for a in walk(loop))
+                       if t is not None and t.type == "identifier"}
+            mentions = [m for m in walk(loop) if m.type == "identifier" and
+                        parsed.text_of(m) == word]
+            ctype = " ".join(pointers[word].type.replace("*", " ").replace("const", " ")
+                             .replace("__restrict__", " ").split())
+            if len(index) != 1 or len(mentions) != 1 or ctype not in _SUM_TYPES or \
+                    identifiers(index[0], parsed) & (changed | {head.var}):
+                continue
+            acc = fresh_name(f"{word}_sum", taken)
+            taken.add(acc)
+            edits += [Edit(loop.start_byte, loop.start_byte, f"{ctype} {acc} = 0; "),
+                      Edit(left.start_byte, left.end_byte, acc),
+                      Edit(loop.end_byte, loop.end_byte,
+                           f" {word}[{parsed.text_of(index[0])}] += {acc};")]
+            break  # one memory sum per loop
+    if not edits:
+        return ctx
+    new = ctx.rewritten(apply_edits(parsed.data, edits), ctx.launch, "memory_sums")
+    return dataclasses.replace(new, applied=ctx.applied)
+
+
+def normalize(ctx: PassContext) -> PassContext:
+    """What both row passes match and rewrite: ``ctx`` with its integer locals of parameters
+    folded (``bound_locals.fold``) and its per-row sums in memory moved into locals."""
+    return _memory_sums(bound_locals.fold(ctx))
+
+
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
     return structural.plan(ctx, _early(ctx), _match, NoMatch)
 
@@ -464,6 +546,7 @@ def _early(ctx: PassContext) -> Optional[str]:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel gives each thread a row the pass can spread over a warp."""
+    ctx = normalize(ctx)
     return _plan(ctx)[0]
 
 
@@ -471,6 +554,7 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     """One application per block size in warps, 4 warps (128 threads) first; then the same
     in the grid-stride form (rows looped over, correct under any launch) where the kernel
     allows it (no ``return`` after the guard)."""
+    ctx = normalize(ctx)
     plain = tuple({"warps_per_block": w} for w in WARPS_PER_BLOCK)
     reason, m = _plan(ctx)
     if reason is not None:
@@ -492,6 +576,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
         PassNotApplicable: the precondition fails (the message says why).
         ValueError: ``warps_per_block`` is not one of ``WARPS_PER_BLOCK``.
     """
+    ctx = normalize(ctx)
     if warps_per_block not in WARPS_PER_BLOCK:
         raise ValueError(f"warps_per_block must be one of {WARPS_PER_BLOCK}, found "
                          f"{warps_per_block!r}")
