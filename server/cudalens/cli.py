@@ -78,14 +78,16 @@ def optimize(file: Path, apply_: bool, **options) -> None:
         _fail(Console(stderr=True), f"interrupted (Ctrl-C); {state}", EXIT_INTERRUPTED)
 
 
-def _check_build(target) -> None:
-    """The kernel's build (``compile_commands.json`` or the project file's ``[build]`` table)
-    and the project headers it sends, read before any work: a refused table, an unreadable
-    database or a header the runner would refuse stops the run here (``CudalensError``), not
-    after the runner has started and the sanitizer has run."""
-    from cudalens.build import build_for, request_files
+def _preflight(target, err: Console) -> None:
+    """The engine's checks before any runner is asked (``cudalens.engine.preflight``): the
+    build (``compile_commands.json`` or the project file's ``[build]`` table) and the headers
+    it sends can be read, and the file compiles with the local nvcc (where there is one), so
+    that a refused table or a syntax error stops the run here at its line
+    (``CudalensError``), not after the runner has started (or was found missing)."""
+    from cudalens.engine.preflight import preflight
 
-    request_files(target.path, target.text, build_for(target.path))
+    with err.status(f"compiling {target.path} with nvcc"):
+        preflight(target)
 
 
 def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launch_change: bool,
@@ -131,7 +133,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             _fail(err, f"--report {report_path}: {exc}")
     try:
         target = load_target(file, kernel_name)
-        _check_build(target)
+        _preflight(target, err)
         config = config_from_cli(file, agent_config=agent_config, **agent)
         choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
