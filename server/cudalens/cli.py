@@ -344,8 +344,9 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
                    "racecheck, initcheck, synccheck) with its spec's inputs and print each "
                    "finding at FILE:LINE:COL. Exit status 0 clean, 1 findings, 2 input errors, "
                    "3 no GPU runner or no report.")
-@click.option("--kernel", "kernel_name", help="With --gpu: the kernel to check (needed when FILE "
-                                              "holds several).")
+@click.option("--kernel", "kernel_name",
+              help="Only this kernel's resources (every template instance of a template's "
+                   "name); with --gpu: the kernel to check (needed when FILE holds several).")
 @click.option("--compile-commands", "compdb", type=click.Path(path_type=Path, dir_okay=False),
               default=None, help="compile_commands.json giving FILE's -I, -D and -std (default: "
                                  "found walking up from FILE, also in build/; else the [build] "
@@ -377,8 +378,6 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     if gpu:
         _check_gpu(file, kernel_name, err)
         return
-    if kernel_name is not None:
-        _fail(err, "--kernel is used with --gpu only (the compile check covers every kernel)")
     try:
         options = local_nvcc_options(file, compdb=compdb)
     except CudalensError as exc:
@@ -394,9 +393,33 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     if result.ok and not result.kernels:  # as spec, plan and optimize refuse such a file
         _fail(err, f"{file}: expected at least one __global__ kernel, found none"
                    + _no_kernel_hint(file))
+    if kernel_name is not None and result.kernels:
+        result = _only_kernel(result, kernel_name, file, err)
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _only_kernel(result, name: str, file: Path, err: Console):
+    """``result`` with only the resources of kernel ``name`` (its plain or qualified name, a
+    template's name for all its instances, or one instance ``scale<float>``) and of the
+    ``__device__`` functions it calls; exits with status 2 listing the compiled kernels when
+    none is named so. Diagnostics are kept whole (they are the file's)."""
+    wanted = name.replace(" ", "")
+
+    def named(k) -> bool:
+        full = k.name.replace(" ", "")
+        base = full.split("<", 1)[0]
+        return wanted in (full, base, k.mangled) or base.split("::")[-1] == wanted
+
+    kernels = tuple(k for k in result.kernels if named(k))
+    if not kernels:
+        found = ", ".join(dict.fromkeys(k.name for k in result.kernels))
+        _fail(err, f"{file}: no __global__ kernel named {name!r} among those nvcc compiled "
+                   f"(found: {found})")
+    bases = {k.name.split("<", 1)[0] for k in kernels}
+    functions = tuple(f for f in result.device_functions if bases & set(f.callers))
+    return dataclasses.replace(result, kernels=kernels, device_functions=functions)
 
 
 def _no_kernel_hint(file: Path) -> str:
