@@ -12,6 +12,12 @@ Cancel (``window/workDoneProgress/cancel`` on the job's token, or the ``cudalens
 command): a queued job is dropped; a running job is told to stop at the runner's next
 progress message, its progress ends at once, and whatever it finishes with is thrown away.
 
+Before any runner is asked (``runner_factory``), a job runs the engine's preflight
+(``cudalens.engine.preflight``): the build can be read and the file compiles (the diagnostics'
+check of the same version when one finished, else a compile here; none with
+``cudalens.check.enabled`` off). A kernel whose document's current check failed is refused at
+``submit``. A failed job is kept in ``failures`` (message and time) until the kernel's next job.
+
 Progress comes as typed events (``cudalens.engine.events``: the runner's ``Compiling``,
 ``Verifying``, ``TimingRound`` ..., the optimize flow's ``BatchStarted``, ``BestSoFar``,
 ``Confirming``); ``cudalens.lsp.progress.BuiltinProgress`` turns them into what the editor
