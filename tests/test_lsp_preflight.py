@@ -103,3 +103,34 @@ async def test_a_file_that_does_not_compile_gets_no_optimize_lens_plan_or_runner
             f'cannot optimize saxpy: {path}:{line}: expected a ";" ({path} does not compile with '
             f'nvcc for sm_90: 1 error; cudalens check {path} shows them all)')}
         assert not made.exists()
+
+
+@pytest.mark.skipif(__import__("gpu_probe").gpu_present(),
+                    reason="this machine has a GPU: the default runner would start")
+async def test_a_run_without_a_gpu_leaves_its_failure_on_the_hover(tmp_path):
+    from harness import RUNNER_FACTORY, SERVER_COMMAND
+
+    live = [c for c in SERVER_COMMAND if c not in ("--runner-factory", RUNNER_FACTORY)]
+    path = copy_example(tmp_path, "saxpy.cu")
+    async with editor(tmp_path, command=live, env={"CUDALENS_RUNNER_URL": ""}) as client:
+        uri = client.open(path)
+        position = types.Position(SIGNATURE_LINE, 18)
+        params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                   position=position)
+        before = hover_text(await client.text_document_hover_async(params))
+        assert "failed" not in before
+        started = await client.run(types.Command(
+            title="Optimize", command="cudalens.optimize",
+            arguments=[{"uri": uri, "kernel": "saxpy"}]))
+        assert started["ok"], started
+        await client.wait_for(lambda: errors(client), what="the failure", timeout=60)
+        (message,) = errors(client)
+        prefix = "cudalens: optimizing saxpy failed: "
+        assert message.startswith(prefix + "no GPU runner can be used: ")
+        text = hover_text(await client.text_document_hover_async(params))
+        sections = text.split("\n\n")
+        assert sections[0] == "**saxpy**: not measured yet"
+        found = re.fullmatch(r"Last \*\*Optimize\*\* failed \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
+                             r"UTC\): (.*)", sections[1], re.S)
+        assert found is not None, text
+        assert found.group(1) == message[len(prefix):]
