@@ -72,3 +72,16 @@ def test_a_given_check_is_used_instead_of_compiling(tmp_path):
     # the broken text passes: the check given (of another text here, to tell) is what counts
     assert preflight(broken, compiled=good, nvcc=str(tmp_path / "no-nvcc")).compiled is good
     assert preflight(broken, compile=False).compiled is None
+
+
+def test_an_nvcc_that_fails_without_naming_a_line_refuses_nothing(tmp_path):
+    import stat
+
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\necho 'nvcc fatal   : Failed to preprocess host compiler "
+                    "properties.'\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    ready = preflight(load_target(_saxpy(tmp_path, broken=True)), nvcc=str(fake))
+    assert ready.compiled is None
+    assert ready.note == ("not compiled here: nvcc failed without naming a line of the file "
+                          "(Failed to preprocess host compiler properties.)")

@@ -9,7 +9,8 @@ told at its ``FILE:LINE`` at once, not after a runner was started (or found miss
 (``cudalens.check.compile_check`` on the target's text, with the build's flags); where there is
 no nvcc here (or it does not finish in time) nothing is refused and ``Ready.compiled`` is None
 with the reason in ``Ready.note``: the runner compiles the kernel anyway and reports its
-errors. ``compiled``: a check of this very text already made (the editor's diagnostics), used
+errors. Only an error located in the file (or a header it includes) refuses: an nvcc that
+fails here without naming a line (no host compiler, a broken install) refuses nothing. ``compiled``: a check of this very text already made (the editor's diagnostics), used
 instead of compiling again.
 """
 
@@ -100,6 +101,12 @@ def preflight(target, *, nvcc: str = "nvcc", arch: str = DEFAULT_ARCH,
             return Ready(build, None, f"not compiled here: {exc}")
     if compiled is not None and not compiled.ok:
         first = first_error(compiled)
-        raise NotReady(does_not_compile(str(target.path), compiled),
-                       first.line if first is not None else None)
+        if first is None or first.path is None or first.line is None:
+            # nvcc itself failed here (no host compiler, a broken install): nothing is known
+            # of the file, so the runner, whose nvcc may work, is left to compile it
+            said = first.message.split("\n", 1)[0] if first is not None else \
+                f"status {compiled.returncode}"
+            return Ready(build, None, f"not compiled here: nvcc failed without naming a line "
+                                      f"of the file ({said})")
+        raise NotReady(does_not_compile(str(target.path), compiled), first.line)
     return Ready(build, compiled, "" if compiled is not None else "not compiled here")
