@@ -358,7 +358,8 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     memory errors with compute-sanitizer.
 
     Exit status: 0 when FILE compiles (warnings allowed), 1 when it does not (the errors are
-    shown at their lines), 2 for bad input (no such file, no kernel compiled), 3 when nvcc
+    shown at their lines), 2 for bad input (no such file, no kernel compiled, a --kernel that
+    names none of the compiled kernels), 3 when nvcc
     cannot be run or did not finish within --timeout, 130 after Ctrl-C (nvcc is stopped
     either way)."""
     from cudalens.build import local_nvcc_options
