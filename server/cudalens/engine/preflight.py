@@ -24,7 +24,7 @@ from cudalens.check import CheckError, CheckResult, compile_check
 from cudalens.check.report import Diagnostic
 from cudalens.errors import CudalensError
 
-__all__ = ["NotReady", "Ready", "preflight", "does_not_compile", "first_error"]
+__all__ = ["NotReady", "Ready", "preflight", "does_not_compile", "first_error", "refuses"]
 
 DEFAULT_ARCH = "sm_90"
 
@@ -53,6 +53,15 @@ def first_error(result: CheckResult) -> Optional[Diagnostic]:
     errors = [d for d in result.diagnostics if d.severity == "error"]
     located = [d for d in errors if d.path is not None and d.line is not None]
     return (located or errors or [None])[0]
+
+
+def refuses(result: Optional[CheckResult]) -> bool:
+    """Whether a compile check refuses the file: it failed with an error located in the file
+    or a header it includes (an nvcc that fails without naming a line refuses nothing)."""
+    if result is None or result.ok:
+        return False
+    first = first_error(result)
+    return first is not None and first.path is not None and first.line is not None
 
 
 def does_not_compile(path: str, result: CheckResult) -> str:
@@ -101,7 +110,7 @@ def preflight(target, *, nvcc: str = "nvcc", arch: str = DEFAULT_ARCH,
             return Ready(build, None, f"not compiled here: {exc}")
     if compiled is not None and not compiled.ok:
         first = first_error(compiled)
-        if first is None or first.path is None or first.line is None:
+        if not refuses(compiled):
             # nvcc itself failed here (no host compiler, a broken install): nothing is known
             # of the file, so the runner, whose nvcc may work, is left to compile it
             said = first.message.split("\n", 1)[0] if first is not None else \

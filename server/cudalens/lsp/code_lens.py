@@ -30,6 +30,7 @@ from typing import Any, Optional, Sequence
 
 from lsprotocol import types
 
+from cudalens.engine.preflight import refuses
 from cudalens.lsp import commands as cmd
 from cudalens.lsp.documents import DocumentSnapshot, path_to_uri
 from cudalens.lsp.editing import EDITING, Held
@@ -52,10 +53,11 @@ def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
         version)``, and no command but Cancel.
     open_spec: the client can show a document (``window/showDocument``): a kernel whose spec
         file exists but cannot be used gets a lens that opens the spec file.
-    check: the document's last compile check (``cudalens.check.CheckResult``); when it failed,
-        no kernel is offered Optimize (the lens says where the first error is).
+    check: the document's last compile check (``cudalens.check.CheckResult``); when it failed
+        at a line (``engine.preflight.refuses``), no kernel is offered Optimize (the lens says
+        where the first error is).
     """
-    broken = not_compiling(snapshot.path, check) if check is not None and not check.ok else ""
+    broken = not_compiling(snapshot.path, check) if refuses(check) else ""
     out: list[types.CodeLens] = []
     spec_path = spec_path_for(snapshot.path)
     for st in statuses:

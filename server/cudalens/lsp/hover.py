@@ -19,6 +19,7 @@ from typing import Optional
 from lsprotocol import types
 
 from cudalens.check.report import CheckResult, KernelResources
+from cudalens.engine.preflight import refuses
 from cudalens.lsp.bottleneck import fp32_peak_gflops, occupancy, profile_summary, roofline
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.positions import contains
@@ -76,7 +77,7 @@ def _sections(st: KernelStatus, res: Optional[KernelResources],
                        f"shared, {res.stack_bytes} B stack, {spills}")
         if st.view.spec is None:
             out.append(f"No harness spec: {st.view.spec_error}")
-        elif check is not None and not check.ok:
+        elif refuses(check):
             out.append(f"The file does not compile ({not_compiling(path, check)}): fix it to "
                        f"**Optimize**.")
         else:

@@ -64,7 +64,7 @@ from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.lsp.notifier import Notifier
 from cudalens.lsp.progress import BuiltinProgress
-from cudalens.engine.preflight import does_not_compile, preflight
+from cudalens.engine.preflight import does_not_compile, preflight, refuses
 from cudalens.engine.proposer import Budget, RunCancelled
 from cudalens.engine.run import run
 from cudalens.engine.runner import Runner
@@ -192,7 +192,7 @@ class Jobs:
         if view.spec is None:
             raise CudalensError(f"cannot optimize {view.name}: {view.spec_error}")
         check = self._checked(snapshot.uri, snapshot.version)
-        if check is not None and not check.ok:  # the engine's preflight would refuse it
+        if refuses(check):  # the engine's preflight would refuse it
             raise CudalensError(f"cannot optimize {view.name}: "
                                 f"{does_not_compile(str(snapshot.path), check)}")
         existing = self.active(snapshot.uri, view.name)

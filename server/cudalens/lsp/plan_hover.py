@@ -23,6 +23,7 @@ from typing import Optional
 
 from lsprotocol import types
 
+from cudalens.engine.preflight import refuses
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import not_compiling
@@ -98,7 +99,7 @@ def with_plan(hover: Optional[types.Hover], snapshot: DocumentSnapshot,
     failed, the plan section says so instead."""
     if hover is None or not isinstance(hover.contents, types.MarkupContent):
         return hover
-    if check is not None and not check.ok:
+    if refuses(check):
         text = (f"{hover.contents.value}\n\n**Optimize plan**: none while the file does not "
                 f"compile ({not_compiling(snapshot.path, check)})")
         return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, text),
