@@ -504,3 +504,48 @@ def test_nvcc_failure_without_a_recognized_message_is_still_an_error(tmp_path):
     assert len(result.errors) == 1
     assert "status 3" in result.errors[0].message
     assert "something odd happened" in result.errors[0].message
+
+
+HEADER = ("#pragma once\n"
+          "#include \"inner.cuh\"\n"
+          "__global__ void k(float* a)\n"
+          "{\n"
+          "    a[threadIdx.x] = SCALE;\n"
+          "}\n")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("from_text", [False, True])
+def test_a_header_compiles_without_the_pragma_once_warning(tmp_path, monkeypatch, from_text):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "inner.cuh").write_text("#pragma once\n#define SCALE 2.0f\n")
+    (tmp_path / "inc" / "k.cuh").write_text(HEADER)
+    result = compile_check("inc/k.cuh", HEADER if from_text else None)
+    assert result.ok, result.output
+    assert result.diagnostics == ()
+    assert [k.name for k in result.kernels] == ["k"]
+    assert "pragma once" not in result.output
+
+
+@needs_nvcc
+@pytest.mark.parametrize("from_text", [False, True])
+@pytest.mark.parametrize("inner, own, expected", [
+    ("#pragma once\n#define SCALE 2.0f\n", "missing_value",
+     [("inc/k.cuh", 5, "error", 'identifier "missing_value" is undefined', [])]),
+    ("#pragma once\n#define SCALE(\n", "SCALE",
+     [("inc/inner.cuh", 2, "error", "expected parameter name before end of line",
+       [("inc/k.cuh", 2)])]),
+])
+def test_errors_of_a_header_point_into_it(tmp_path, monkeypatch, from_text, inner, own,
+                                          expected):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "inner.cuh").write_text(inner)
+    broken = HEADER.replace("SCALE;", f"{own};")
+    (tmp_path / "inc" / "k.cuh").write_text(broken)
+    result = compile_check("inc/k.cuh", broken if from_text else None)
+    assert not result.ok
+    found = [(d.path, d.line, d.severity, d.message, [(n.path, n.line) for n in d.notes])
+             for d in result.diagnostics]
+    assert found == expected

@@ -87,3 +87,47 @@ def test_ctrl_c_is_130_and_nvcc_is_stopped_with_its_children(tmp_path):
                            "checked")
     assert "Traceback" not in err and "Aborted!" not in err
     assert_all_ended(found)
+
+
+MANY = ("namespace ops { __global__ void add(float* a) { a[0] += 1; } }\n"
+        "template <typename T> __global__ void scale(T* a) { a[0] *= 2; }\n"
+        "template __global__ void scale<float>(float*);\n"
+        "template __global__ void scale<double>(double*);\n"
+        "__global__ void other(int* b) { b[0] = 1; }\n")
+
+
+def _kernel_lines(stdout: str) -> list[str]:
+    return [line.rsplit(": ", 1)[0].split(": ")[0] if "registers" in line else line
+            for line in stdout.splitlines()[:-1]]
+
+
+def test_kernel_without_gpu_reports_only_that_kernel(tmp_path):
+    (tmp_path / "many.cu").write_text(MANY, encoding="utf-8")
+    every = _check("many.cu", cwd=tmp_path)
+    assert every.returncode == 0, every.stderr
+    assert sorted(_kernel_lines(every.stdout)) == ["ops::add", "other", "scale<double>",
+                                                   "scale<float>"]
+    for name, shown in [("add", ["ops::add"]), ("ops::add", ["ops::add"]),
+                        ("scale", ["scale<double>", "scale<float>"]),
+                        ("scale<float>", ["scale<float>"])]:
+        done = _check("many.cu", "--kernel", name, cwd=tmp_path)
+        assert done.returncode == 0, (name, done.stderr)
+        assert sorted(_kernel_lines(done.stdout)) == shown, name
+        count = len(shown)
+        assert done.stdout.splitlines()[-1].startswith(
+            f"many.cu: compile ok for sm_90: 0 errors, 0 warnings, {count} "
+            f"kernel{'s' if count != 1 else ''} (")
+        line = next(x for x in every.stdout.splitlines() if x.startswith(shown[0] + ":"))
+        assert line in done.stdout.splitlines()  # the same resources as the whole file's
+
+
+def test_an_unknown_kernel_is_2_and_lists_the_compiled_kernels(tmp_path):
+    (tmp_path / "many.cu").write_text(MANY, encoding="utf-8")
+    done = _check("many.cu", "--kernel", "nope", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    found = done.stderr.strip()
+    prefix = "error: many.cu: no __global__ kernel named 'nope' among those nvcc compiled (found: "
+    assert found.startswith(prefix) and found.endswith(")")
+    assert sorted(found[len(prefix):-1].split(", ")) == ["ops::add", "other", "scale<double>",
+                                                         "scale<float>"]

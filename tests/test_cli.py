@@ -15,9 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
-def cudalens(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def cudalens(*args: str, cwd: Path = ROOT, env=None) -> subprocess.CompletedProcess:
+    import os  # noqa: PLC0415
+
     return subprocess.run([sys.executable, "-m", "cudalens", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=300)
+                          capture_output=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
 
 
 @pytest.mark.skipif(gpu_present(), reason="this machine has a GPU: optimize would run")
@@ -316,3 +319,31 @@ def test_a_written_spec_cannot_describe_a_reference_parameter(tmp_path):
     assert proc.returncode == 2
     assert (f"{tmp_path}/odd.cu.spec:3: parameter n of kernel r: 'const int& n' is a reference; "
             "cudalens passes only pointers and plain numbers") in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
+                    reason="nvcc (CUDA toolkit) not found")
+def test_optimize_reports_a_compile_error_at_its_line_before_looking_for_a_gpu(tmp_path):
+    src = tmp_path / "saxpy.cu"
+    src.write_text((EXAMPLES / "saxpy.cu").read_text()
+                   .replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]"))
+    proc = cudalens("optimize", str(src), env={"CUDALENS_RUNNER_URL": "http://127.0.0.1:9"})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f'error: {src}:9: expected a ";" ({src} does not compile with nvcc for sm_90: 1 error; '
+        f'cudalens check {src} shows them all)')
+    assert "runner" not in proc.stderr and "GPU" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_optimize_refuses_a_bad_build_table_before_looking_for_a_gpu(tmp_path):
+    shutil.copy(EXAMPLES / "saxpy.cu", tmp_path / "saxpy.cu")
+    shutil.copy(EXAMPLES / "saxpy.cu.spec", tmp_path / "saxpy.cu.spec")
+    (tmp_path / "cudalens.toml").write_text('[build]\nstd = "gnu++17"\n')
+    proc = cudalens("optimize", str(tmp_path / "saxpy.cu"),
+                    env={"CUDALENS_RUNNER_URL": "http://127.0.0.1:9"})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'cudalens.toml'} [build]: std: expected 'c++NN' (c++17, c++20), "
+        f"found 'gnu++17'")
+    assert "runner" not in proc.stderr

@@ -78,14 +78,16 @@ def optimize(file: Path, apply_: bool, **options) -> None:
         _fail(Console(stderr=True), f"interrupted (Ctrl-C); {state}", EXIT_INTERRUPTED)
 
 
-def _check_build(target) -> None:
-    """The kernel's build (``compile_commands.json`` or the project file's ``[build]`` table)
-    and the project headers it sends, read before any work: a refused table, an unreadable
-    database or a header the runner would refuse stops the run here (``CudalensError``), not
-    after the runner has started and the sanitizer has run."""
-    from cudalens.build import build_for, request_files
+def _preflight(target, err: Console) -> None:
+    """The engine's checks before any runner is asked (``cudalens.engine.preflight``): the
+    build (``compile_commands.json`` or the project file's ``[build]`` table) and the headers
+    it sends can be read, and the file compiles with the local nvcc (where there is one), so
+    that a refused table or a syntax error stops the run here at its line
+    (``CudalensError``), not after the runner has started (or was found missing)."""
+    from cudalens.engine.preflight import preflight
 
-    request_files(target.path, target.text, build_for(target.path))
+    with err.status(f"compiling {target.path} with nvcc"):
+        preflight(target)
 
 
 def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launch_change: bool,
@@ -131,7 +133,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
             _fail(err, f"--report {report_path}: {exc}")
     try:
         target = load_target(file, kernel_name)
-        _check_build(target)
+        _preflight(target, err)
         config = config_from_cli(file, agent_config=agent_config, **agent)
         choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
     except CudalensError as exc:
@@ -342,8 +344,9 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
                    "racecheck, initcheck, synccheck) with its spec's inputs and print each "
                    "finding at FILE:LINE:COL. Exit status 0 clean, 1 findings, 2 input errors, "
                    "3 no GPU runner or no report.")
-@click.option("--kernel", "kernel_name", help="With --gpu: the kernel to check (needed when FILE "
-                                              "holds several).")
+@click.option("--kernel", "kernel_name",
+              help="Only this kernel's resources (every template instance of a template's "
+                   "name); with --gpu: the kernel to check (needed when FILE holds several).")
 @click.option("--compile-commands", "compdb", type=click.Path(path_type=Path, dir_okay=False),
               default=None, help="compile_commands.json giving FILE's -I, -D and -std (default: "
                                  "found walking up from FILE, also in build/; else the [build] "
@@ -355,7 +358,8 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     memory errors with compute-sanitizer.
 
     Exit status: 0 when FILE compiles (warnings allowed), 1 when it does not (the errors are
-    shown at their lines), 2 for bad input (no such file, no kernel compiled), 3 when nvcc
+    shown at their lines), 2 for bad input (no such file, no kernel compiled, a --kernel that
+    names none of the compiled kernels), 3 when nvcc
     cannot be run or did not finish within --timeout, 130 after Ctrl-C (nvcc is stopped
     either way)."""
     from cudalens.build import local_nvcc_options
@@ -375,8 +379,6 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     if gpu:
         _check_gpu(file, kernel_name, err)
         return
-    if kernel_name is not None:
-        _fail(err, "--kernel is used with --gpu only (the compile check covers every kernel)")
     try:
         options = local_nvcc_options(file, compdb=compdb)
     except CudalensError as exc:
@@ -392,9 +394,33 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     if result.ok and not result.kernels:  # as spec, plan and optimize refuse such a file
         _fail(err, f"{file}: expected at least one __global__ kernel, found none"
                    + _no_kernel_hint(file))
+    if kernel_name is not None and result.kernels:
+        result = _only_kernel(result, kernel_name, file, err)
     click.echo(format_check(result))
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
+
+
+def _only_kernel(result, name: str, file: Path, err: Console):
+    """``result`` with only the resources of kernel ``name`` (its plain or qualified name, a
+    template's name for all its instances, or one instance ``scale<float>``) and of the
+    ``__device__`` functions it calls; exits with status 2 listing the compiled kernels when
+    none is named so. Diagnostics are kept whole (they are the file's)."""
+    wanted = name.replace(" ", "")
+
+    def named(k) -> bool:
+        full = k.name.replace(" ", "")
+        base = full.split("<", 1)[0]
+        return wanted in (full, base, k.mangled) or base.split("::")[-1] == wanted
+
+    kernels = tuple(k for k in result.kernels if named(k))
+    if not kernels:
+        found = ", ".join(dict.fromkeys(k.name for k in result.kernels))
+        _fail(err, f"{file}: no __global__ kernel named {name!r} among those nvcc compiled "
+                   f"(found: {found})")
+    bases = {k.name.split("<", 1)[0] for k in kernels}
+    functions = tuple(f for f in result.device_functions if bases & set(f.callers))
+    return dataclasses.replace(result, kernels=kernels, device_functions=functions)
 
 
 def _no_kernel_hint(file: Path) -> str:

@@ -16,12 +16,20 @@ from cudalens.check.ptxas_report import parse_ptxas_report
 from cudalens.check.report import CheckResult, Diagnostic
 
 _SOURCE_NAME = "source.cu"
+_WRAPPER_NAME = "header-check.cu"
 _OUTPUT_TAIL_LINES = 20
 
 
 def _line_directive(path: str) -> str:
     escaped = path.replace("\\", "\\\\").replace('"', '\\"')
     return f'#line 1 "{escaped}"\n'
+
+
+def is_header(path: str) -> bool:
+    """Whether ``path`` is compiled as a header (anything but a ``.cu`` file): included
+    (``-include``) into a generated empty ``.cu``, so that the host compiler does not warn
+    "#pragma once in main file" and every message still names the header's own lines."""
+    return os.path.splitext(path)[1].lower() != ".cu"
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -43,6 +51,10 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
     arch: ``sm_XY`` target; left out when ``options`` carry ``-arch``/``-gencode``.
     options: extra nvcc options (``-maxrregcount=32``, ``-DN=4``, ``-I...``); options that
         choose the output kind or location (``-o``, ``-c``, ``-ptx``...) raise ValueError.
+    A header (``is_header``: ``.cuh``, ``.h``...) is compiled as ``-include HEADER`` of a
+    generated empty ``.cu`` (its text, when given, from a copy in the temporary folder that
+    starts with the ``#line`` directive), so it is not the main file and ``#pragma once`` draws
+    no warning; notes naming the generated file or the command line are dropped.
     lineinfo: pass ``-lineinfo`` so ptxas errors in inline PTX map to source lines (it
         does not change the generated code's register or stack usage).
     timeout: seconds before nvcc is stopped (NvccTimeout).
@@ -61,8 +73,12 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
     try:
         keep_dir = os.path.join(workdir, "keep")
         os.mkdir(keep_dir)
+        header = is_header(path)
         if text is not None:
-            source = os.path.join(workdir, _SOURCE_NAME)
+            name = os.path.basename(path) if header else _SOURCE_NAME
+            source = os.path.join(workdir, "text", name) if header else \
+                os.path.join(workdir, _SOURCE_NAME)
+            os.makedirs(os.path.dirname(source), exist_ok=True)
             with open(source, "w", encoding="utf-8", newline="") as f:
                 f.write(_line_directive(path))
                 f.write(text)
@@ -72,15 +88,25 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
         else:
             source = path
             include_dirs = []
+        main = source  # the file whose messages name ``path``
+        wrapper = None
+        extra: list[str] = []
+        if header:
+            wrapper = os.path.join(workdir, _WRAPPER_NAME)
+            with open(wrapper, "w", encoding="utf-8"):
+                pass
+            extra = ["-include", source]
+            source = wrapper
         command = build_command(nvcc_path, source, os.path.join(workdir, "out.cubin"), keep_dir,
-                                arch=arch, options=options, include_dirs=include_dirs,
+                                arch=arch, options=(*extra, *options),
+                                include_dirs=include_dirs,
                                 lineinfo=lineinfo)
         # nvcc's temporaries go to the private folder too: a failed compile leaves files
         # (NAME-xxxx..lgenfe.bc) in TMPDIR, and the language server compiles on every edit.
         run = run_nvcc(command, timeout=timeout, temp_dir=workdir)
 
         def resolve(reported: str) -> str:
-            if reported == path or _same_file(reported, path) or _same_file(reported, source):
+            if reported == path or _same_file(reported, path) or _same_file(reported, main):
                 return path
             return os.path.normpath(reported)
 
@@ -114,6 +140,8 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
 
         diagnostics = parse_diagnostics(run.output, resolve_path=resolve,
                                         source_line=source_line, ptx_location=ptx_location)
+        if wrapper is not None:  # "included from header-check.cu:1" says nothing of the user's
+            diagnostics = [_without_wrapper(d, wrapper) for d in diagnostics]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -129,3 +157,12 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
                        command=command, duration=run.duration,
                        device_functions=report.device_functions, output=run.output,
                        returncode=run.returncode, path=path, arch=arch)
+
+
+def _without_wrapper(d: Diagnostic, wrapper: str) -> Diagnostic:
+    """``d`` without the notes that name the generated ``.cu`` including a checked header."""
+    import dataclasses  # noqa: PLC0415
+
+    notes = tuple(n for n in d.notes if n.path is None or not (
+        n.path.startswith("<") or _same_file(n.path, wrapper)))
+    return d if notes == d.notes else dataclasses.replace(d, notes=notes)

@@ -6,7 +6,9 @@ On the kernel's first line, left to right:
   when the stored results are for another version of the kernel;
 * while a job runs or waits: ``optimizing: candidate 5/12 ...`` / ``queued`` (click:
   cancel);
-* ``Optimize`` (``Optimize again`` after a run);
+* ``Optimize`` (``Optimize again`` after a run); while the last compile check of the file
+  failed, ``does not compile (line 4: expected a ";"): fix it to Optimize`` instead, without an
+  action;
 * after a run with a candidate on offer: ``2.31x faster candidate: show diff``, ``apply``,
   ``reject``; a candidate timed with another launch than the user's says how it runs under
   the user's: ``14.80x faster candidate: show diff (1.80x as a drop-in; 14.80x with block =
@@ -28,20 +30,21 @@ from typing import Any, Optional, Sequence
 
 from lsprotocol import types
 
+from cudalens.engine.preflight import refuses
 from cudalens.lsp import commands as cmd
 from cudalens.lsp.documents import DocumentSnapshot, path_to_uri
 from cudalens.lsp.editing import EDITING, Held
 from cudalens.lsp.jobs import Job
 from cudalens.lsp.launch_edits import drop_in_phrase
 from cudalens.lsp.results import KernelStatus
-from cudalens.lsp.wording import measurement, no_offer, short_device, speedup
+from cudalens.lsp.wording import measurement, no_offer, not_compiling, short_device, speedup
 from cudalens.spec.parser import spec_path_for
 
 
 def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
                 jobs: dict[str, Job], held: Optional[Held] = None,
                 held_statuses: Sequence[KernelStatus] = (), held_jobs: Optional[dict] = None,
-                open_spec: bool = False) -> list[types.CodeLens]:
+                open_spec: bool = False, check=None) -> list[types.CodeLens]:
     """The lenses of ``snapshot``; ``jobs`` maps kernel names to their queued/running job.
 
     held: kernels of the last good parse that this mid-edit snapshot lost (``editing``), with
@@ -50,12 +53,17 @@ def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
         version)``, and no command but Cancel.
     open_spec: the client can show a document (``window/showDocument``): a kernel whose spec
         file exists but cannot be used gets a lens that opens the spec file.
+    check: the document's last compile check (``cudalens.check.CheckResult``); when it failed
+        at a line (``engine.preflight.refuses``), no kernel is offered Optimize (the lens says
+        where the first error is).
     """
+    broken = not_compiling(snapshot.path, check) if refuses(check) else ""
     out: list[types.CodeLens] = []
     spec_path = spec_path_for(snapshot.path)
     for st in statuses:
         line = snapshot.index.range(st.view.kernel.range).start.line
-        out += _kernel_lenses(snapshot, st, jobs.get(st.name), line, spec_path, open_spec)
+        out += _kernel_lenses(snapshot, st, jobs.get(st.name), line, spec_path, open_spec,
+                              broken)
     for st in held_statuses if held is not None else ():
         line = held.lines.get(st.name, 0)
         job = (held_jobs or {}).get(st.name)
@@ -76,7 +84,7 @@ def _line_range(line: int) -> types.Range:
 
 
 def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[Job], line: int,
-                   spec_path: Path, open_spec: bool) -> list[types.CodeLens]:
+                   spec_path: Path, open_spec: bool, broken: str = "") -> list[types.CodeLens]:
     out: list[types.CodeLens] = []
     rng = _line_range(line)
     args = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, version=snapshot.version)
@@ -95,6 +103,8 @@ def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[J
     if job is not None:
         lens(f"{'optimizing' if job.state == 'running' else 'queued'}: {job.message} "
              f"(cancel)", cmd.CANCEL)
+    elif broken:
+        lens(f"does not compile ({broken}): fix it to Optimize")
     elif st.view.spec is not None:
         lens("Optimize again" if run is not None else "Optimize", cmd.OPTIMIZE)
     elif spec_path.is_file():

@@ -290,6 +290,14 @@ class Diagnostics:
         """The last finished compile check of ``uri`` (for hover), if any."""
         return self._checks.get(uri)
 
+    def check_for(self, uri: str, version: Optional[int]) -> Optional[CheckResult]:
+        """The last finished compile check of ``uri`` when it was made for ``version`` (the
+        optimize jobs' preflight uses it instead of compiling again), else None."""
+        compiled = self._compiled.get(uri)
+        if compiled is None or compiled[0] != version:
+            return None
+        return self._checks.get(uri)
+
     def pending(self, uri: str) -> bool:
         return uri in self._pending
 

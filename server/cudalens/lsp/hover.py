@@ -7,7 +7,9 @@ registers, stack and spills (the runner's compile report, else the last nvcc che
 Nsight Compute profile stored with the run (achieved occupancy, DRAM throughput, main stall
 reasons: ``bottleneck.profile_summary``), naming what was profiled (the baseline or the
 candidate on offer), or "not profiled" with the reason (never a guess); the candidate on
-offer. Without results, the compile-check facts and a pointer to Optimize.
+offer. Without results, the compile-check facts and a pointer to Optimize (or, while the last
+compile check failed, where its first error is). The kernel's last failed Optimize, with its
+message and time, until the next one is queued.
 """
 
 from __future__ import annotations
@@ -17,18 +19,20 @@ from typing import Optional
 from lsprotocol import types
 
 from cudalens.check.report import CheckResult, KernelResources
+from cudalens.engine.preflight import refuses
 from cudalens.lsp.bottleneck import fp32_peak_gflops, occupancy, profile_summary, roofline
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.positions import contains
 from cudalens.lsp.results import KernelStatus
-from cudalens.lsp.wording import (copy_bandwidth_note, fmt_us, no_offer, share_of_copy,
-                                  speedup_ci, stale_note)
+from cudalens.lsp.wording import (copy_bandwidth_note, failure_note, fmt_us, no_offer,
+                                  not_compiling, share_of_copy, speedup_ci, stale_note)
 from cudalens.store.records import BASELINE
 
 
 def hover(snapshot: DocumentSnapshot, statuses: list[KernelStatus], position: types.Position,
-          check: Optional[CheckResult]) -> Optional[types.Hover]:
-    """The hover for ``position`` when it lies on a kernel's signature (name to ``{``)."""
+          check: Optional[CheckResult], failures: Optional[dict] = None) -> Optional[types.Hover]:
+    """The hover for ``position`` when it lies on a kernel's signature (name to ``{``).
+    ``failures``: kernel name -> its last failed optimize job (``lsp.jobs.Failure``)."""
     for st in statuses:
         first, last = snapshot.signature_lines(st.view)
         if not first <= position.line <= last:
@@ -37,7 +41,11 @@ def hover(snapshot: DocumentSnapshot, statuses: list[KernelStatus], position: ty
         start = snapshot.index.range(kernel.range).start
         sig = types.Range(start, snapshot.signature_end(st.view))
         if contains(sig, position):
-            text = "\n\n".join(_sections(st, _resources(check, kernel.name)))
+            sections = _sections(st, _resources(check, kernel.name), check, snapshot.path)
+            failure = (failures or {}).get(st.name)
+            if failure is not None:
+                sections.insert(1, failure_note(failure))
+            text = "\n\n".join(sections)
             return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, text),
                                range=snapshot.name_range(st.view))
     return None
@@ -52,7 +60,8 @@ def _resources(check: Optional[CheckResult], name: str) -> Optional[KernelResour
     return None
 
 
-def _sections(st: KernelStatus, res: Optional[KernelResources]) -> list[str]:
+def _sections(st: KernelStatus, res: Optional[KernelResources],
+              check: Optional[CheckResult] = None, path=None) -> list[str]:
     name = st.view.kernel.name
     run = st.current
     out = []
@@ -68,6 +77,9 @@ def _sections(st: KernelStatus, res: Optional[KernelResources]) -> list[str]:
                        f"shared, {res.stack_bytes} B stack, {spills}")
         if st.view.spec is None:
             out.append(f"No harness spec: {st.view.spec_error}")
+        elif refuses(check):
+            out.append(f"The file does not compile ({not_compiling(path, check)}): fix it to "
+                       f"**Optimize**.")
         else:
             out.append("Run **Optimize** to measure it on the GPU runner.")
         return out

@@ -12,6 +12,12 @@ Cancel (``window/workDoneProgress/cancel`` on the job's token, or the ``cudalens
 command): a queued job is dropped; a running job is told to stop at the runner's next
 progress message, its progress ends at once, and whatever it finishes with is thrown away.
 
+Before any runner is asked (``runner_factory``), a job runs the engine's preflight
+(``cudalens.engine.preflight``): the build can be read and the file compiles (the diagnostics'
+check of the same version when one finished, else a compile here; none with
+``cudalens.check.enabled`` off). A kernel whose document's current check failed is refused at
+``submit``. A failed job is kept in ``failures`` (message and time) until the kernel's next job.
+
 Progress comes as typed events (``cudalens.engine.events``: the runner's ``Compiling``,
 ``Verifying``, ``TimingRound`` ..., the optimize flow's ``BatchStarted``, ``BestSoFar``,
 ``Confirming``); ``cudalens.lsp.progress.BuiltinProgress`` turns them into what the editor
@@ -58,6 +64,7 @@ from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp import llm
 from cudalens.lsp.notifier import Notifier
 from cudalens.lsp.progress import BuiltinProgress
+from cudalens.engine.preflight import does_not_compile, preflight, refuses
 from cudalens.engine.proposer import Budget, RunCancelled
 from cudalens.engine.run import run
 from cudalens.engine.runner import Runner
@@ -98,6 +105,14 @@ class Job:
         return self.view.name
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A kernel's last failed optimize job: its ``message`` and when (``at``, UTC ISO)."""
+
+    message: str
+    at: str
+
+
 def outcome(record: RunRecord) -> str:
     """The final progress message: ``best 1.28x (verified), 24 candidates``."""
     offers = record.offers()
@@ -118,14 +133,21 @@ class Jobs:
     analysis of an open document, None when closed), ``stored(record, job)`` (a finished
     run to keep) and ``device_seen(settings, device)`` (the runner's device, once known).
     ``on_findings(snapshot, kernel, findings)``, when set, gets the compute-sanitizer findings
-    that stopped a job (``lsp/server.py`` sets the sanitizer checks' ``record``)."""
+    that stopped a job (``lsp/server.py`` sets the sanitizer checks' ``record``).
+    ``checked(uri, version)``: the editor's compile check of that document version, when one
+    finished (the engine's preflight uses it instead of compiling again; a failed one refuses
+    the job at once). ``failures``: each kernel's last failed job, ``(uri, kernel) ->
+    Failure``, kept until the kernel's next job is queued (the hover shows it)."""
 
     def __init__(self, notifier: Notifier, runner_factory: RunnerFactory, *,
                  settings: Callable[[], Settings],
                  snapshot: Callable[[str], Optional[DocumentSnapshot]],
                  stored: Callable[[RunRecord, Job], None],
-                 device_seen: Callable[[Settings, DeviceInfo], None]):
+                 device_seen: Callable[[Settings, DeviceInfo], None],
+                 checked: Callable[[str, Optional[int]], Optional[Any]] = lambda _u, _v: None):
         self.notifier = notifier
+        self._checked = checked
+        self.failures: dict[tuple[str, str], Failure] = {}
         self.runner_factory = runner_factory
         self._settings = settings
         self._snapshot = snapshot
@@ -169,9 +191,14 @@ class Jobs:
         """
         if view.spec is None:
             raise CudalensError(f"cannot optimize {view.name}: {view.spec_error}")
+        check = self._checked(snapshot.uri, snapshot.version)
+        if refuses(check):  # the engine's preflight would refuse it
+            raise CudalensError(f"cannot optimize {view.name}: "
+                                f"{does_not_compile(str(snapshot.path), check)}")
         existing = self.active(snapshot.uri, view.name)
         if existing is not None and existing.view.material == view.material:
             return existing
+        self.failures.pop((snapshot.uri, view.name), None)  # until the next run
         job = Job(id=next(self._ids), snapshot=snapshot, view=view,
                   settings=self._settings(), token="")
         job.token = f"cudalens/optimize/{job.id}"
@@ -259,6 +286,8 @@ class Jobs:
             return
         job.state = "failed"
         job.message = _failure(exc)
+        self.failures[(job.uri, job.kernel)] = Failure(
+            job.message, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         log.warning("optimizing %s failed: %s", job.kernel, job.message,
                     exc_info=not isinstance(exc, CudalensError))
         # The message goes out first so that a client that sees the progress end has already
@@ -311,7 +340,20 @@ class Jobs:
             job.message = text
             loop.call_soon_threadsafe(self.notifier.progress_report, job.token, text, percent)
 
-        # the runner first: no request goes to the model's server where nothing can be run
+        # the engine's cheap checks first (the build, the compile): nothing is asked of a
+        # runner for a kernel that cannot be run
+        target = job.snapshot.target(job.view)
+        settings = job.settings
+        check = self._checked(job.uri, job.snapshot.version)
+        if check is None and settings.check_enabled:
+            report("compiling with nvcc", 0)
+        # with the compile check off (cudalens.check.enabled) nothing is compiled here
+        preflight(target, nvcc=settings.nvcc, arch=settings.arch,
+                  options=settings.nvcc_options, compiled=check,
+                  compile=settings.check_enabled)
+        if job.cancel.is_set():
+            raise JobCancelled()
+        # the runner next: no request goes to the model's server where nothing can be run
         client = self._client(job.settings)
         if job.cancel.is_set():
             raise JobCancelled()
@@ -330,7 +372,6 @@ class Jobs:
             loop.call_soon_threadsafe(self.notifier.show_message,
                                       f"cudalens: optimizing {job.kernel} with {choice.reason}",
                                       types.MessageType.Warning)
-        target = job.snapshot.target(job.view)
         sanitizer = not_run("the cudalens.sanitize setting is off")
         from cudalens.lsp.capture_action import replay_for  # a current capture is replayed
         target, replay = replay_for(job.settings.workspace_roots, job.snapshot, job.view, target,

@@ -4,7 +4,8 @@ lens sits on).
 
 Markdown: the candidates in search order (at most ``SHOWN``; the first batch marked), then
 every pass that does not apply with its line and reason. A kernel without a spec gets no plan
-section (its spec diagnostic says why).
+section (its spec diagnostic says why); while the file's last compile check failed, no plan is
+made and the section says where the first error is.
 
 Building a plan applies every pass (35 ms to 0.8 s for the examples on a 2-core machine), more
 than a hover may take, so plans are built on one background thread and cached by document
@@ -22,8 +23,10 @@ from typing import Optional
 
 from lsprotocol import types
 
+from cudalens.engine.preflight import refuses
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp.results import KernelStatus
+from cudalens.lsp.wording import not_compiling
 from cudalens.optimizer.plan import Plan, make_plan
 
 SHOWN = 8
@@ -89,11 +92,18 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def with_plan(hover: Optional[types.Hover], snapshot: DocumentSnapshot,
-              statuses: list[KernelStatus], position: types.Position) -> Optional[types.Hover]:
+              statuses: list[KernelStatus], position: types.Position,
+              check=None) -> Optional[types.Hover]:
     """``hover`` (the signature hover, or None off a signature) with the plan of the kernel it
-    is about appended; None stays None."""
+    is about appended; None stays None. ``check``: the document's last compile check; when it
+    failed, the plan section says so instead."""
     if hover is None or not isinstance(hover.contents, types.MarkupContent):
         return hover
+    if refuses(check):
+        text = (f"{hover.contents.value}\n\n**Optimize plan**: none while the file does not "
+                f"compile ({not_compiling(snapshot.path, check)})")
+        return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, text),
+                           range=hover.range)
     view = next((st.view for st in statuses
                  if snapshot.name_range(st.view) == hover.range), None)
     if view is None:

@@ -138,7 +138,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
                      if (job := s.jobs.active(snap.uri, st.name)) is not None}
         return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri), held,
                                      held_statuses, held_jobs,
-                                     open_spec=s.supports("window", "show_document", "support")) \
+                                     open_spec=s.supports("window", "show_document", "support"),
+                                     check=s.diagnostics.last_check(snap.uri)) \
             + capture_action.lenses(snap, s.roots,
                                     s.supports("window", "show_document", "support"))
 
@@ -169,9 +170,11 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         if snap is None:
             return None
         statuses = s.statuses(snap)
-        return plan_hover.with_plan(hover.hover(snap, statuses, params.position,
-                                                s.diagnostics.last_check(snap.uri)),
-                                    snap, statuses, params.position)
+        check = s.diagnostics.last_check(snap.uri)
+        failures = {kernel: f for (uri, kernel), f in s.jobs.failures.items() if uri == snap.uri}
+        return plan_hover.with_plan(hover.hover(snap, statuses, params.position, check,
+                                                failures),
+                                    snap, statuses, params.position, check)
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(ls: CudalensServer, params: types.WorkDoneProgressCancelParams) -> None:

@@ -64,7 +64,7 @@ class Session:
             executor=self.check_executor)
         self.jobs = Jobs(self.notifier, runner_factory, settings=lambda: self.settings,
                          snapshot=self.snapshot, stored=self.record_run,
-                         device_seen=self.device_seen)
+                         device_seen=self.device_seen, checked=self.diagnostics.check_for)
         self.watcher = Watcher(roots, self.files_changed)
         self._snapshots: dict[str, tuple[int, DocumentSnapshot]] = {}
         self.specs = SpecCache()

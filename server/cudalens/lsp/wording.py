@@ -79,3 +79,27 @@ def no_offer(run: RunRecord, rejected: int) -> str:
     if best is None:
         return "no candidate passed verification"
     return f"no verified candidate faster beyond noise (best {speedup(best)})"
+
+
+def not_compiling(path, check) -> str:
+    """Where a failed compile check's first error is, for a lens or a hover: ``line 4:
+    expected a ";"`` (its own file), ``bad.cuh:2: ...`` (a header), or nvcc's message."""
+    import os  # noqa: PLC0415
+
+    errors = [d for d in check.diagnostics if d.severity == "error"]
+    located = [d for d in errors if d.path is not None and d.line is not None]
+    first = (located or errors or [None])[0]
+    if first is None:
+        return f"nvcc exited with status {check.returncode}"
+    message = first.message.split("\n", 1)[0]
+    if first.path is None or first.line is None:
+        return f"{first.tool}: {message}"
+    if os.path.normcase(os.path.abspath(first.path)) == os.path.normcase(os.path.abspath(path)):
+        return f"line {first.line}: {message}"
+    return f"{os.path.basename(first.path)}:{first.line}: {message}"
+
+
+def failure_note(failure) -> str:
+    """A kernel's last failed optimize job (``lsp.jobs.Failure``) in words."""
+    when = failure.at.replace("T", " ").replace("+00:00", " UTC")
+    return f"Last **Optimize** failed ({when}): {failure.message}"

@@ -262,8 +262,17 @@ class ModelBackend:
         pass
 
 
+# When set: a file that gets one line per runner the factory makes (tests that must see no
+# runner started, e.g. for a kernel that does not compile)
+MADE_LOG_ENV = "CUDALENS_TEST_RUNNERS_MADE"
+
+
 def make_client(settings=None) -> ModelRunnerClient:
     """The runner factory for ``cudalens lsp --runner-factory model_runner:make_client``."""
+    log = os.environ.get(MADE_LOG_ENV)
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write("runner made\n")
     scripted = os.environ.get(SCRIPTED_ENV)
     return ModelRunnerClient(step_s=float(os.environ.get(STEP_ENV, "0")),
                              scripted=ScriptedVerdicts(Path(scripted)) if scripted else None)
