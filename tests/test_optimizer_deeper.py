@@ -303,3 +303,14 @@ def test_atomic_total_loop_adds_every_block_once_on_cpu():
     assert math.isclose(before.buffers["total"][0], after.buffers["total"][0], rel_tol=1e-5)
     assert after.buffers["x"] == before.buffers["x"]
     assert after.buffers["total"][1:] == before.buffers["total"][1:]  # guards untouched
+
+
+def test_column_tiles_name_their_row_step_as_an_english_ordinal():
+    from cudalens.optimizer.passes import column_reduce  # noqa: PLC0415
+
+    got = [column_reduce._ordinal(n) for n in (1, 2, 3, 4, 8, 11, 12, 13, 21, 32, 112)]  # noqa: SLF001
+    assert got == ["1st", "2nd", "3rd", "4th", "8th", "11th", "12th", "13th", "21st", "32nd",
+                   "112th"]
+    plan = make_plan(_example("colsum"))
+    words = [c.explanation for c in plan.candidates if "col-tile tile=16x32" in c.label]
+    assert words and "32 threads per column each sum every 32nd row" in words[0]

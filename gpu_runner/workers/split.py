@@ -150,13 +150,14 @@ class SplitRun:
         except Cancelled:
             self._end(self.job.cancelled)
         except SupervisorError as exc:
-            self._end(lambda: self.job.failed(str(exc), exc.kind))
+            message, kind = str(exc), exc.kind
+            self._end(lambda: self.job.failed(message, kind))
         except LOST as exc:
             self._lane_lost(lane, part, str(exc))
         except Exception as exc:  # noqa: BLE001 - the job reports it; the service lives on
             log.exception("split evaluation failed on GPU %d", lane)
-            self._end(lambda: self.job.failed(f"internal error of the runner on GPU {lane}: "
-                                              f"{type(exc).__name__}: {exc}"))
+            message = f"internal error of the runner on GPU {lane}: {type(exc).__name__}: {exc}"
+            self._end(lambda: self.job.failed(message))
 
     def _end(self, report: Callable[[], None]) -> None:
         with self._lock:

@@ -59,6 +59,13 @@ _IDENTITY = {"+": ("0", "0.0", "0.0f", "0.f", "0.", "0u"),
              "min": ("INFINITY", "FLT_MAX", "DBL_MAX", "HUGE_VALF")}
 
 
+def _ordinal(n: int) -> str:
+    """``8`` -> ``"8th"``, ``32`` -> ``"32nd"``, ``1`` -> ``"1st"`` (English ordinals, for the
+    explanation and the rewrite's comment)."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 class NotColumnReduction(LocatedError):
     """The kernel is not the recognized column reduction; the message says why, with the line."""
 
@@ -298,7 +305,8 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
     w = structural.Layout(ctx)
     part, s = w.fresh("part"), w.fresh("s")
     c, acc, r = m.index, m.acc, m.row
-    w(1, f"// {cx} columns x {ty} row groups per block: each thread combines every {ty}th "
+    w(1, f"// {cx} columns x {ty} row groups per block: each thread combines every "
+         f"{_ordinal(ty)} "
          f"row of its column, then shared memory combines the {ty}.")
     w(1, structural.block_guard(cx, ty))
     w(1, f"__shared__ {m.acc_type} {part}[{ty}][{cx}];")
@@ -337,7 +345,8 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
     order = (" (float sums are added in another order: within the tolerance the runner "
              "checks)" if m.combine == "+" else "")
     explanation = (f"column reduction over a {cx} x {ty} block tile: {ty} threads per column "
-                   f"each {what} every {ty}th row (rows read coalesced, {ty}x the threads and "
+                   f"each {what} every {_ordinal(ty)} row (rows read coalesced, {ty}x the threads "
+                   f"and "
                    f"loads in flight of one thread per column), then a shared-memory tree "
                    f"combines the {ty} partial results{order}")
     return PassResult(source=source, launch=launch, tags=("col-tile", f"tile={cx}x{ty}"),
