@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from cudalens.source.model import Kernel, LaunchSite
+from cudalens.spec.host_locals import locals_in, offset_of
 
 _INT = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*$")
 _DIM3_CALL = re.compile(r"^(?:dim3\s*)?[({](?P<args>[^(){}]*)[)}]$")
@@ -235,7 +236,6 @@ def block_from_file(kernel: Kernel, sites: Sequence[LaunchSite], source: str,
     named by an integer local of the launching function (``unsigned int block_size = 512;``
     before ``<<<grid, block_size>>>``) is that local's value; the sites' positions are in
     ``file_text`` (the kernel's file, when ``source`` has headers before it)."""
-    from cudalens.spec.infer import _locals_in, _offset_of
 
     def text_of(site: LaunchSite) -> Optional[str]:
         if len(site.config) < 2:
@@ -244,8 +244,8 @@ def block_from_file(kernel: Kernel, sites: Sequence[LaunchSite], source: str,
         if literal_block(text, source) is not None:
             return text
         own = source if file_text is None else file_text
-        at = _offset_of(own, site.range.start.line, site.range.start.column)
-        return _locals_in(text, own, at, set())
+        at = offset_of(own, site.range.start.line, site.range.start.column)
+        return locals_in(text, own, at, set())
 
     found = block_from_texts(tuple(text_of(site) for site in sites),
                              kernel.launch_bounds[0] if kernel.launch_bounds else None, source)

@@ -86,6 +86,7 @@ from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import ExprError, evaluate, names_in
+from cudalens.spec.host_locals import line_starts, locals_in, offset_of
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
                                  SizeDecl)
 from cudalens.spec.poly import Poly
@@ -353,7 +354,7 @@ def clear_text_caches() -> None:
     block_shape.dim3_declarations.cache_clear()
     block_shape.block_from_texts.cache_clear()
     block_shape.dim3_declaration_sites.cache_clear()
-    _line_starts.cache_clear()
+    line_starts.cache_clear()
 
 
 class _Drafter:
@@ -1285,8 +1286,8 @@ class _Drafter:
             if index >= len(site.arguments):
                 continue
             arg = site.arguments[index].strip()
-            at = _offset_of(self.source, site.range.start.line, site.range.start.column)
-            text = _locals_in(arg, self.source, at, set())
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            text = locals_in(arg, self.source, at, set())
             if re.fullmatch(r"[A-Za-z_]\w*", text):
                 text = _initializer(text, self.source) or text
             try:
@@ -1397,7 +1398,7 @@ def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
     from cudalens.spec.block_shape import dim3_declared_before, split_top
 
     text = site.config[0].strip()
-    at = _offset_of(source, site.range.start.line, site.range.start.column)
+    at = offset_of(source, site.range.start.line, site.range.start.column)
     m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
     declared = dim3_declared_before(text, source, at) \
         if re.fullmatch(r"[A-Za-z_]\w*", text) else None
@@ -1408,53 +1409,7 @@ def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
     else:
         parts = [text]
     keep = {a.strip() for a in site.arguments}
-    return tuple(_locals_in(p, source, at, keep) for p in parts[:3])
-
-
-def _offset_of(text: str, line: int, column: int) -> int:
-    """The character offset of 0-based ``line`` and ``column`` in ``text`` (near enough for
-    ordering declarations before a launch)."""
-    starts = _line_starts(text)
-    return len(text) if line >= len(starts) else starts[line] + column
-
-
-@functools.lru_cache(maxsize=8)
-def _line_starts(text: str) -> tuple[int, ...]:
-    return (0,) + tuple(m.end() for m in re.finditer("\n", text))
-
-
-_LOCAL_INT = (r"(?:(?:static|const|constexpr)\s+)*(?:unsigned\s+|signed\s+)?(?:long\s+)?"
-              r"(?:int|long|short|size_t|auto|unsigned)\s+(?:const\s+)?")
-
-
-def _locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
-    """``expr`` with each name that is not in ``keep`` replaced by the initializer of its last
-    integer declaration before offset ``before`` in the launching function (``int grid_size =
-    N;``; the function taken to start after the last ``}`` that opens a line above the
-    launch; a few rounds), when that name is not assigned again between them."""
-    start = source.rfind("\n}", 0, before) + 1
-    for _ in range(3):
-        changed = False
-
-        def one(m: "re.Match") -> str:
-            nonlocal changed
-            name = m.group(0)
-            if name in keep:
-                return name
-            found = list(re.finditer(rf"\b{_LOCAL_INT}{re.escape(name)}\s*=\s*([^;{{}}]+);",
-                                     source[start:before]))
-            if not found:
-                return name
-            last = found[-1]
-            later = source[start + last.end():before]
-            if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=)(?!=)", later):
-                return name
-            changed = True
-            return f"({last.group(1).strip()})"
-        expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", one, expr)
-        if not changed:
-            break
-    return expr
+    return tuple(locals_in(p, source, at, keep) for p in parts[:3])
 
 
 def _multiple_of(size: SizeDecl, step: int, constants: dict[str, int]) -> SizeDecl:

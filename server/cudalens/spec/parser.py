@@ -134,6 +134,10 @@ def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
     spec = pick_section(specs, names, instance, str(path))
     if spec is not None and isinstance(kernel, Kernel):
         validate(spec, kernel, source_text)
+        if source_text is not None and spec.source != "inferred":  # a draft is inference's
+            from cudalens.spec.output_lengths import check_lengths  # noqa: PLC0415 - runs inference
+
+            check_lengths(spec, kernel, source_text)
     return spec
 
 
