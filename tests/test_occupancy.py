@@ -1,4 +1,4 @@
-"""The one occupancy model (``cudalens.optimizer.occupancy``): its table against the CUDA C++
+"""The one occupancy model (``cudalens.occupancy``): its table against the CUDA C++
 Programming Guide's "Technical Specifications per Compute Capability", and the Occupancy
 Calculator's results for sm_90 (H100/H200) and sm_80 (A100), seen the same way by the
 search's pruning and by the editor's hover (``lsp.bottleneck.occupancy``)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from cudalens.lsp import bottleneck
-from cudalens.optimizer.occupancy import LIMITS, limits_for_capability, occupancy
+from cudalens.occupancy import LIMITS, limits_for_capability, occupancy
 
 KB = 1024
 

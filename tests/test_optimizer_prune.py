@@ -1,4 +1,4 @@
-"""Theoretical occupancy and pruning by the compile report (``cudalens.optimizer.occupancy``,
+"""Theoretical occupancy and pruning by the compile report (``cudalens.occupancy``,
 ``cudalens.optimizer.prune``): the calculator's numbers for known configurations, every
 pruning rule with its reason, the compile cache, and a real nvcc run where a
 ``__launch_bounds__`` candidate that forces spills is dropped."""
@@ -11,7 +11,7 @@ import pytest
 
 from cudalens.check.report import KernelResources
 from cudalens.optimizer.candidate import Candidate
-from cudalens.optimizer.occupancy import LIMITS, occupancy
+from cudalens.occupancy import LIMITS, occupancy
 from cudalens.optimizer.passes import launch_bounds
 from cudalens.optimizer.prune import BaselineDoesNotCompile, CompilePruner
 

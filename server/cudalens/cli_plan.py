@@ -1,5 +1,5 @@
 """``cudalens plan FILE [--kernel NAME] [--json PATH]``: what the built-in search would time for
-a kernel, without a GPU (``cudalens.optimizer.plan``): the candidates in search order, the
+a kernel, without a GPU (``cudalens.engine.plan``): the candidates in search order, the
 first batch marked (each with the passes' explanation), and every pass that does not apply
 with its reason and line.
 
@@ -16,7 +16,7 @@ from typing import Optional
 import click
 
 from cudalens.errors import CudalensError
-from cudalens.optimizer.plan import Plan
+from cudalens.engine.plan import Plan
 
 
 def _launch_text(c) -> str:
@@ -69,8 +69,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
     from rich.console import Console
 
     from cudalens.cli_exit import _fail, _unwritable
-    from cudalens.optimizer.context import make_context
-    from cudalens.optimizer.plan import make_plan
+    from cudalens.engine.plan import plan_for_target
     from cudalens.spec.parser import spec_path_for
     from cudalens.target import load_target
 
@@ -87,8 +86,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
         target = load_target(file, kernel_name)
     except CudalensError as exc:
         _fail(err, str(exc))
-    ctx = make_context(target.text, str(target.path), target.kernel.qualified_name, target.spec)
-    plan = make_plan(ctx, seed=seed, batch=batch)
+    plan = plan_for_target(target, seed=seed, batch=batch)
     if to_stdout:  # --json -: the JSON alone on standard output, for a pipe
         click.echo(json.dumps(plan.record(), indent=2))
         return

@@ -10,7 +10,7 @@ The FP32 peak is 2 (an FMA counts two operations) x FP32 lanes per SM x SMs x SM
 (``cudalens.gpu_peaks``, the one place the compute peaks and their sources are kept).
 
 Occupancy: resident warps per SM over the maximum, limited by the block size, registers and
-shared memory: the model and table of ``cudalens.optimizer.occupancy`` (the CUDA C++
+shared memory: the model and table of ``cudalens.occupancy`` (the CUDA C++
 Programming Guide's limits per compute capability and the CUDA Occupancy Calculator's
 allocation rules; the search prunes with the same numbers). It is the
 theoretical occupancy, not the achieved one (that needs a profiler: ``profile_summary``
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from cudalens.gpu_peaks import fp32_peak_gflops
-from cudalens.optimizer.occupancy import Occupancy, limits_for_capability
-from cudalens.optimizer.occupancy import occupancy as occupancy_on
+from cudalens.occupancy import Occupancy, limits_for_capability
+from cudalens.occupancy import occupancy as occupancy_on
 
 __all__ = ["Occupancy", "occupancy", "fp32_peak_gflops", "Roofline", "roofline",
            "profile_summary"]
@@ -34,7 +34,7 @@ __all__ = ["Occupancy", "occupancy", "fp32_peak_gflops", "Roofline", "roofline",
 def occupancy(cc: tuple[int, int], threads_per_block: int, registers: int,
               shared_bytes: int) -> Optional[Occupancy]:
     """Theoretical occupancy of a launch on compute capability ``cc`` (the one model,
-    ``cudalens.optimizer.occupancy``); None for a capability not in its table or a block of no
+    ``cudalens.occupancy``); None for a capability not in its table or a block of no
     threads. ``registers`` per thread, ``shared_bytes`` per block (static + dynamic)."""
     limits = limits_for_capability(tuple(cc))
     if limits is None or threads_per_block <= 0:

@@ -1,4 +1,4 @@
-"""The plan on a kernel's hover: what Optimize would time (``cudalens.optimizer.plan``), the
+"""The plan on a kernel's hover: what Optimize would time (``cudalens.engine.plan``), the
 same facts ``cudalens plan`` prints, appended to the signature hover (the line the Optimize
 lens sits on).
 
@@ -27,7 +27,7 @@ from cudalens.engine.preflight import refuses
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp.results import KernelStatus
 from cudalens.lsp.wording import not_compiling
-from cudalens.optimizer.plan import Plan, make_plan
+from cudalens.engine.plan import Plan, plan_for_document
 
 SHOWN = 8
 PENDING = "**Optimize plan**: being prepared (what the search would time); hover again in a moment."
@@ -38,12 +38,8 @@ _executor: Optional[ThreadPoolExecutor] = None
 
 
 def _build(snapshot: DocumentSnapshot, view: KernelView) -> Plan:
-    from cudalens.optimizer.context import PassContext
-
-    ctx = PassContext(path=str(snapshot.path), text=snapshot.text, source=snapshot.source,
-                      kernel=view.kernel, spec=view.spec,
-                      launch_sites=snapshot.source.launch_sites)
-    return make_plan(ctx)
+    return plan_for_document(str(snapshot.path), snapshot.text, snapshot.source, view.kernel,
+                             view.spec)
 
 
 def plan_future(snapshot: DocumentSnapshot, view: KernelView) -> Optional[Future]:

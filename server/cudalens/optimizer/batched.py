@@ -305,7 +305,7 @@ def search(ctx, evaluate: Evaluate, *, budget: Budget, seed: int = 0, arch: str 
         cudalens.optimizer.tunables.TuneError: a malformed ``@tune`` marker in ``extra``.
     """
     from cudalens.check.nvcc import NvccNotFound, find_nvcc
-    from cudalens.optimizer.occupancy import LIMITS
+    from cudalens.occupancy import LIMITS
     from cudalens.optimizer.prune import CompilePruner
     from cudalens.optimizer.staged_search import STAGES, ordered
     from cudalens.optimizer.tunables import sweep

@@ -9,7 +9,7 @@ baseline's. A candidate is dropped, with the reason kept, when:
 3. it spills registers to local memory where the baseline spills none (local memory is
    device memory: every spill is extra memory traffic);
 4. it cannot launch: its registers or shared memory for one block exceed an SM;
-5. its theoretical occupancy (``cudalens.optimizer.occupancy``) is below ``min_occupancy``
+5. its theoretical occupancy (``cudalens.occupancy``) is below ``min_occupancy``
    (default 25%: 16 of an H100/H200 SM's 64 warp slots, too few to hide memory latency in
    the CUDA C++ Best Practices Guide's terms) and below the baseline's.
 
@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 from cudalens.check.report import KernelResources
 from cudalens.optimizer.candidate import Candidate
 from cudalens.optimizer.context import PassContext
-from cudalens.optimizer.occupancy import LIMITS, Occupancy, SmLimits, occupancy
+from cudalens.occupancy import LIMITS, Occupancy, SmLimits, occupancy
 from cudalens.spec.errors import SpecError
 from cudalens.spec.model import LaunchDecl
 from cudalens.spec.resolve import resolve_launch, sizes_for
