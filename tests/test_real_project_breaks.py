@@ -153,13 +153,21 @@ def test_launch_config_leaves_the_block_of_a_tile_stepped_kernel():
     spec = ("kernel scale_tiles\nsize n = 1 << 20\nscalar n: int = n\nscalar s: float = 2\n"
             "in in: float[n]\nout out: float[n]\nblock = 256\ngrid = ceil_div(n, block.x * 4)\n")
     ctx = context_with_spec(TILED, "scale_tiles", spec)
+    # the grid's constant tile is the first reason (line 5) ...
     assert launch_config.check(ctx) == (
+        "'blockIdx.x * TILE * 4' (line 5) tiles the grid by TILE (= 128), not by blockDim.x: "
+        "each block covers a fixed 128-wide tile along x, so another block would leave "
+        "elements uncovered or cover them twice")
+    assert launch_config.parameter_space(ctx) == ()
+    # ... and with the grid tiled by the block, the loop's constant step still refuses
+    block_grid = TILED.replace("blockIdx.x * TILE * 4", "blockIdx.x * blockDim.x * 4")
+    assert launch_config.check(context_with_spec(block_grid, "scale_tiles", spec)) == (
         "the loop at line 6 steps i by TILE (= 128) from threadIdx.x, not by blockDim.x: the "
         "kernel covers its elements with exactly 128 threads, so the block cannot change")
-    assert launch_config.parameter_space(ctx) == ()
-    # the same kernel stepping by blockDim.x is searched
-    strided = TILED.replace("i += TILE", "i += blockDim.x")
-    assert launch_config.check(context_with_spec(strided, "scale_tiles", spec)) is None
+    # stepping by blockDim.x over a grid tiled by the block, the block is free: searched
+    free = block_grid.replace("i += TILE", "i += blockDim.x").replace("TILE * 4 &&",
+                                                                      "blockDim.x * 4 &&")
+    assert launch_config.check(context_with_spec(free, "scale_tiles", spec)) is None
 
 
 # -- the command line --------------------------------------------------------------------
