@@ -118,6 +118,9 @@ def test_grid_stride_loop_keeps_its_variable_and_a_ternary_guards_its_arm():
     ("y[0] = x[foo(n)];", "opaque", "'foo(n)' is not an integer polynomial"),
     ("const float* p = x + 2; const float* q = p + n; y[0] = q[1];", "affine", "n + 3"),
     ("y[0] = x[n >> 1];", "divmod", "'n >> 1'"),
+    ("x++; ++x; x += n; x -= 1; y[0] = x[1];", "affine", "n + 2"),
+    ("x = x + n; y[0] = *(x + 2 * n);", "affine", "3 * n"),
+    ("#define M(a) ((a) / 4)\n y[0] = x[M(n)];", "divmod", "M(n) = '((n)) / 4'"),
 ])
 def test_the_last_read_of_x(body, kind, reason):
     text = f"__global__ void k(const float* x, float* y, int n) {{ {body} }}\n"

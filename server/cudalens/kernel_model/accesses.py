@@ -446,7 +446,8 @@ class _Builder:
                                            and _climb(ident)[0] == unparen(right))
         return False
 
-    def _bumps_before(self, name: str, use: Node) -> tuple[list[tuple[int, Node]], str]:
+    def _bumps_before(self, name: str,
+                      use: Node) -> tuple[list[tuple[int, Optional[Node]]], str]:
         """The offsets of the bumps of ``name`` that reach ``use`` (each one a top-level
         statement of the body ending before it), or a reason the offset is unknown."""
         parts: list[tuple[int, Node]] = []
@@ -469,26 +470,26 @@ class _Builder:
             if stmt is None or stmt.type != "expression_statement" or stmt.parent is None or \
                     stmt.parent.id != self.body.id:
                 return [], f"{name} moves at line {where}, inside a branch or loop"
-            sign, value = bump
-            if value is None:
-                parts.append((sign, _ONE))
-            else:
-                parts.append((sign, value))
+            parts.append(bump)  # (sign, None) for ++p / --p: one element
         return parts, ""
 
     # -- index --
 
-    def _sum(self, parts: list[tuple[int, Node]]) -> Optional[Poly]:
+    def _sum(self, parts: list[tuple[int, Optional[Node]]]) -> Optional[Poly]:
+        """The sum of the signed offsets (None: one element), or None if one is not a
+        polynomial."""
         total = Poly()
         for sign, node in parts:
-            p = Poly.const(1) if node is _ONE else poly_of(node, self.parsed, self.scope)
+            p = Poly.const(1) if node is None else poly_of(node, self.parsed, self.scope)
             if p is None:
                 return None
             total = total + p if sign > 0 else total - p
         return total
 
-    def _classify(self, parts: list[tuple[int, Node]]) -> tuple[Kind, Optional[Poly], str]:
-        nodes = [n for _, n in parts if n is not _ONE]
+    def _classify(self, parts: list[tuple[int, Optional[Node]]]
+                  ) -> tuple[Kind, Optional[Poly], str]:
+        """(kind, index, reason) of the element at the sum of ``parts`` (see the module)."""
+        nodes = [n for _, n in parts if n is not None]
         read = next((r for r in (first_load(n, self.parsed) for n in nodes) if r), None)
         if read is not None:
             return "data_dependent", None, f"it reads '{read}'"
@@ -514,6 +515,9 @@ class _Builder:
         return "affine", total, ""
 
     def _division_at(self, node: Node, parsed: Parsed, depth: int) -> Optional[str]:
+        """``'a / b'`` (``%``, ``>>``) for the first division in ``node`` (of ``parsed``),
+        locals folded and macros expanded, led by the local or macro call it comes through
+        (``t = 'i / T'``, ``M(n) = '((n)) / 4'``); None if none."""
         if depth > _MAX_DEPTH:
             return None
         for n in walk(node):
@@ -530,7 +534,7 @@ class _Builder:
                 if macro is not None and macro.params is None:
                     got = self._expanded(macro.body, depth)
                     if got is not None:
-                        return got
+                        return f"{name} = {got}"
             if n.type == "call_expression":
                 fn, args = n.child_by_field_name("function"), n.child_by_field_name("arguments")
                 macro = self.macros.get(parsed.text_of(fn)) if fn is not None else None
@@ -542,7 +546,7 @@ class _Builder:
                         continue
                     got = self._expanded(text, depth)
                     if got is not None:
-                        return got
+                        return f"{squeeze(parsed.text_of(n))} = {got}"
         return None
 
     def _expanded(self, text: str, depth: int) -> Optional[str]:
@@ -705,7 +709,8 @@ class _Builder:
         found.sort(key=lambda a: (a.node.start_byte, -a.node.end_byte))
         return Memory(tuple(found), tuple(self.aliases.values()), tuple(escapes))
 
-    def _access(self, ident: Node, name: str):
+    def _access(self, ident: Node, name: str) -> "Access | Escape":
+        """The access (or escape) that identifier ``ident`` of pointer ``name`` makes."""
         param, via = (name, "") if name in self.params else (self.aliases[name].param, name)
         atomic = _atomic(ident, self.parsed)
         use = classify(ident, self.parsed)
@@ -743,5 +748,3 @@ class _Builder:
                       line=self.parsed.line_of(node), text=self.text(node), via=via,
                       atomic=atomic[0] if atomic is not None else "", node=node)
 
-
-_ONE = object()  # the offset of ``++p``: one element
