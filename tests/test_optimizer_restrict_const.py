@@ -121,13 +121,35 @@ def test_rejections_say_why(file, kernel, reason):
 @pytest.mark.parametrize("body,reason", [
     ("y[0] = 1; x[1] += 2;", "the body writes through x at line 1 ('x[1]'), but the spec declares x as in"),
     ("*(x + 1) = 2;", "the body writes through x at line 1 ('*(x + 1)'), but the spec declares x as in"),
-    ("float* p = x; p[0] = 1;", "x escapes at line 1 ('float* p = x;'): the pass cannot prove that nothing "
-                                "writes through it"),
+    ("float* p = x; p[0] = 1;", "x initializes p, a pointer to non-const, at line 1 ('float* p = x;'): x "
+                                "cannot be made const"),
+    ("const float* p = x + 1; y[0] = p[0]; p[1] = 2;",
+     "the body writes through x at line 1 ('p[1]'), but the spec declares x as in"),
+    ("y[0] = x[0]; atomicAdd(&x[1], 1.0f);",
+     "the body writes through x at line 1 ('atomicAdd(&x[1], 1.0f)'), but the spec declares x as in"),
+    ("y[0] = x[0]; load(x);", "x escapes at line 1 ('load(x)'): the pass cannot prove that nothing "
+                              "writes through it"),
 ])
 def test_writes_and_escapes_of_inputs(body, reason):
     text = f"__global__ void k(float* x, float* y) {{ {body} }}\n"
     spec = "kernel k\nin x: float[4]\nout y: float[4]\nblock = 1\ngrid = 1\n"
     assert restrict_const.check(context_with_spec(text, "k", spec)) == reason
+
+
+@pytest.mark.parametrize("body", [
+    "const float* p = &x[1]; y[0] = p[0] + p[2];",  # a column pointer taken as &x[k]
+    "const float* row = x + 2; const float* q = row + 1; y[0] = q[0];",
+    "x += 1; y[0] = x[0];",  # a bump moves the pointer, it writes nothing
+])
+def test_inputs_read_through_pointers_to_const_are_inputs(body):
+    """The kernel model follows local pointers to const and bumps: nothing writes through
+    them, so x is made const and every pointer __restrict__."""
+    text = f"__global__ void k(float* x, float* y) {{ {body} }}\n"
+    spec = "kernel k\nin x: float[4]\nout y: float[4]\nblock = 1\ngrid = 1\n"
+    ctx = context_with_spec(text, "k", spec)
+    assert restrict_const.check(ctx) is None
+    assert restrict_const.apply(ctx).source.startswith(
+        "__global__ void k(const float* __restrict__ x, float* __restrict__ y) {")
 
 
 def test_read_only_loads_do_not_count_as_escapes():
@@ -139,8 +161,8 @@ def test_read_only_loads_do_not_count_as_escapes():
 @pytest.mark.parametrize("body,reason", [
     ("const float* row = x + 4; y[0] = row[1];", None),
     ("float* row = x + 4; y[0] = row[1];",
-     "x escapes at line 1 ('float* row = x + 4;'): the pass cannot prove that nothing writes "
-     "through it"),
+     "x initializes row, a pointer to non-const, at line 1 ('float* row = x + 4;'): x cannot "
+     "be made const"),
 ])
 def test_row_pointers_into_inputs(body, reason):
     text = f"__global__ void k(const float* x, float* y) {{ {body} }}\n"

@@ -266,6 +266,18 @@ __global__ void gather_pair(const int* row_ptr, const int* col_idx, const float*
      "reads 'col_idx[i * per_row]'), not at a constant offset from i: a data-dependent "
      "gather, not a stencil; the pass tiles only reads at constant offsets around the "
      "thread's index", 6),
+    # the gather through a row pointer (the kernel model folds it into vals and x)
+    ("gather_rows", """
+__global__ void gather_rows(const int* row_ptr, const int* col_idx, const float* vals,
+                            const float* x, float* y, int rows, int per_row)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* v = vals + i * per_row;
+    if (i < rows) y[i] = v[0] * x[i] + v[col_idx[i] - col_idx[i]];
+}
+""", "the read 'v[col_idx[i] - col_idx[i]]' (line 7) is at an index computed from memory (it "
+     "reads 'col_idx[i]'), not at a constant offset from i: a data-dependent gather, not a "
+     "stencil; the pass tiles only reads at constant offsets around the thread's index", 7),
 ]
 
 

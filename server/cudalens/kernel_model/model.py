@@ -8,7 +8,7 @@ them once per (text, kernel) and every caller gets the same model. Models live i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from cudalens.kernel_model.syntax import Node, Parsed, first_error, parse
@@ -22,7 +22,9 @@ class KernelModel:
     (parse errors around it); ``parameters`` its ``parameter_declaration`` nodes in order;
     ``body`` the definition's body (None without a definition). ``loose_body`` is the
     ``compound_statement`` at the body's offsets in the whole-file tree with or without a
-    definition around it (error recovery may keep the body and break the definition)."""
+    definition around it (error recovery may keep the body and break the definition).
+    ``derived`` holds facts computed from the model once, by the module that computes them
+    (``accesses.accesses``), so every reader of the model shares them."""
 
     parsed: Parsed
     kernel: Kernel
@@ -30,6 +32,7 @@ class KernelModel:
     parameters: tuple[Node, ...]
     body: Optional[Node]
     loose_body: Optional[Node]
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def text(self) -> str:

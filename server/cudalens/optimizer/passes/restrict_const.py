@@ -21,7 +21,7 @@ import tree_sitter
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.pointer_uses import pointer_uses
+from cudalens.kernel_model.accesses import memory
 from cudalens.kernel_model.edits import Edit, apply_edits
 from cudalens.kernel_model.syntax import Parsed, first_error, parse, walk
 from cudalens.spec.model import BufferDecl
@@ -111,13 +111,9 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], list[Edit], list[str], list[
         return (f"the body of {k.name} has a syntax tree-sitter cannot read at line "
                 f"{parsed.line_of(bad)} (often a macro); cannot prove the in pointers are "
                 f"read-only"), [], [], []
-    for use in pointer_uses(body, parsed, inputs):
-        if use.kind in ("write", "update"):
-            return (f"the body writes through {use.name} at line {use.line} ('{use.text}'), "
-                    f"but the spec declares {use.name} as in"), [], [], []
-        if use.kind == "escape":
-            return (f"{use.name} escapes at line {use.line} ('{use.text}'): the pass cannot "
-                    f"prove that nothing writes through it"), [], [], []
+    refusal = _written_input(model, inputs)
+    if refusal is not None:
+        return refusal, [], [], []
     edits: list[Edit] = []
     for p, node in zip(k.parameters, nodes):
         if not p.is_pointer:
@@ -129,6 +125,33 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], list[Edit], list[str], list[
     edits += _other_declaration_edits(ctx, parsed, definition,
                                       [i for i, p in enumerate(k.parameters) if p.name in const])
     return None, edits, restrict, const
+
+
+def _written_input(model, inputs: set[str]) -> Optional[str]:
+    """Why the ``in`` pointers ``inputs`` may not be made const, from the kernel model's
+    accesses (``kernel_model.accesses``), the first in source order: a write through one
+    (directly or through a local pointer declared from it), a local pointer to non-const
+    declared from one (``float* row = x + k;`` would not compile once ``x`` is const), or its
+    value going where nothing proves it is only read (a pointer to const is only read
+    without a cast). None when there is none."""
+    found = memory(model)
+    events: list[tuple[int, str]] = []
+    for a in found.accesses:
+        if a.param in inputs and a.mode != "read":
+            events.append((a.node.start_byte,
+                           f"the body writes through {a.param} at line {a.line} ('{a.text}'), "
+                           f"but the spec declares {a.param} as in"))
+    for al in found.aliases:
+        if al.param in inputs and not al.const:
+            events.append((al.node.start_byte,
+                           f"{al.param} initializes {al.name}, a pointer to non-const, at line "
+                           f"{al.line} ('{al.text}'): {al.param} cannot be made const"))
+    for e in found.escapes:
+        if e.param in inputs and not e.const:
+            events.append((e.node.start_byte,
+                           f"{e.via or e.param} escapes at line {e.line} ('{e.text}'): the "
+                           f"pass cannot prove that nothing writes through it"))
+    return min(events)[1] if events else None
 
 
 def _restrict_edit(decl: tree_sitter.Node, parsed: Parsed, pname: str) -> Edit:

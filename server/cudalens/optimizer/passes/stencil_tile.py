@@ -61,6 +61,7 @@ from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.pointer_uses import READ_ONLY_LOADS, pointer_uses
+from cudalens.kernel_model.accesses import accesses
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
@@ -331,74 +332,18 @@ def _buffer(ctx: PassContext, parsed: Parsed, body: tree_sitter.Node, buffer: st
                   tuple(idx_nodes), _length_in_kernel(ctx, buffer), tuple(checked))
 
 
-def _loads(node: tree_sitter.Node, parsed: Parsed) -> Optional[str]:
-    """The first memory read under ``node`` (``a[k]``, ``*p``), as text; None if none."""
-    for n in walk(node):
-        if n.type == "subscript_expression" or (
-                n.type == "pointer_expression" and parsed.text_of(n).lstrip().startswith("*")):
-            return " ".join(parsed.text_of(n).split())
-    return None
-
-
-def _loaded_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, str]:
-    """{name: why} of the locals of ``body`` whose value comes from memory: declared or
-    assigned from an expression that reads memory or uses such a name, and ``for`` variables
-    whose start or bound does (``for (int j = row_ptr[r]; j < row_ptr[r + 1]; ++j)``)."""
-    sources: list[tuple[str, list[tree_sitter.Node]]] = []
-    for n in walk(body):
-        if n.type == "init_declarator":
-            d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
-            if d is not None and d.type == "identifier" and v is not None:
-                sources.append((parsed.text_of(d), [v]))
-        elif n.type == "assignment_expression":
-            left = unparen(n.child_by_field_name("left"))
-            if left.type == "identifier":
-                sources.append((parsed.text_of(left), [n.child_by_field_name("right")]))
-        elif n.type == "for_statement":
-            head = for_header(n, parsed)
-            if head is not None:
-                parts = [c for c in (n.child_by_field_name("initializer"),
-                                     n.child_by_field_name("condition")) if c is not None]
-                sources.append((head.var, parts))
-    loaded: dict[str, str] = {}
-    changed = True
-    while changed:
-        changed = False
-        for var, parts in sources:
-            if var in loaded:
-                continue
-            for part in parts:
-                read = _loads(part, parsed)
-                via = next((w for w in identifiers(part, parsed) if w in loaded and w != var),
-                           None)
-                if read is not None or via is not None:
-                    loaded[var] = f"'{read}'" if read is not None else f"{via}: {loaded[via]}"
-                    changed = True
-                    break
-    return loaded
-
-
-def _gather(ctx: PassContext, body: tree_sitter.Node, parsed: Parsed,
-            index: str) -> Optional[NoMatch]:
+def _gather(ctx: PassContext, index: str) -> Optional[NoMatch]:
     """The first read of a pointer parameter at an index computed from memory (``x[col[j]]``,
     ``vals[j]`` with ``j`` running between two loaded values): a data-dependent gather, whose
-    elements no tile of the block's neighbourhood holds. None when there is none."""
-    pointers = {q.name for q in ctx.kernel.parameters if q.is_pointer}
-    loaded = _loaded_names(body, parsed)
-    loaded.pop(index, None)
-    for u in pointer_uses(body, parsed, pointers):
-        if u.kind != "read" or u.index is None:
+    elements no tile of the block's neighbourhood holds. None when there is none. The kernel
+    model's accesses (``kernel_model.accesses``) say which reads those are, and why."""
+    for a in accesses(ctx.model):
+        if a.mode != "read" or a.kind != "data_dependent":
             continue
-        read = _loads(u.index, parsed)
-        via = next((w for w in sorted(identifiers(u.index, parsed)) if w in loaded), None)
-        if read is None and via is None:
-            continue
-        why = (f"it reads '{read}'" if read is not None
-               else f"{via} is computed from {loaded[via]}")
-        return _fail(f"the read '{u.text}' (line {u.line}) is at an index computed from memory "
-                     f"({why}), not at a constant offset from {index}: a data-dependent "
+        return _fail(f"the read '{a.text}' (line {a.line}) is at an index computed from memory "
+                     f"({a.reason}), not at a constant offset from {index}: a data-dependent "
                      f"gather, not a stencil; the pass tiles only reads at constant offsets "
-                     f"around the thread's index", line=u.line)
+                     f"around the thread's index", line=a.line)
     return None
 
 
@@ -432,7 +377,7 @@ def _match(ctx: PassContext) -> _Match:
     assigned = _assigned(body, parsed)
     if index in assigned:
         raise _fail(f"the body changes {index}; the pass needs one element per thread")
-    gather = _gather(ctx, body, parsed, index)
+    gather = _gather(ctx, index)
     if gather is not None:
         raise gather
     scope = Scope(macros=scope0.macros, locals=_locals(body, parsed, index, assigned))

@@ -1,0 +1,185 @@
+"""How a kernel body uses its pointer parameters: reads, writes, and escapes.
+
+A *use* is one occurrence of a pointer parameter's name in the body, classified by the
+expression around it:
+
+- ``read``: the pointee is read (``x[i]``, ``*x``, ``*(x + k)``, ``__ldg(&x[i])``), or the
+  pointer initializes a local pointer to const (``const float* row = x + k;``).
+- ``write``: the pointee is the left side of ``=`` (``y[i] = ...``).
+- ``update``: the pointee is read and written (``y[i] += ...``, ``++y[i]``).
+- ``escape``: the pointer value itself goes somewhere the pass cannot follow (passed to a
+  function, stored in a variable, cast, ``&x[i]`` handed to anything but a read-only load).
+
+Local variables that shadow a parameter are not told apart from it, which errs on the safe
+side for every pass (a shadowing local's writes count as writes through the parameter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import tree_sitter
+
+from cudalens.kernel_model.syntax import Parsed, walk
+
+UseKind = Literal["read", "write", "update", "escape"]
+
+# Read-only load intrinsics that take a pointer (CUDA C++ Programming Guide, "Load Functions
+# Using Cache Hints" and "Read-Only Data Cache Load Function").
+READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+
+
+@dataclass(frozen=True)
+class PointerUse:
+    """One use of pointer parameter ``name``.
+
+    ``access`` is the ``subscript_expression``/``pointer_expression`` through which the
+    pointee is reached (None for an escape of the bare pointer); ``index`` the subscript's
+    index expression (None unless ``form`` is ``"subscript"``); ``line`` 1-based;
+    ``text`` the source text of the smallest expression that shows the use.
+    """
+
+    name: str
+    kind: UseKind
+    form: Literal["subscript", "deref", "bare"]
+    access: Optional[tree_sitter.Node]
+    index: Optional[tree_sitter.Node]
+    line: int
+    text: str
+
+
+def _field(node: tree_sitter.Node, name: str) -> Optional[tree_sitter.Node]:
+    return node.child_by_field_name(name)
+
+
+def _operator(node: tree_sitter.Node) -> str:
+    op = _field(node, "operator")
+    if op is not None:
+        return op.type
+    for c in node.children:
+        if not c.is_named:
+            return c.type
+    return ""
+
+
+def _call_name(call: tree_sitter.Node, parsed: Parsed) -> str:
+    fn = _field(call, "function")
+    return parsed.text_of(fn) if fn is not None else ""
+
+
+def _in_read_only_load(node: tree_sitter.Node, parsed: Parsed) -> bool:
+    """``node`` is (up to parentheses) an argument of ``__ldg(...)`` and friends."""
+    cur = node
+    while cur.parent is not None and cur.parent.type == "parenthesized_expression":
+        cur = cur.parent
+    args = cur.parent
+    if args is None or args.type != "argument_list" or args.parent is None:
+        return False
+    return args.parent.type == "call_expression" and \
+        _call_name(args.parent, parsed) in READ_ONLY_LOADS
+
+
+def _const_pointer_initializer(node: tree_sitter.Node, parsed: Parsed) -> bool:
+    """``node`` initializes a local pointer to const: ``const float* row = x + k;``.
+
+    Nothing can be written through such a pointer without a cast, so the use is a read.
+    """
+    init = node.parent
+    if init is None or init.type != "init_declarator" or _field(init, "value") != node:
+        return False
+    if (_field(init, "declarator") or init).type != "pointer_declarator":
+        return False
+    decl = init.parent
+    return decl is not None and decl.type == "declaration" and any(
+        c.type == "type_qualifier" and parsed.text_of(c) == "const" for c in decl.children)
+
+
+def _subscript_parts(node: tree_sitter.Node) -> tuple[Optional[tree_sitter.Node],
+                                                      Optional[tree_sitter.Node]]:
+    """(base, index) of a ``subscript_expression``; index is None unless exactly one."""
+    base = _field(node, "argument")
+    indices = _field(node, "indices")
+    index = None
+    if indices is not None:
+        inner = [x for x in indices.named_children if x.type != "comment"]
+        index = inner[0] if len(inner) == 1 else None
+    return base, index
+
+
+def classify(ident: tree_sitter.Node, parsed: Parsed) -> PointerUse:
+    """Classifies one identifier node that names a pointer parameter."""
+    name = parsed.text_of(ident)
+    line = parsed.line_of(ident)
+    # Climb through pointer arithmetic (x + k, k + x, x - k) and parentheses.
+    node = ident
+    while node.parent is not None:
+        p = node.parent
+        if p.type == "parenthesized_expression":
+            node = p
+            continue
+        if p.type == "binary_expression" and _operator(p) in ("+", "-"):
+            left = _field(p, "left")
+            if left == node or _operator(p) == "+":
+                node = p
+                continue
+        break
+    parent = node.parent
+    access: Optional[tree_sitter.Node] = None
+    form: Literal["subscript", "deref", "bare"] = "bare"
+    index = None
+    if parent is not None and parent.type == "subscript_expression":
+        base, idx = _subscript_parts(parent)
+        if base == node:
+            access, form, index = parent, "subscript", idx
+    elif parent is not None and parent.type == "pointer_expression" and _operator(parent) == "*":
+        access, form = parent, "deref"
+    if access is None:
+        read_only = _in_read_only_load(node, parsed) or _const_pointer_initializer(node, parsed)
+        kind: UseKind = "read" if read_only else "escape"
+        shown = node.parent if node.parent is not None else node
+        if shown.type == "argument_list" and shown.parent is not None:
+            shown = shown.parent  # the call it is passed to
+        else:  # the statement or declaration it is part of
+            while shown.parent is not None and shown.type != "declaration" and \
+                    not shown.type.endswith("_statement"):
+                shown = shown.parent
+        return PointerUse(name, kind, "bare", None, None, line, parsed.text_of(shown))
+    return PointerUse(name, pointee_kind(access, parsed), form, access, index, line,
+                      parsed.text_of(access))
+
+
+def pointee_kind(access: tree_sitter.Node, parsed: Parsed) -> UseKind:
+    """What happens to the element ``access`` (``x[i]``, ``*p``) reaches: ``write`` on the left
+    of ``=``, ``update`` on the left of a compound assignment or under ``++``/``--``,
+    ``escape`` when its address is taken for anything but a read-only load, else ``read``
+    (member access and parentheses around it looked through)."""
+    cur = access
+    while cur.parent is not None:
+        p = cur.parent
+        if p.type == "parenthesized_expression":
+            cur = p
+        elif p.type == "field_expression" and _field(p, "argument") == cur:
+            cur = p
+        else:
+            break
+    p = cur.parent
+    if p is not None:
+        if p.type == "assignment_expression" and _field(p, "left") == cur:
+            return "write" if _operator(p) == "=" else "update"
+        if p.type == "update_expression":
+            return "update"
+        if p.type == "pointer_expression" and _operator(p) == "&":
+            return "read" if _in_read_only_load(p, parsed) else "escape"
+    return "read"
+
+
+def in_read_only_load(node: tree_sitter.Node, parsed: Parsed) -> bool:
+    """``node`` is (up to parentheses) an argument of ``__ldg(...)`` or a sibling load."""
+    return _in_read_only_load(node, parsed)
+
+
+def pointer_uses(body: tree_sitter.Node, parsed: Parsed, names: set[str]) -> list[PointerUse]:
+    """Every use under ``body`` of the identifiers in ``names``, in source order."""
+    return [classify(n, parsed) for n in walk(body)
+            if n.type == "identifier" and parsed.text_of(n) in names]
