@@ -470,9 +470,29 @@ class _Drafter:
         8)`` ends at 24, not 31."""
         start, step = self.facts.steps.get(name, ("", ""))
         a, s = self._int_text(start), self._int_text(step)
-        if a is None or s is None or s < 2 or not top.is_const() or top.constant < a:
+        if a is None or s is None or s < 2:
+            return top
+        if not top.is_const() and name in self.facts.iterations and a == 0:
+            return self.stepped_to_multiple(name, top, s)
+        if not top.is_const() or top.constant < a:
             return top
         return Poly.const(a + (top.constant - a) // s * s)
+
+    def stepped_to_multiple(self, name: str, top: Poly, step: int) -> Poly:
+        """The last distance a counted loop (``loop_counts``) reaches up to ``top``
+        (inclusive, ``B - 1``) by ``step``: ``B - step`` when ``B`` is one size, kept a multiple
+        of ``step`` (``for (k = 0; k < K; k += TILE)`` with ``multiple K = TILE``: only whole
+        tiles, as a body with no bounds check on the tile needs); else ``top``."""
+        size = _single_symbol(top + Poly.const(1))
+        if size is None or size not in self.int_params:
+            return top
+        self.multiples.setdefault(size, step)
+        var = self.facts.iterations[name]
+        self.multiple_why.setdefault(size, (
+            f"multiple {size} = {step}: the loop over {var} steps by {step} up to {size} with "
+            f"no bounds check on the elements of its last step, so {size} stays a multiple of "
+            f"{step} (whole steps)"))
+        return top - Poly.const(step - 1)
 
     def _int_text(self, text: str) -> Optional[int]:
         from cudalens.kernel_model.syntax import int_literal
@@ -1049,14 +1069,23 @@ class _Drafter:
     def grid(self, grid_vars: dict[str, tuple[str, str]], block: tuple[int, ...], fixed: bool,
              rename: dict[str, str], main: str) -> tuple[str, ...]:
         dims = len(block)
+        launched = self.launch_axes(grid_vars)
         for axis in ("y", "z"):
-            if axis in grid_vars:
+            if axis in grid_vars or axis in launched:
                 dims = max(dims, "xyz".index(axis) + 1)
         out: list[str] = []
         for i, axis in enumerate("xyz"[:dims]):
             bx = str(block[i]) if fixed and i < len(block) else (
                 f"block.{axis}" if i < len(block) else "1")
-            if axis in grid_vars:
+            site_text = self.site_grid_text(axis, grid_vars, rename)
+            if site_text is not None:
+                out.append(site_text)
+                line = self.sites[0].range.start.line + 1 if self.sites else 0
+                var = grid_vars[axis][0]
+                self.launch_notes.append(
+                    f"grid.{axis} = {site_text}: from the launch at line {line} ({var} has "
+                    f"several bounds, one of them the launch's)")
+            elif axis in grid_vars:
                 var, kind = grid_vars[axis]
                 b = self.bound_of(var)
                 assert b is not None
@@ -1105,6 +1134,31 @@ class _Drafter:
             out.pop()
         return tuple(out)
 
+    def site_grid_text(self, axis: str, grid_vars: dict[str, tuple[str, str]],
+                       rename: dict[str, str]) -> Optional[str]:
+        """The launch site's grid along ``axis`` as the draft's, when the axis's index
+        variable has several bounds (FDTD3d's ``x < dimx + R`` for reads and ``x < dimx`` for
+        writes) and the launch covers one of them (``ceil_div(dimx, 32)``): the host code
+        says which one the grid follows. None otherwise."""
+        if axis not in grid_vars or axis not in self.site_grid:
+            return None
+        var, kind = grid_vars[axis]
+        bounds = self.facts.bounds.get(var, [])
+        if kind != "thread" or len(set(bounds)) < 2:
+            return None
+        extent, step, how = self.site_grid[axis]
+        tops = set()
+        for b in bounds:
+            u = self.upper(b)
+            if u is not None:
+                tops.add(u)
+        if extent not in tops:
+            return None
+        text = _render(extent, rename)
+        shown = f"({text})" if " " in text else text
+        return text if step == 1 else (f"ceil_div({text}, {step})" if how == "ceil"
+                                       else f"{shown} / {step}")
+
     def length_text(self, ln: _Length, grid: tuple[str, ...], rename: dict[str, str],
                     main: str) -> tuple[str, str]:
         """(length text, why it is assumed or "")."""
@@ -1112,7 +1166,7 @@ class _Drafter:
             i = "xyz".index(ln.grid_axis)
             return (grid[i] if i < len(grid) else "1"), ""
         if len(ln.polys) == 1:
-            return _render(ln.polys[0], rename), ""
+            return _render_length(ln.polys[0], rename), ""
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
         return main, ln.why
@@ -1172,6 +1226,14 @@ class _Drafter:
         poly = ln.polys[0]
         pad = poly.constant
         if pad <= 0 or poly.is_const():
+            return
+        factors = _padded_factors(poly)
+        if factors is not None:
+            pads = ", ".join(f"{c} along {rename.get(n, n)}" for n, c in factors if c)
+            self.later.setdefault(p.name, []).append(
+                f"length of {p.name} = {_render_length(poly, rename)}: '{ln.reach[0]}' reaches "
+                f"past the bounds of its index by {pads}, so the caller is taken to pass a "
+                f"volume padded by that much (a halo); assumed, confirm it")
             return
         base = _render(poly - Poly.const(pad), rename)
         self.later.setdefault(p.name, []).append(
@@ -1712,3 +1774,33 @@ def _render(poly: Poly, rename: dict[str, str]) -> str:
     renamed = poly.substitute(lambda s: Poly.sym(rename.get(s, s)))
     assert renamed is not None
     return renamed.render(list(rename.values()))
+
+
+def _padded_factors(poly: Poly) -> Optional[list[tuple[str, int]]]:
+    """``[(n, c), ...]`` when ``poly`` is the product of ``(n + c)`` over two or more symbols
+    ``n`` (each of degree one, some ``c`` not 0): ``dimx * dimy * dimz + 8 * dimx * dimy + ...
+    + 512`` is ``(dimx + 8) * (dimy + 8) * (dimz + 8)``; else None."""
+    names = sorted(poly.symbols)
+    if len(names) < 2 or poly.as_dict().get(tuple(names)) != 1:
+        return None
+    terms = poly.as_dict()
+    found = [(n, terms.get(tuple(m for m in names if m != n), 0)) for n in names]
+    if not any(c for _, c in found):
+        return None
+    product = Poly.const(1)
+    for n, c in found:
+        product = product * (Poly.sym(n) + Poly.const(c))
+    return found if product == poly else None
+
+
+def _render_length(poly: Poly, rename: dict[str, str]) -> str:
+    """A length as text: a padded volume as its factors (``(dimx + 8) * (dimy + 8) * (dimz +
+    8)``, see :func:`_padded_factors`), anything else as :func:`_render` writes it."""
+    factors = _padded_factors(poly)
+    if factors is None:
+        return _render(poly, rename)
+    order = {n: i for i, n in enumerate(rename.values())}
+    parts = sorted(((rename.get(n, n), c) for n, c in factors),
+                   key=lambda nc: (order.get(nc[0], len(order)), nc[0]))
+    return " * ".join(f"({n} + {c})" if c > 0 else (f"({n} - {-c})" if c < 0 else n)
+                      for n, c in parts)
