@@ -125,6 +125,8 @@ class BodyFacts:
     # distance symbol of a counted ``for`` loop (``iz@40``: ``t * step`` in iteration t,
     # ``loop_counts``) -> the loop's variable; bounded in ``bounds`` and ``steps``
     iterations: dict[str, str] = field(default_factory=dict)
+    # variables of grid-stride loops: ``for (i = ...; i < n; i += blockDim.x * gridDim.x)``
+    grid_stride: set[str] = field(default_factory=set)
 
 
 class BodyAnalysis:
@@ -213,6 +215,13 @@ class BodyAnalysis:
                     self._flag_bounds(cond, consequence.id)
             elif t == "for_statement":
                 self._for_step(n)
+                update = n.child_by_field_name("update")
+                if update is not None and "gridDim" in self.text(update):
+                    up = strip(update)
+                    left = up.child_by_field_name("left") if up.type == \
+                        "assignment_expression" else None
+                    if left is not None and strip(left).type == "identifier":
+                        self.facts.grid_stride.add(self.text(strip(left)))
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     self._bounds(cond, False)
@@ -501,7 +510,12 @@ class BodyAnalysis:
         wanted = _UPPER_EXIT if exit_ else _UPPER_GUARD
         lower = _LOWER_EXIT if exit_ else _LOWER_GUARD
         for var, bound, o in ((left, right, op), (right, left, _FLIP.get(op, ""))):
-            if o in wanted and var.type == "identifier":
+            if o in wanted and scope is not None and var.type == "field_expression" and \
+                    self.text(var).replace(" ", "").startswith("threadIdx."):
+                # if (threadIdx.x < BINS) out[blockIdx.x * BINS + threadIdx.x] = ...
+                self.raw_bounds.append((self.text(var).replace(" ", ""), bound, wanted[o],
+                                        scope))
+            elif o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
                     self.raw_bounds.append((name, bound, wanted[o], scope))

@@ -125,6 +125,8 @@ class _Length:
 
     polys: tuple[Poly, ...] = ()
     grid_axis: str = ""
+    # axes whose blockIdx only the draft's own grid bounds (``DRAFTGRID.x`` in ``polys``)
+    draft_axes: tuple[str, ...] = ()
     why: str = ""
     reach: tuple[str, ...] = ()  # for each of ``polys``, the access text that gives it
 
@@ -397,6 +399,8 @@ class _Drafter:
         self.host_given: set[str] = set()  # sizes whose values come from the host code
         self.unchecked_builtins = False  # an index of thread built-ins alone, unchecked
         self.multiple_why: dict[str, str] = {}  # size -> why it is kept a multiple (else a launch)
+        self.draft_grid_ok = False  # blockIdx may be bounded by the draft's grid (lengths)
+        self.const_grid_notes: dict[str, str] = {}  # buffer -> why its rows follow the grid
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -524,6 +528,8 @@ class _Drafter:
             if step == 1:
                 return extent - Poly.const(1)
             return Poly.sym(f"GRID.{axis}") - Poly.const(1)
+        if kind == "blockIdx" and self.draft_grid_ok:
+            return Poly.sym(f"DRAFTGRID.{axis}") - Poly.const(1)
         return None
 
     def grid_resolved(self, poly: Poly) -> Optional[Poly]:
@@ -628,6 +634,22 @@ class _Drafter:
                 continue
             self.name_tables(a)
             u = self.scoped_upper(a)
+            if u is None and any(sym.startswith("blockIdx.") for sym in a.index.symbols):
+                self.draft_grid_ok = True  # one row per block: the grid's blocks (module doc)
+                try:
+                    u = self.scoped_upper(a)
+                finally:
+                    self.draft_grid_ok = False
+            if u is not None and a.index is not None:
+                for sym in sorted(a.index.symbols):
+                    if sym.startswith("blockIdx.") and sym[-1] in self.site_grid and \
+                            self.site_grid[sym[-1]][0].is_const() and \
+                            self.site_grid[sym[-1]][1] == 1:
+                        blocks = self.site_grid[sym[-1]][0].constant
+                        self.const_grid_notes.setdefault(a.param, (
+                            f"{sym} in '{a.text}' runs over the launch's grid ({blocks} "
+                            f"blocks along {sym[-1]}, line "
+                            f"{self.sites[0].range.start.line + 1 if self.sites else 0})"))
             if u is None:
                 free = sorted(s for s in a.index.symbols
                               if s not in self.int_params and self.var_upper(s, 0) is None)
@@ -655,7 +677,10 @@ class _Drafter:
                 reach[length] = a.text
         if not known:
             return _Length(why=why or "not accessed in the body")
-        return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
+        axes = tuple(sorted({sym[-1] for k in known for sym in k.symbols
+                             if sym.startswith("DRAFTGRID.")}))
+        return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known),
+                       draft_axes=axes)
 
     def lanes_past(self, a: Access) -> int:
         """How many elements past its index's largest value plus one ``a`` reaches, plus
@@ -800,7 +825,7 @@ class _Drafter:
         main_text = main[0]
 
         block, block_from = self.block()
-        fixed = any(ln.grid_axis for ln in lengths.values())
+        fixed = any(ln.grid_axis or ln.draft_axes for ln in lengths.values())
         grid = self.grid(grid_vars, block, fixed, rename, main_text)
         if fixed:
             self.launch_notes.append(f"block fixed at {', '.join(map(str, block))} in grid and "
@@ -813,6 +838,18 @@ class _Drafter:
         for p in pointers:
             elements[p.name], assumed[p.name] = self.length_text(lengths[p.name], grid, rename,
                                                                  main_text)
+        for p in pointers:
+            ln = lengths[p.name]
+            if ln.draft_axes:
+                axes = ", ".join(f"grid.{a} = {grid['xyz'.index(a)]}" for a in ln.draft_axes)
+                self.later.setdefault(p.name, []).append(
+                    f"length of {p.name} = {elements[p.name]}: '{ln.reach[0]}' takes a row per "
+                    f"block and no launch gives the grid, so it follows the draft's ({axes}); "
+                    f"GUESS: set the grid the host launches, and the length with it")
+            elif p.name in self.const_grid_notes and len(ln.polys) == 1:
+                self.later.setdefault(p.name, []).append(
+                    f"length of {p.name} = {elements[p.name]}: "
+                    f"{self.const_grid_notes[p.name]}")
         ranges = self.index_ranges(pointers, roles, by_param, elements, assumed)
         for array, stride in self.ranges_from_loads.items():
             if array not in ranges:
@@ -1029,7 +1066,8 @@ class _Drafter:
             b = self.bound_of(grid_vars["x"][0])
             if b is not None and b.symbols and b.symbols <= set(rename):
                 return _render(b, rename), ""
-        texts = [_render(ln.polys[0], rename) for ln in lengths.values() if len(ln.polys) == 1]
+        texts = [_render(ln.polys[0], rename) for ln in lengths.values()
+                 if len(ln.polys) == 1 and not ln.draft_axes]
         if texts:
             return Counter(texts).most_common(1)[0][0], ""
         if sizes:
@@ -1082,9 +1120,11 @@ class _Drafter:
                 out.append(site_text)
                 line = self.sites[0].range.start.line + 1 if self.sites else 0
                 var = grid_vars[axis][0]
+                why = (f"{var} is a grid-stride loop, so any grid covers it"
+                       if var in self.facts.grid_stride else
+                       f"{var} has several bounds, one of them the launch's")
                 self.launch_notes.append(
-                    f"grid.{axis} = {site_text}: from the launch at line {line} ({var} has "
-                    f"several bounds, one of them the launch's)")
+                    f"grid.{axis} = {site_text}: from the launch at line {line} ({why})")
             elif axis in grid_vars:
                 var, kind = grid_vars[axis]
                 b = self.bound_of(var)
@@ -1144,9 +1184,17 @@ class _Drafter:
             return None
         var, kind = grid_vars[axis]
         bounds = self.facts.bounds.get(var, [])
+        extent, step, how = self.site_grid[axis]
+        if var in self.facts.grid_stride:
+            # a grid-stride loop covers its bound with any grid: the launch's is the one the
+            # host runs, and buffers indexed by blockIdx (one partial result per block) follow it
+            self.launch_bounded.add(axis)
+            text = _render(extent, rename)
+            shown = f"({text})" if " " in text else text
+            return text if step == 1 else (f"ceil_div({text}, {step})" if how == "ceil"
+                                           else f"{shown} / {step}")
         if kind != "thread" or len(set(bounds)) < 2:
             return None
-        extent, step, how = self.site_grid[axis]
         tops = set()
         for b in bounds:
             u = self.upper(b)
@@ -1165,6 +1213,15 @@ class _Drafter:
         if ln.grid_axis:
             i = "xyz".index(ln.grid_axis)
             return (grid[i] if i < len(grid) else "1"), ""
+        if ln.draft_axes:
+            named = dict(rename)
+            for axis in ln.draft_axes:
+                i = "xyz".index(axis)
+                g = grid[i] if i < len(grid) else "1"
+                named[f"DRAFTGRID.{axis}"] = f"({g})" if " " in g and not g.startswith(
+                    "ceil_div(") else g
+            texts = [_render(k, named) for k in ln.polys]
+            return (texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"), ""
         if len(ln.polys) == 1:
             return _render_length(ln.polys[0], rename), ""
         if ln.polys:
@@ -1531,7 +1588,9 @@ def _grid_axis(text: str, args: dict[str, str],
             return a - Poly.const(step - 1), step, "ceil"
         return (a, step, "floor") if a.constant == 0 else None
     a = poly(tree)
-    return (a, 1, "floor") if a is not None and not a.is_const() else None
+    if a is not None and a.is_const() and a.constant < 1:
+        return None
+    return (a, 1, "floor") if a is not None else None
 
 
 def _same_loops(write: Access, read: Access) -> bool:
