@@ -400,6 +400,8 @@ class _Drafter:
         self.unchecked_builtins = False  # an index of thread built-ins alone, unchecked
         self.multiple_why: dict[str, str] = {}  # size -> why it is kept a multiple (else a launch)
         self.draft_grid_ok = False  # blockIdx may be bounded by the draft's grid (lengths)
+        # axes whose grid a bounded index variable sets (the draft's grid is known there)
+        self.draft_grid_axes: set[str] = set()
         self.const_grid_notes: dict[str, str] = {}  # buffer -> why its rows follow the grid
 
     # -- bounds ------------------------------------------------------------------------------
@@ -528,7 +530,7 @@ class _Drafter:
             if step == 1:
                 return extent - Poly.const(1)
             return Poly.sym(f"GRID.{axis}") - Poly.const(1)
-        if kind == "blockIdx" and self.draft_grid_ok:
+        if kind == "blockIdx" and self.draft_grid_ok and axis in self.draft_grid_axes:
             return Poly.sym(f"DRAFTGRID.{axis}") - Poly.const(1)
         return None
 
@@ -784,6 +786,7 @@ class _Drafter:
         for a in self.facts.accesses:
             by_param.setdefault(a.param, []).append(a)
         roles = {p.name: self.role(p, by_param[p.name]) for p in pointers}
+        self.draft_grid_axes = set(self.grid_vars())
         lengths = {p.name: self.length_of(by_param[p.name]) for p in pointers}
 
         grid_vars = self.grid_vars()
@@ -1840,8 +1843,9 @@ def _padded_factors(poly: Poly) -> Optional[list[tuple[str, int]]]:
     ``n`` (each of degree one, some ``c`` not 0): ``dimx * dimy * dimz + 8 * dimx * dimy + ...
     + 512`` is ``(dimx + 8) * (dimy + 8) * (dimz + 8)``; else None."""
     names = sorted(poly.symbols)
-    if len(names) < 2 or poly.as_dict().get(tuple(names)) != 1:
-        return None
+    if len(names) < 2 or poly.as_dict().get(tuple(names)) != 1 or (
+            len(names) == 2 and not poly.constant):
+        return None  # (N * C + C stays as it is: a row past N, not a padded plane)
     terms = poly.as_dict()
     found = [(n, terms.get(tuple(m for m in names if m != n), 0)) for n in names]
     if not any(c for _, c in found):
