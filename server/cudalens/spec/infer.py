@@ -1132,6 +1132,7 @@ class _Drafter:
                 var, kind = grid_vars[axis]
                 b = self.bound_of(var)
                 assert b is not None
+                b = self.smallest_bound(var, b)
                 if b.constant < 0:
                     b = b - Poly.const(b.constant)
                 text = _render(b, rename)
@@ -1176,6 +1177,24 @@ class _Drafter:
         while len(out) > 1 and out[-1] == "1":
             out.pop()
         return tuple(out)
+
+    def smallest_bound(self, var: str, first: Poly) -> Poly:
+        """The smallest of ``var``'s exclusive bounds when every other one is at least it
+        (FDTD3d's ``x < dimx + R`` for reads and ``x < dimx`` for writes give ``dimx``: the
+        threads past it only read the halo the others need not), else ``first``."""
+        tops = []
+        for b in self.facts.bounds.get(var, []):
+            u = self.upper(b)
+            if u is not None:
+                tops.append(u)
+        if len(set(tops)) < 2:
+            return first
+        low = next((t for t in tops if all(o.dominates(t) for o in tops)), None)
+        if low is None or low == first or not low.symbols:
+            return first
+        self.launch_notes.append(f"grid: {var} has several bounds; the grid covers the "
+                                 f"smallest, {low.render()}")
+        return low
 
     def site_grid_text(self, axis: str, grid_vars: dict[str, tuple[str, str]],
                        rename: dict[str, str]) -> Optional[str]:
@@ -1294,6 +1313,12 @@ class _Drafter:
                 f"length of {p.name} = {_render_length(poly, rename)}: '{ln.reach[0]}' reaches "
                 f"past the bounds of its index by {pads}, so the caller is taken to pass a "
                 f"volume padded by that much (a halo); assumed, confirm it")
+            return
+        if max(len(m) for m, _ in poly.terms) >= 3:
+            self.later.setdefault(p.name, []).append(
+                f"length of {p.name} = {_render(poly, rename)}: one past the largest index "
+                f"'{ln.reach[0]}' reaches (each variable of it at its bound); assumed, "
+                f"confirm it")
             return
         base = _render(poly - Poly.const(pad), rename)
         self.later.setdefault(p.name, []).append(
