@@ -31,6 +31,16 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``blockIdx.x * TILE + threadIdx.x`` under ``grid(W / TILE)`` is below ``W``; the draft's
   grid is that launch's, and a ``ceil_div`` launch adds ``multiple W = TILE`` (only whole
   tiles fit an unchecked body).
+- Loop-carried advances: a bump of a pointer parameter or an integer index local inside a
+  ``for`` loop with a countable header moves by the bump times the iterations before the use
+  (``loop_counts``); a tile loop by a constant step up to one size keeps that size a
+  ``multiple`` of the step. A padded volume's length is written as its factors
+  (``(dimx + 8) * (dimy + 8) * (dimz + 8)``). Boolean flags cleared by checks stand for them
+  inside ``if (flag)``. An index variable with several bounds takes the launch's grid when it
+  covers one of them, else the smallest.
+- Rows per block: a launch's constant grid bounds ``blockIdx`` (``partial[blockIdx.x * BINS +
+  threadIdx.x]`` under ``<<<240, 64>>>`` is 15360) and is the grid of a grid-stride loop; with
+  no launch grid, such a row per block follows the draft's own grid (a GUESS note).
 - CSR row pointers: ``for (j = ptr[r]; j < ptr[r + 1]; ...)``, also through locals (``int
   start = ptr[r], end = ptr[r + 1]; for (j = start; j < end; ...)``, a start of ``start +
   lane``): ``ptr`` gets ``csr(nnz)`` and what ``j`` indexes the length ``nnz``.
