@@ -206,3 +206,66 @@ def test_the_merge_reads_a_column_per_block_of_a_constant_grid():
     spec = infer(HOST_GRID, "merge")
     assert buffers(spec) == {"hist": ("out", "64"), "partial": ("in", "64 * rows")}
     assert spec.launch.grid == ("64",)
+
+
+def test_a_static_const_grid_is_the_launch_grid():
+    """``static const unsigned int ROWS = 240;`` names the grid as a #define would: the partial
+    rows are 240 * 256 and the merge's row count is 240 from the host code."""
+    spec = infer("""\
+#define BINS 256
+static const unsigned int ROWS = 240;
+__global__ void part(unsigned int* partial, const unsigned int* data, unsigned int count) {
+    __shared__ unsigned int h[BINS];
+    for (unsigned int b = threadIdx.x; b < BINS; b += blockDim.x) h[b] = 0;
+    __syncthreads();
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
+         i += blockDim.x * gridDim.x)
+        atomicAdd(&h[data[i] & 255u], 1u);
+    __syncthreads();
+    for (unsigned int b = threadIdx.x; b < BINS; b += blockDim.x)
+        partial[blockIdx.x * BINS + b] = h[b];
+}
+__global__ void merge(unsigned int* hist, const unsigned int* partial, unsigned int rows) {
+    unsigned int s = 0;
+    for (unsigned int r = threadIdx.x; r < rows; r += 256) s += partial[blockIdx.x + r * BINS];
+    if (threadIdx.x == 0) hist[blockIdx.x] = s;
+}
+void run(unsigned int* hist, unsigned int* partial, const unsigned int* data,
+         unsigned int count) {
+    part<<<ROWS, 192>>>(partial, data, count);
+    merge<<<BINS, 256>>>(hist, partial, ROWS);
+}
+""", "part")
+    assert buffers(spec) == {"partial": ("out", "61440"), "data": ("in", "count")}
+    assert spec.launch.grid == ("240",)
+
+
+LAYOUT = """\
+__global__ void step(float* out, const float* in, int nx, int ny, int nz) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= nx || y >= ny) return;
+    int at = (y + 1) * (nx + 2) + x + 1;
+    for (int z = 0; z < nz; z++) {
+        at += (nx + 2) * (ny + 2);
+        out[at] = in[at - 1] + in[at + 1] + in[at - (nx + 2) * (ny + 2)] +
+                  in[at + (nx + 2) * (ny + 2)];
+    }
+}
+"""
+
+
+def test_an_output_indexed_like_a_longer_input_says_so():
+    """out is written at the same ``at`` the input is read around: its length is its last
+    write, and the note gives the input's, for a buffer laid out like it."""
+    spec = infer(LAYOUT)
+    # in: plane nz + 1's row ny, column nx is the last read: (nz + 1) planes and ny rows of
+    # (nx + 2) before it; out: plane nz's
+    last_in = "nx * ny * nz + 2 * nx * ny + 2 * nx * nz + 2 * ny * nz + 3 * nx + 4 * ny + " \
+        "4 * nz + 5"
+    last_out = "nx * ny * nz + nx * ny + 2 * nx * nz + 2 * ny * nz + nx + 2 * ny + " \
+        "4 * nz + 1"
+    assert buffers(spec) == {"out": ("out", last_out), "in": ("in", last_in)}
+    assert f"length of out = {last_out}: its last write; in, also indexed by at, is " \
+        f"{last_in}: if out is laid out like in, give it that length; assumed, confirm it" \
+        in spec.notes

@@ -91,7 +91,7 @@ from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
 from cudalens.spec import templates
-from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value
+from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value, named_ints
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
@@ -384,6 +384,12 @@ class _Drafter:
         self.instance = self.pick_instance(instance)
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
         self.constants = dict(file_constants(self.context, defines))
+        # const/constexpr integers of the file (``static const uint PARTIAL_COUNT = 240;``, a
+        # launch's grid), after the #defines; never a kernel parameter's name
+        params = {p.name for p in kernel.parameters}
+        for name, value in named_ints(self.context)[1].items():
+            if name not in params:
+                self.constants.setdefault(name, value)
         for name, arg in self.bound.items():
             v = const_value(arg, self.context)
             if v is not None:
@@ -877,7 +883,8 @@ class _Drafter:
                     f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
         for p in pointers:
-            self.padding_note(p, lengths[p.name], rename)
+            if not self.layout_note(p, pointers, lengths, by_param, roles, rename):
+                self.padding_note(p, lengths[p.name], rename)
             self.before_start_note(p, by_param[p.name])
         for p in k.parameters:
             if p.is_pointer:
@@ -1305,6 +1312,41 @@ class _Drafter:
                     f"{-low} into a padded buffer, which a spec cannot pass; GUESS, check it "
                     f"(add the check, or index from 0)")
                 return
+
+    def layout_note(self, p: Parameter, pointers: list[Parameter], lengths: dict[str, _Length],
+                    by_param: dict[str, list[Access]], roles: dict[str, str],
+                    rename: dict[str, str]) -> bool:
+        """A note (True when made) when written buffer ``p`` is indexed by a local that also indexes an input
+        whose length is longer (FDTD3d's ``output[outputIndex]`` and ``input[outputIndex -
+        RADIUS]``): ``p``'s length is its last write, and the note names the input's, which a
+        buffer laid out like the input (a ping-pong pair) needs."""
+        ln = lengths[p.name]
+        if roles[p.name] == "in" or len(ln.polys) != 1:
+            return False
+
+        def names(accesses: list[Access]) -> set[str]:
+            out: set[str] = set()
+            for a in accesses:
+                if "[" in a.text:
+                    out |= set(re.findall(r"[A-Za-z_]\w*", a.text[a.text.index("["):]))
+            return out - self.int_params - set(self.constants) - set(self.order) - {
+                "threadIdx", "blockIdx", "blockDim", "gridDim", "x", "y", "z"}
+
+        mine = names([a for a in by_param[p.name] if a.kind in ("write", "update")])
+        for q in pointers:
+            lq = lengths[q.name]
+            if q.name == p.name or roles[q.name] != "in" or len(lq.polys) != 1 or \
+                    lq.polys[0] == ln.polys[0] or not lq.polys[0].dominates(ln.polys[0]):
+                continue
+            shared = sorted(mine & names(by_param[q.name]))
+            if shared:
+                self.later.setdefault(p.name, []).append(
+                    f"length of {p.name} = {_render_length(ln.polys[0], rename)}: its last "
+                    f"write; {q.name}, also indexed by {shared[0]}, is "
+                    f"{_render_length(lq.polys[0], rename)}: if {p.name} is laid out like "
+                    f"{q.name}, give it that length; assumed, confirm it")
+                return True
+        return False
 
     def padding_note(self, p: Parameter, ln: _Length, rename: dict[str, str]) -> None:
         """A note (an assumption) when ``p``'s length passes the bound of its index by a
