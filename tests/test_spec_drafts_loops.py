@@ -269,3 +269,28 @@ def test_an_output_indexed_like_a_longer_input_says_so():
     assert f"length of out = {last_out}: its last write; in, also indexed by at, is " \
         f"{last_in}: if out is laid out like in, give it that length; assumed, confirm it" \
         in spec.notes
+
+
+def test_a_tile_loop_that_checks_its_last_tile_keeps_any_size():
+    """``k0 + tx < K`` checks the partial last tile: K is not made a multiple of the tile, and
+    the walk's last offset is taken as K - 1, plus tx's 15 (long enough for any K; the reads
+    really stop at M * K, as the check is on k0 + tx, not on the offset alone)."""
+    spec = infer("""\
+#define T 16
+__global__ void rowdot(float* y, const float* A, const float* x, int M, int K) {
+    int r = blockIdx.x;
+    int tx = threadIdx.x;
+    A += r * K;
+    float s = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T) {
+        if (k0 + tx < K) s += A[tx] * x[k0 + tx];
+        A += T;
+    }
+    if (r < M && tx == 0) y[r] = s;
+}
+void run(float* y, const float* A, const float* x, int M, int K) {
+    rowdot<<<M, T>>>(y, A, x, M, K);
+}
+""")
+    assert multiples(spec) == {}
+    assert buffers(spec)["A"] == ("in", "M * K + 15")

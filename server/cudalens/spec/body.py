@@ -127,6 +127,9 @@ class BodyFacts:
     iterations: dict[str, str] = field(default_factory=dict)
     # variables of grid-stride loops: ``for (i = ...; i < n; i += blockDim.x * gridDim.x)``
     grid_stride: set[str] = field(default_factory=set)
+    # names read in the conditions of ``if``s and ``?:`` (a tile loop's ``k0 + tx < K``: the
+    # kernel checks its last, partial tile)
+    checked_names: set[str] = field(default_factory=set)
 
 
 class BodyAnalysis:
@@ -207,6 +210,7 @@ class BodyAnalysis:
                     self.facts.builtins.add(text)
             elif t == "if_statement":
                 cond = n.child_by_field_name("condition")
+                self._checked(cond)
                 consequence = n.child_by_field_name("consequence")
                 exit_ = _is_exit(consequence)
                 self._bounds(cond, exit_, None if exit_ or consequence is None
@@ -227,8 +231,15 @@ class BodyAnalysis:
                     self._bounds(cond, False)
             elif t in ("while_statement", "do_statement", "conditional_expression"):
                 cond = n.child_by_field_name("condition")
+                if t == "conditional_expression":
+                    self._checked(cond)
                 if cond is not None:
                     self._bounds(cond, False)
+
+    def _checked(self, cond: Optional[Node]) -> None:
+        if cond is not None:
+            self.facts.checked_names |= {self.text(m) for m in walk(cond)
+                                         if m.type == "identifier"}
 
     def _flags(self) -> dict[str, list[tuple[Node, bool]]]:
         """Boolean locals that stand for bounds checks, as name -> [(condition, exit)]:

@@ -504,12 +504,13 @@ class _Drafter:
         """The last distance a counted loop (``loop_counts``) reaches up to ``top``
         (inclusive, ``B - 1``) by ``step``: ``B - step`` when ``B`` is one size, kept a multiple
         of ``step`` (``for (k = 0; k < K; k += TILE)`` with ``multiple K = TILE``: only whole
-        tiles, as a body with no bounds check on the tile needs); else ``top``."""
+        tiles, as a body with no bounds check on the tile needs); else ``top`` (also when the
+        body checks the loop's variable, ``k0 + tx < K``: it handles a partial last step)."""
         size = _single_symbol(top + Poly.const(1))
-        if size is None or size not in self.int_params:
-            return top
-        self.multiples.setdefault(size, step)
         var = self.facts.iterations[name]
+        if size is None or size not in self.int_params or var in self.facts.checked_names:
+            return top  # a kernel that checks its partial last step runs any size
+        self.multiples.setdefault(size, step)
         self.multiple_why.setdefault(size, (
             f"multiple {size} = {step}: the loop over {var} steps by {step} up to {size} with "
             f"no bounds check on the elements of its last step, so {size} stays a multiple of "
@@ -1321,7 +1322,8 @@ class _Drafter:
         RADIUS]``): ``p``'s length is its last write, and the note names the input's, which a
         buffer laid out like the input (a ping-pong pair) needs."""
         ln = lengths[p.name]
-        if roles[p.name] == "in" or len(ln.polys) != 1:
+        if roles[p.name] == "in" or len(ln.polys) != 1 or \
+                max((len(m) for m, _ in ln.polys[0].terms), default=0) < 2:
             return False
 
         def names(accesses: list[Access]) -> set[str]:
@@ -1329,8 +1331,11 @@ class _Drafter:
             for a in accesses:
                 if "[" in a.text:
                     out |= set(re.findall(r"[A-Za-z_]\w*", a.text[a.text.index("["):]))
-            return out - self.int_params - set(self.constants) - set(self.order) - {
-                "threadIdx", "blockIdx", "blockDim", "gridDim", "x", "y", "z"}
+            # an index local built up in steps (a bumped index, not a checked one: in[i + R]
+            # beside out[i] is a padded input, not a shared layout)
+            return out - self.int_params - set(self.constants) - set(self.order) - \
+                set(self.facts.bounds) - {"threadIdx", "blockIdx", "blockDim", "gridDim", "x",
+                                          "y", "z"}
 
         mine = names([a for a in by_param[p.name] if a.kind in ("write", "update")])
         for q in pointers:
