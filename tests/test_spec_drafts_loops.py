@@ -294,3 +294,31 @@ void run(float* y, const float* A, const float* x, int M, int K) {
 """)
     assert multiples(spec) == {}
     assert buffers(spec)["A"] == ("in", "M * K + 15")
+
+
+def test_each_launcher_s_own_block_declaration_is_read():
+    """Two launching functions each declare ``dim3 blockDim``: the tiled kernel's launch sees
+    the second (``32 * 32``, and ``(BM * BN) / TM`` of the launcher's constants for another),
+    not the first function's ``(32, 32)``, so its threads split into 32 rows of 32."""
+    tiled = (CORPUS / "sgemm_smem.cu").read_text().split("void run_sgemm_smem")[0]
+    spec = infer(tiled + """\
+__global__ void naive(int M, int N, float* C) {
+    const unsigned int x = blockIdx.x * 32 + threadIdx.x;
+    const unsigned int y = blockIdx.y * 32 + threadIdx.y;
+    if (x < M && y < N) C[x * N + y] = 0.0f;
+}
+void run_naive(int M, int N, float* C) {
+    dim3 gridDim(CEIL_DIV(M, 32), CEIL_DIV(N, 32));
+    dim3 blockDim(32, 32);
+    naive<<<gridDim, blockDim>>>(M, N, C);
+}
+void run_tiled(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+               float* C) {
+    const unsigned int BM = 32;
+    dim3 gridDim(CEIL_DIV(M, 32), CEIL_DIV(N, 32));
+    dim3 blockDim((BM * BM) / 1);
+    sgemm_smem<32><<<gridDim, blockDim>>>(M, N, K, alpha, A, B, beta, C);
+}
+""", "sgemm_smem")
+    assert spec.launch.block == ("1024",)
+    assert buffers(spec) == {"A": ("in", "M * K"), "B": ("in", "N * K"), "C": ("inout", "M * N")}
