@@ -91,7 +91,7 @@ from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
 from cudalens.spec import templates
-from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value, named_ints
+from cudalens.spec.block_shape import block_from_file, const_value, named_ints
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
@@ -318,9 +318,8 @@ def outside_inputs(kernel: Kernel, source_text: str,
     scalars = tuple(_normalized_type(p.type) in records
                     for p in kernel.parameters if not p.is_pointer)
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    found = block_from_texts(tuple(s.config[1] if len(s.config) >= 2 else None for s in sites),
-                             kernel.launch_bounds[0] if kernel.launch_bounds else None,
-                             source_text)
+    # the block as the draft reads it (a dim3 variable's declaration in its launcher)
+    found = block_from_file(kernel, tuple(sites), source_text)
     extra = _outside_extra(kernel, source_text, tuple(sites))
     return scalars, (found[0] if found is not None else None), extra
 
