@@ -105,14 +105,29 @@ __global__ void two(float* out, const float* a, int N) {
                              "a": ("in", "N", None, None)}
 
 
-def test_a_bump_inside_a_loop_is_an_unknown_offset():
-    """A bump repeated by a loop moves the pointer by an unknown amount per use: the length
-    is assumed (marked), never the unbumped index."""
+def test_a_bump_inside_a_counted_loop_moves_by_its_trip_count():
+    """A bump before the use in a loop of 4 iterations has run 1 to 4 times at the use: the
+    last read reaches N + 4 * C; out is not bumped."""
     spec = infer("""\
 __global__ void k(float* out, const float* inp, int N, int C) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= N) return;
     for (int r = 0; r < 4; r++) { inp += C; out[idx] += inp[idx]; }
+}
+""")
+    assert buffers(spec) == {"out": ("inout", "N", None, None),
+                             "inp": ("in", "N + 4 * C", None, None)}
+
+
+def test_a_bump_in_an_uncounted_loop_is_an_unknown_offset():
+    """A while loop runs an unknown number of times: the length is assumed (marked), never
+    the unbumped index."""
+    spec = infer("""\
+__global__ void k(float* out, const float* inp, int N, int C) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= N) return;
+    int r = 0;
+    while (r < 4) { inp += C; out[idx] += inp[idx]; r++; }
 }
 """)
     assert line_of(spec, "in inp:") == "in inp: float[N]  # assumed: see the notes"
@@ -323,9 +338,9 @@ __global__ void cp(float* y, const float* x, int n) {
     assert buffers(spec) == {"y": ("out", "n", None, None), "x": ("in", "n", None, None)}
 
 
-def test_a_bump_later_in_a_loop_around_the_use_is_an_unknown_offset():
-    """``x += T`` after ``x[i]`` in the loop body moves the next iteration's read: the length
-    is assumed, not the first iteration's ``N``."""
+def test_a_bump_later_in_a_loop_around_the_use_counts_the_earlier_iterations():
+    """``x += T`` after ``x[i]`` in the loop body moves the next iteration's read: iteration 7
+    reads ``x[i + 7 * T]``, so x is N + 7 * T, not the first iteration's N."""
     spec = infer("""\
 __global__ void k(float* y, const float* x, int N, int T) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -335,7 +350,7 @@ __global__ void k(float* y, const float* x, int N, int T) {
     y[i] = s;
 }
 """)
-    assert line_of(spec, "in x:") == "in x: float[N]  # assumed: see the notes"
+    assert line_of(spec, "in x:") == "in x: float[N + 7 * T]"
 
 
 # -- template values a body can run with -------------------------------------------------------

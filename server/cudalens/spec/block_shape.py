@@ -241,10 +241,18 @@ def block_from_file(kernel: Kernel, sites: Sequence[LaunchSite], source: str,
         if len(site.config) < 2:
             return None
         text = site.config[1]
-        if literal_block(text, source) is not None:
-            return text
         own = source if file_text is None else file_text
         at = offset_of(own, site.range.start.line, site.range.start.column)
+        if _NAME.fullmatch(text.strip()):
+            # the dim3 this launch sees: the last declaration of the name before it (each
+            # launching function of a file may declare its own ``blockDim``)
+            declared = dim3_declared_before(text.strip(), own, at)
+            dims = _dims(locals_in(declared, own, at, set()), source) \
+                if declared is not None else None
+            if dims is not None:
+                return f"dim3({', '.join(map(str, dims))})"
+        if literal_block(text, source) is not None:
+            return text
         return locals_in(text, own, at, set())
 
     found = block_from_texts(tuple(text_of(site) for site in sites),

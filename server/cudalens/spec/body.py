@@ -38,6 +38,7 @@ from cudalens.kernel_model.syntax import (Node, Parsed, declared_name, int_liter
 from cudalens.source.model import Kernel
 from cudalens.spec import dtypes, templates
 from cudalens.spec.defines import function_macros
+from cudalens.spec.loop_counts import LoopCount, bump_count, divide, loop_count, loops_around
 from cudalens.spec.poly import Poly
 
 # Read-only loads that take a pointer (CUDA C++ Programming Guide, "Read-Only Data Cache Load
@@ -121,6 +122,14 @@ class BodyFacts:
     # variable -> texts of lower bounds: checks ``if (i >= R)`` / ``if (i < R) return;`` and
     # the starts of ``for`` loops over it (``for (k = -R; ...)``), for reads before element 0
     lower: dict[str, list[str]] = field(default_factory=dict)
+    # distance symbol of a counted ``for`` loop (``iz@40``: ``t * step`` in iteration t,
+    # ``loop_counts``) -> the loop's variable; bounded in ``bounds`` and ``steps``
+    iterations: dict[str, str] = field(default_factory=dict)
+    # variables of grid-stride loops: ``for (i = ...; i < n; i += blockDim.x * gridDim.x)``
+    grid_stride: set[str] = field(default_factory=set)
+    # names read in the conditions of ``if``s and ``?:`` (a tile loop's ``k0 + tx < K``: the
+    # kernel checks its last, partial tile)
+    checked_names: set[str] = field(default_factory=set)
 
 
 class BodyAnalysis:
@@ -152,6 +161,10 @@ class BodyAnalysis:
         # pointer parameter -> its bumps ``p += k``, ``p -= k``, ``p = p + k`` as (the
         # assignment node, sign, offset node): later uses index from the bumped pointer
         self.param_bumps: dict[str, list[tuple[Node, int, Node]]] = defaultdict(list)
+        # integer local -> its bumps ``i += k``, ``i -= k``, ``i++`` as (node, sign, offset
+        # node or None for 1); sign 0 for any other compound assignment (an unknown change)
+        self.local_bumps: dict[str, list[tuple[Node, int, Optional[Node]]]] = defaultdict(list)
+        self._loop_counts: dict[int, Optional[LoopCount]] = {}
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
         # (var, bound node, +1?, id of the if's consequence it guards or None)
         self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
@@ -161,6 +174,7 @@ class BodyAnalysis:
     # -- pass 1: declarations, assignments, bounds ----------------------------------------
 
     def collect(self) -> None:
+        self.flags = self._flags()
         for n in walk(self.body):
             t = n.type
             if t == "declaration":
@@ -171,6 +185,10 @@ class BodyAnalysis:
                     self._param_bump(n, self.text(left))
                 elif left.type == "identifier":
                     self.assigned[self.text(left)] += 1
+                    if operator(n) != "=":
+                        op = operator(n)
+                        self.local_bumps[self.text(left)].append(
+                            (n, {"+=": 1, "-=": -1}.get(op, 0), n.child_by_field_name("right")))
                     if operator(n) == "=":
                         self.def_sites[self.text(left)].append((n, n.child_by_field_name("right")))
                         if self.text(left) in self.pointer_locals:
@@ -184,25 +202,120 @@ class BodyAnalysis:
                 if arg.type == "identifier":
                     self.assigned[self.text(arg)] += 1
                     self.updated.add(self.text(arg))
+                    self.local_bumps[self.text(arg)].append(
+                        (n, 1 if "++" in self.text(n) else -1, None))
             elif t == "field_expression":
                 text = self.text(n).replace(" ", "")
                 if text.split(".")[0] in BUILTINS:
                     self.facts.builtins.add(text)
             elif t == "if_statement":
                 cond = n.child_by_field_name("condition")
+                self._checked(cond)
                 consequence = n.child_by_field_name("consequence")
                 exit_ = _is_exit(consequence)
                 self._bounds(cond, exit_, None if exit_ or consequence is None
                              else consequence.id)
+                if not exit_ and consequence is not None:
+                    self._flag_bounds(cond, consequence.id)
             elif t == "for_statement":
                 self._for_step(n)
+                update = n.child_by_field_name("update")
+                if update is not None and "gridDim" in self.text(update):
+                    up = strip(update)
+                    left = up.child_by_field_name("left") if up.type == \
+                        "assignment_expression" else None
+                    if left is not None and strip(left).type == "identifier":
+                        self.facts.grid_stride.add(self.text(strip(left)))
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
                     self._bounds(cond, False)
             elif t in ("while_statement", "do_statement", "conditional_expression"):
                 cond = n.child_by_field_name("condition")
+                if t == "conditional_expression":
+                    self._checked(cond)
                 if cond is not None:
                     self._bounds(cond, False)
+
+    def _checked(self, cond: Optional[Node]) -> None:
+        if cond is not None:
+            self.facts.checked_names |= {self.text(m) for m in walk(cond)
+                                         if m.type == "identifier"}
+
+    def _flags(self) -> dict[str, list[tuple[Node, bool]]]:
+        """Boolean locals that stand for bounds checks, as name -> [(condition, exit)]:
+        ``bool ok = true;`` cleared only by ``if (C) ok = false;`` statements of the outer block
+        (each C an exit-style check, ``x >= dimx || y >= dimy``), or ``bool ok = C;`` never
+        assigned again (C a guard). FDTD3d's ``validr``/``validw``: ``if (ok) ...`` is then
+        checked as C is."""
+        decls: dict[str, Optional[Node]] = {}
+        cleared: dict[str, list[Node]] = defaultdict(list)
+        bad: set[str] = set()
+        for n in walk(self.body):
+            if n.type == "declaration" and n.parent is not None and n.parent.id == self.body.id \
+                    and any(self.text(c) == "bool" for c in n.children
+                            if c.type == "primitive_type"):
+                for d in n.children_by_field_name("declarator"):
+                    if d.type == "init_declarator":
+                        name = declared_name(d.child_by_field_name("declarator"), self.parsed)
+                        if name:
+                            if name in decls:
+                                bad.add(name)
+                            decls[name] = d.child_by_field_name("value")
+            elif n.type == "assignment_expression":
+                left = strip(n.child_by_field_name("left"))
+                if left.type != "identifier":
+                    continue
+                name = self.text(left)
+                right = n.child_by_field_name("right")
+                guard = self._clearing_if(n)
+                if operator(n) == "=" and right is not None and self.text(right) == "false" \
+                        and guard is not None:
+                    cleared[name].append(guard)
+                else:
+                    bad.add(name)
+            elif n.type == "update_expression":
+                arg = strip(n.child_by_field_name("argument"))
+                bad.add(self.text(arg))
+        out: dict[str, list[tuple[Node, bool]]] = {}
+        for name, value in decls.items():
+            if name in bad or value is None:
+                continue
+            if self.text(value) == "true":
+                if cleared.get(name):
+                    out[name] = [(c, True) for c in cleared[name]]
+            elif not cleared.get(name) and strip(value).type == "binary_expression":
+                out[name] = [(value, False)]
+        return out
+
+    def _clearing_if(self, assign: Node) -> Optional[Node]:
+        """The condition of the ``if`` of the outer block (no ``else``) whose consequence is
+        only ``assign``'s statement, else None."""
+        stmt = assign.parent
+        if stmt is None or stmt.type != "expression_statement":
+            return None
+        node = stmt
+        if node.parent is not None and node.parent.type == "compound_statement" and \
+                len(named_children(node.parent)) == 1:
+            node = node.parent
+        parent = node.parent
+        if parent is None or parent.type != "if_statement" or \
+                parent.child_by_field_name("consequence") != node or \
+                parent.child_by_field_name("alternative") is not None or \
+                parent.parent is None or parent.parent.id != self.body.id:
+            return None
+        return parent.child_by_field_name("condition")
+
+    def _flag_bounds(self, cond: Node, scope: int) -> None:
+        """The checks a flag stands for (:meth:`_flags`) for an ``if (flag)`` or ``if (flag &&
+        ...)``, scoped to its consequence."""
+        cond = strip(cond)
+        if cond.type == "binary_expression" and operator(cond) == "&&":
+            self._flag_bounds(cond.child_by_field_name("left"), scope)
+            self._flag_bounds(cond.child_by_field_name("right"), scope)
+            return
+        if cond.type == "identifier" and self.text(cond) in self.flags:
+            for check, exit_ in self.flags[self.text(cond)]:
+                self._bounds(check, exit_, scope)
 
     def _param_bump(self, n: Node, name: str) -> None:
         """Records ``p += k`` / ``p -= k`` / ``p = p + k`` of pointer parameter ``p``; any
@@ -228,31 +341,94 @@ class BodyAnalysis:
 
     def _bumped_offset(self, name: str, use: Node) -> Optional[Poly]:
         """The element offset of pointer parameter ``name`` at ``use`` after its bumps: the
-        sum of the bumps before ``use``, each a statement of the body's outermost block (so
-        run once, in order, by every thread that gets to ``use``); None when a bump before it
-        sits in a loop or a branch, a bump anywhere in a loop around ``use`` (its next
-        iteration sees it), or an offset is not a polynomial."""
-        total = Poly()
-        loops = ("for_statement", "while_statement", "do_statement")
-        for n, sign, value in self.param_bumps[name]:
-            anc = n.parent
-            while anc is not None and anc.id != self.body.id:
-                if anc.type in loops and anc.start_byte <= use.start_byte < anc.end_byte:
-                    return None  # a later iteration sees this bump (A += TILE in the loop)
-                anc = anc.parent
-            if n.end_byte > use.start_byte:
-                if n.start_byte <= use.start_byte:
-                    return None  # the use inside its own bump (p = p + k)
+        sum over its bumps of the offset times the times it has run (``loop_counts``: once
+        for a statement of the outer block before ``use``, once per iteration for one in a
+        ``for`` loop, ``A += TILE`` in the tile loop giving ``t * TILE``); None when a bump
+        that may run before ``use`` sits in a branch or a loop that cannot be counted, or
+        its offset is not a polynomial."""
+        return self._bumps_total(self.param_bumps[name], use, Poly(), None)
+
+    def _bumps_total(self, bumps: list, use: Node, base: Poly,
+                     after: Optional[Node]) -> Optional[Poly]:
+        """``base`` plus each bump of ``bumps`` ((node, sign, offset node or None for 1))
+        that ends after ``after`` (a plain definition; None: all), times its count at
+        ``use``."""
+        total = base
+        around = loops_around(use, self.body)
+        for n, sign, value in bumps:
+            if after is not None and n.end_byte <= after.end_byte:
                 continue
-            stmt = n.parent
-            if sign == 0 or stmt is None or stmt.type != "expression_statement" or \
-                    stmt.parent is None or stmt.parent.id != self.body.id:
+            if n.start_byte <= use.start_byte < n.end_byte:
+                return None  # the use inside its own bump (p = p + k)
+            shared = any(lp.start_byte <= n.start_byte < lp.end_byte for lp in around)
+            if n.start_byte > use.start_byte and not shared:
+                continue  # after the use, and no loop brings it back
+            count = bump_count(n, use, self.body, self.loop_count)
+            if count is None:
                 return None
-            k = self.poly(value)
+            if not count.constant.terms and not count.iterations:
+                continue
+            if sign == 0:
+                return None
+            k = Poly.const(1) if value is None else self.poly(value)
             if k is None:
                 return None
-            total = total + k if sign > 0 else total - k
+            moved = count.constant * k
+            for loop, per in count.iterations:
+                moved = moved + self._iteration_term(loop, per * k)
+            total = total + moved if sign > 0 else total - moved
         return total
+
+    def loop_count(self, loop: Node) -> Optional[LoopCount]:
+        """The loop's :class:`LoopCount` (cached); its distance symbol is recorded as a
+        bounded variable (``facts.bounds``, ``facts.steps``, ``facts.iterations``)."""
+        if loop.id not in self._loop_counts:
+            if loop.type != "for_statement":
+                self._loop_counts[loop.id] = None
+                return None
+            self._loop_counts[loop.id] = None  # (a header that reads its own bumps)
+            c = loop_count(loop, self.text, self.poly, self.parsed)
+            self._loop_counts[loop.id] = c
+            if c is not None:
+                self.facts.bounds.setdefault(c.distance, [c.limit])
+                self.facts.iterations[c.distance] = c.var
+                if not (c.step.is_const() and c.step.constant == 1):
+                    self.facts.steps[c.distance] = ("0", c.step.render())
+        return self._loop_counts[loop.id]
+
+    def _iteration_term(self, loop: LoopCount, y: Poly) -> Poly:
+        """``t * y`` for iteration ``t`` of ``loop``: ``distance * y / step`` (``distance``
+        is ``t * step``), a quotient symbol when ``step`` does not divide ``y``."""
+        d = Poly.sym(loop.distance)
+        if loop.step.is_const() and loop.step.constant == 1:
+            return d * y
+        q = divide(y, loop.step)
+        if q is not None:
+            return d * q
+        return self._division("/", d * y, loop.step)
+
+    def accumulated(self, name: str, use: Node, depth: int) -> Optional[Poly]:
+        """The value of integer local ``name`` at ``use`` when it is set only by statements
+        of the outer block (``int idx = 0;``, ``out_idx = in_idx;``) and moved by bumps
+        (``idx += stride``, also inside counted ``for`` loops): the last such definition
+        before ``use`` plus the bumps after it, counted (see :meth:`_bumps_total`)."""
+        sites = self.def_sites.get(name, [])
+        for d, _ in sites:
+            stmt = d
+            while stmt is not None and stmt.type not in ("declaration", "expression_statement"):
+                stmt = stmt.parent
+            if stmt is None or stmt.parent is None or stmt.parent.id != self.body.id:
+                return None
+        before = [(d, v) for d, v in sites if d.end_byte <= use.start_byte]
+        if not before:
+            return None
+        d, v = max(before, key=lambda dv: dv[0].end_byte)
+        if v is None:
+            return None
+        base = self.poly(v, depth + 1)
+        if base is None:
+            return None
+        return self._bumps_total(self.local_bumps[name], use, base, d)
 
     def _is_bump(self, ident: Node) -> bool:
         """``ident`` is the bumped parameter of its own bump: on its left, or the ``p`` of
@@ -345,7 +521,12 @@ class BodyAnalysis:
         wanted = _UPPER_EXIT if exit_ else _UPPER_GUARD
         lower = _LOWER_EXIT if exit_ else _LOWER_GUARD
         for var, bound, o in ((left, right, op), (right, left, _FLIP.get(op, ""))):
-            if o in wanted and var.type == "identifier":
+            if o in wanted and scope is not None and var.type == "field_expression" and \
+                    self.text(var).replace(" ", "").startswith("threadIdx."):
+                # if (threadIdx.x < BINS) out[blockIdx.x * BINS + threadIdx.x] = ...
+                self.raw_bounds.append((self.text(var).replace(" ", ""), bound, wanted[o],
+                                        scope))
+            elif o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
                     self.raw_bounds.append((name, bound, wanted[o], scope))
@@ -381,6 +562,10 @@ class BodyAnalysis:
                         self.facts.loads[name] = loaded
                         return Poly.sym(name)
                 return inner
+            if name in self.local_bumps and name not in self.pointer_locals:
+                acc = self.accumulated(name, node, depth)
+                if acc is not None:
+                    return acc
             if name not in self.pointer_locals:
                 value = self.reaching(name, node)
                 if value is not None:

@@ -31,6 +31,16 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``blockIdx.x * TILE + threadIdx.x`` under ``grid(W / TILE)`` is below ``W``; the draft's
   grid is that launch's, and a ``ceil_div`` launch adds ``multiple W = TILE`` (only whole
   tiles fit an unchecked body).
+- Loop-carried advances: a bump of a pointer parameter or an integer index local inside a
+  ``for`` loop with a countable header moves by the bump times the iterations before the use
+  (``loop_counts``); a tile loop by a constant step up to one size keeps that size a
+  ``multiple`` of the step. A padded volume's length is written as its factors
+  (``(dimx + 8) * (dimy + 8) * (dimz + 8)``). Boolean flags cleared by checks stand for them
+  inside ``if (flag)``. An index variable with several bounds takes the launch's grid when it
+  covers one of them, else the smallest.
+- Rows per block: a launch's constant grid bounds ``blockIdx`` (``partial[blockIdx.x * BINS +
+  threadIdx.x]`` under ``<<<240, 64>>>`` is 15360) and is the grid of a grid-stride loop; with
+  no launch grid, such a row per block follows the draft's own grid (a GUESS note).
 - CSR row pointers: ``for (j = ptr[r]; j < ptr[r + 1]; ...)``, also through locals (``int
   start = ptr[r], end = ptr[r + 1]; for (j = start; j < end; ...)``, a start of ``start +
   lane``): ``ptr`` gets ``csr(nnz)`` and what ``j`` indexes the length ``nnz``.
@@ -81,7 +91,7 @@ from cudalens.source.launches import launches_of
 from cudalens.source.model import Kernel, LaunchSite, Parameter
 from cudalens.spec import dtypes
 from cudalens.spec import templates
-from cudalens.spec.block_shape import block_from_file, block_from_texts, const_value
+from cudalens.spec.block_shape import block_from_file, const_value, named_ints
 from cudalens.spec.body import Access, BodyFacts, analyze_body
 from cudalens.spec.defines import file_constants
 from cudalens.spec.errors import SpecError
@@ -125,6 +135,8 @@ class _Length:
 
     polys: tuple[Poly, ...] = ()
     grid_axis: str = ""
+    # axes whose blockIdx only the draft's own grid bounds (``DRAFTGRID.x`` in ``polys``)
+    draft_axes: tuple[str, ...] = ()
     why: str = ""
     reach: tuple[str, ...] = ()  # for each of ``polys``, the access text that gives it
 
@@ -306,9 +318,8 @@ def outside_inputs(kernel: Kernel, source_text: str,
     scalars = tuple(_normalized_type(p.type) in records
                     for p in kernel.parameters if not p.is_pointer)
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    found = block_from_texts(tuple(s.config[1] if len(s.config) >= 2 else None for s in sites),
-                             kernel.launch_bounds[0] if kernel.launch_bounds else None,
-                             source_text)
+    # the block as the draft reads it (a dim3 variable's declaration in its launcher)
+    found = block_from_file(kernel, tuple(sites), source_text)
     extra = _outside_extra(kernel, source_text, tuple(sites))
     return scalars, (found[0] if found is not None else None), extra
 
@@ -372,6 +383,12 @@ class _Drafter:
         self.instance = self.pick_instance(instance)
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
         self.constants = dict(file_constants(self.context, defines))
+        # const/constexpr integers of the file (``static const uint PARTIAL_COUNT = 240;``, a
+        # launch's grid), after the #defines; never a kernel parameter's name
+        params = {p.name for p in kernel.parameters}
+        for name, value in named_ints(self.context)[1].items():
+            if name not in params:
+                self.constants.setdefault(name, value)
         for name, arg in self.bound.items():
             v = const_value(arg, self.context)
             if v is not None:
@@ -397,6 +414,10 @@ class _Drafter:
         self.host_given: set[str] = set()  # sizes whose values come from the host code
         self.unchecked_builtins = False  # an index of thread built-ins alone, unchecked
         self.multiple_why: dict[str, str] = {}  # size -> why it is kept a multiple (else a launch)
+        self.draft_grid_ok = False  # blockIdx may be bounded by the draft's grid (lengths)
+        # axes whose grid a bounded index variable sets (the draft's grid is known there)
+        self.draft_grid_axes: set[str] = set()
+        self.const_grid_notes: dict[str, str] = {}  # buffer -> why its rows follow the grid
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -470,9 +491,30 @@ class _Drafter:
         8)`` ends at 24, not 31."""
         start, step = self.facts.steps.get(name, ("", ""))
         a, s = self._int_text(start), self._int_text(step)
-        if a is None or s is None or s < 2 or not top.is_const() or top.constant < a:
+        if a is None or s is None or s < 2:
+            return top
+        if not top.is_const() and name in self.facts.iterations and a == 0:
+            return self.stepped_to_multiple(name, top, s)
+        if not top.is_const() or top.constant < a:
             return top
         return Poly.const(a + (top.constant - a) // s * s)
+
+    def stepped_to_multiple(self, name: str, top: Poly, step: int) -> Poly:
+        """The last distance a counted loop (``loop_counts``) reaches up to ``top``
+        (inclusive, ``B - 1``) by ``step``: ``B - step`` when ``B`` is one size, kept a multiple
+        of ``step`` (``for (k = 0; k < K; k += TILE)`` with ``multiple K = TILE``: only whole
+        tiles, as a body with no bounds check on the tile needs); else ``top`` (also when the
+        body checks the loop's variable, ``k0 + tx < K``: it handles a partial last step)."""
+        size = _single_symbol(top + Poly.const(1))
+        var = self.facts.iterations[name]
+        if size is None or size not in self.int_params or var in self.facts.checked_names:
+            return top  # a kernel that checks its partial last step runs any size
+        self.multiples.setdefault(size, step)
+        self.multiple_why.setdefault(size, (
+            f"multiple {size} = {step}: the loop over {var} steps by {step} up to {size} with "
+            f"no bounds check on the elements of its last step, so {size} stays a multiple of "
+            f"{step} (whole steps)"))
+        return top - Poly.const(step - 1)
 
     def _int_text(self, text: str) -> Optional[int]:
         from cudalens.kernel_model.syntax import int_literal
@@ -504,6 +546,8 @@ class _Drafter:
             if step == 1:
                 return extent - Poly.const(1)
             return Poly.sym(f"GRID.{axis}") - Poly.const(1)
+        if kind == "blockIdx" and self.draft_grid_ok and axis in self.draft_grid_axes:
+            return Poly.sym(f"DRAFTGRID.{axis}") - Poly.const(1)
         return None
 
     def grid_resolved(self, poly: Poly) -> Optional[Poly]:
@@ -608,6 +652,22 @@ class _Drafter:
                 continue
             self.name_tables(a)
             u = self.scoped_upper(a)
+            if u is None and any(sym.startswith("blockIdx.") for sym in a.index.symbols):
+                self.draft_grid_ok = True  # one row per block: the grid's blocks (module doc)
+                try:
+                    u = self.scoped_upper(a)
+                finally:
+                    self.draft_grid_ok = False
+            if u is not None and a.index is not None:
+                for sym in sorted(a.index.symbols):
+                    if sym.startswith("blockIdx.") and sym[-1] in self.site_grid and \
+                            self.site_grid[sym[-1]][0].is_const() and \
+                            self.site_grid[sym[-1]][1] == 1:
+                        blocks = self.site_grid[sym[-1]][0].constant
+                        self.const_grid_notes.setdefault(a.param, (
+                            f"{sym} in '{a.text}' runs over the launch's grid ({blocks} "
+                            f"blocks along {sym[-1]}, line "
+                            f"{self.sites[0].range.start.line + 1 if self.sites else 0})"))
             if u is None:
                 free = sorted(s for s in a.index.symbols
                               if s not in self.int_params and self.var_upper(s, 0) is None)
@@ -635,7 +695,10 @@ class _Drafter:
                 reach[length] = a.text
         if not known:
             return _Length(why=why or "not accessed in the body")
-        return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known))
+        axes = tuple(sorted({sym[-1] for k in known for sym in k.symbols
+                             if sym.startswith("DRAFTGRID.")}))
+        return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known),
+                       draft_axes=axes)
 
     def lanes_past(self, a: Access) -> int:
         """How many elements past its index's largest value plus one ``a`` reaches, plus
@@ -739,6 +802,7 @@ class _Drafter:
         for a in self.facts.accesses:
             by_param.setdefault(a.param, []).append(a)
         roles = {p.name: self.role(p, by_param[p.name]) for p in pointers}
+        self.draft_grid_axes = set(self.grid_vars())
         lengths = {p.name: self.length_of(by_param[p.name]) for p in pointers}
 
         grid_vars = self.grid_vars()
@@ -780,7 +844,7 @@ class _Drafter:
         main_text = main[0]
 
         block, block_from = self.block()
-        fixed = any(ln.grid_axis for ln in lengths.values())
+        fixed = any(ln.grid_axis or ln.draft_axes for ln in lengths.values())
         grid = self.grid(grid_vars, block, fixed, rename, main_text)
         if fixed:
             self.launch_notes.append(f"block fixed at {', '.join(map(str, block))} in grid and "
@@ -793,6 +857,18 @@ class _Drafter:
         for p in pointers:
             elements[p.name], assumed[p.name] = self.length_text(lengths[p.name], grid, rename,
                                                                  main_text)
+        for p in pointers:
+            ln = lengths[p.name]
+            if ln.draft_axes:
+                axes = ", ".join(f"grid.{a} = {grid['xyz'.index(a)]}" for a in ln.draft_axes)
+                self.later.setdefault(p.name, []).append(
+                    f"length of {p.name} = {elements[p.name]}: '{ln.reach[0]}' takes a row per "
+                    f"block and no launch gives the grid, so it follows the draft's ({axes}); "
+                    f"GUESS: set the grid the host launches, and the length with it")
+            elif p.name in self.const_grid_notes and len(ln.polys) == 1:
+                self.later.setdefault(p.name, []).append(
+                    f"length of {p.name} = {elements[p.name]}: "
+                    f"{self.const_grid_notes[p.name]}")
         ranges = self.index_ranges(pointers, roles, by_param, elements, assumed)
         for array, stride in self.ranges_from_loads.items():
             if array not in ranges:
@@ -807,7 +883,8 @@ class _Drafter:
                     f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
         for p in pointers:
-            self.padding_note(p, lengths[p.name], rename)
+            if not self.layout_note(p, pointers, lengths, by_param, roles, rename):
+                self.padding_note(p, lengths[p.name], rename)
             self.before_start_note(p, by_param[p.name])
         for p in k.parameters:
             if p.is_pointer:
@@ -1009,7 +1086,8 @@ class _Drafter:
             b = self.bound_of(grid_vars["x"][0])
             if b is not None and b.symbols and b.symbols <= set(rename):
                 return _render(b, rename), ""
-        texts = [_render(ln.polys[0], rename) for ln in lengths.values() if len(ln.polys) == 1]
+        texts = [_render(ln.polys[0], rename) for ln in lengths.values()
+                 if len(ln.polys) == 1 and not ln.draft_axes]
         if texts:
             return Counter(texts).most_common(1)[0][0], ""
         if sizes:
@@ -1049,17 +1127,29 @@ class _Drafter:
     def grid(self, grid_vars: dict[str, tuple[str, str]], block: tuple[int, ...], fixed: bool,
              rename: dict[str, str], main: str) -> tuple[str, ...]:
         dims = len(block)
+        launched = self.launch_axes(grid_vars)
         for axis in ("y", "z"):
-            if axis in grid_vars:
+            if axis in grid_vars or axis in launched:
                 dims = max(dims, "xyz".index(axis) + 1)
         out: list[str] = []
         for i, axis in enumerate("xyz"[:dims]):
             bx = str(block[i]) if fixed and i < len(block) else (
                 f"block.{axis}" if i < len(block) else "1")
-            if axis in grid_vars:
+            site_text = self.site_grid_text(axis, grid_vars, rename)
+            if site_text is not None:
+                out.append(site_text)
+                line = self.sites[0].range.start.line + 1 if self.sites else 0
+                var = grid_vars[axis][0]
+                why = (f"{var} is a grid-stride loop, so any grid covers it"
+                       if var in self.facts.grid_stride else
+                       f"{var} has several bounds, one of them the launch's")
+                self.launch_notes.append(
+                    f"grid.{axis} = {site_text}: from the launch at line {line} ({why})")
+            elif axis in grid_vars:
                 var, kind = grid_vars[axis]
                 b = self.bound_of(var)
                 assert b is not None
+                b = self.smallest_bound(var, b)
                 if b.constant < 0:
                     b = b - Poly.const(b.constant)
                 text = _render(b, rename)
@@ -1105,14 +1195,74 @@ class _Drafter:
             out.pop()
         return tuple(out)
 
+    def smallest_bound(self, var: str, first: Poly) -> Poly:
+        """The smallest of ``var``'s exclusive bounds when every other one is at least it
+        (FDTD3d's ``x < dimx + R`` for reads and ``x < dimx`` for writes give ``dimx``: the
+        threads past it only read the halo the others need not), else ``first``."""
+        tops = []
+        for b in self.facts.bounds.get(var, []):
+            u = self.upper(b)
+            if u is not None:
+                tops.append(u)
+        if len(set(tops)) < 2:
+            return first
+        low = next((t for t in tops if all(o.dominates(t) for o in tops)), None)
+        if low is None or low == first or not low.symbols:
+            return first
+        self.launch_notes.append(f"grid: {var} has several bounds; the grid covers the "
+                                 f"smallest, {low.render()}")
+        return low
+
+    def site_grid_text(self, axis: str, grid_vars: dict[str, tuple[str, str]],
+                       rename: dict[str, str]) -> Optional[str]:
+        """The launch site's grid along ``axis`` as the draft's, when the axis's index
+        variable has several bounds (FDTD3d's ``x < dimx + R`` for reads and ``x < dimx`` for
+        writes) and the launch covers one of them (``ceil_div(dimx, 32)``): the host code
+        says which one the grid follows. None otherwise."""
+        if axis not in grid_vars or axis not in self.site_grid:
+            return None
+        var, kind = grid_vars[axis]
+        bounds = self.facts.bounds.get(var, [])
+        extent, step, how = self.site_grid[axis]
+        if var in self.facts.grid_stride:
+            # a grid-stride loop covers its bound with any grid: the launch's is the one the
+            # host runs, and buffers indexed by blockIdx (one partial result per block) follow it
+            self.launch_bounded.add(axis)
+            text = _render(extent, rename)
+            shown = f"({text})" if " " in text else text
+            return text if step == 1 else (f"ceil_div({text}, {step})" if how == "ceil"
+                                           else f"{shown} / {step}")
+        if kind != "thread" or len(set(bounds)) < 2:
+            return None
+        tops = set()
+        for b in bounds:
+            u = self.upper(b)
+            if u is not None:
+                tops.add(u)
+        if extent not in tops:
+            return None
+        text = _render(extent, rename)
+        shown = f"({text})" if " " in text else text
+        return text if step == 1 else (f"ceil_div({text}, {step})" if how == "ceil"
+                                       else f"{shown} / {step}")
+
     def length_text(self, ln: _Length, grid: tuple[str, ...], rename: dict[str, str],
                     main: str) -> tuple[str, str]:
         """(length text, why it is assumed or "")."""
         if ln.grid_axis:
             i = "xyz".index(ln.grid_axis)
             return (grid[i] if i < len(grid) else "1"), ""
+        if ln.draft_axes:
+            named = dict(rename)
+            for axis in ln.draft_axes:
+                i = "xyz".index(axis)
+                g = grid[i] if i < len(grid) else "1"
+                named[f"DRAFTGRID.{axis}"] = f"({g})" if " " in g and not g.startswith(
+                    "ceil_div(") else g
+            texts = [_render(k, named) for k in ln.polys]
+            return (texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"), ""
         if len(ln.polys) == 1:
-            return _render(ln.polys[0], rename), ""
+            return _render_length(ln.polys[0], rename), ""
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
         return main, ln.why
@@ -1163,6 +1313,45 @@ class _Drafter:
                     f"(add the check, or index from 0)")
                 return
 
+    def layout_note(self, p: Parameter, pointers: list[Parameter], lengths: dict[str, _Length],
+                    by_param: dict[str, list[Access]], roles: dict[str, str],
+                    rename: dict[str, str]) -> bool:
+        """A note (True when made) when written buffer ``p`` is indexed by a local that also indexes an input
+        whose length is longer (FDTD3d's ``output[outputIndex]`` and ``input[outputIndex -
+        RADIUS]``): ``p``'s length is its last write, and the note names the input's, which a
+        buffer laid out like the input (a ping-pong pair) needs."""
+        ln = lengths[p.name]
+        if roles[p.name] == "in" or len(ln.polys) != 1 or \
+                max((len(m) for m, _ in ln.polys[0].terms), default=0) < 2:
+            return False
+
+        def names(accesses: list[Access]) -> set[str]:
+            out: set[str] = set()
+            for a in accesses:
+                if "[" in a.text:
+                    out |= set(re.findall(r"[A-Za-z_]\w*", a.text[a.text.index("["):]))
+            # an index local built up in steps (a bumped index, not a checked one: in[i + R]
+            # beside out[i] is a padded input, not a shared layout)
+            return out - self.int_params - set(self.constants) - set(self.order) - \
+                set(self.facts.bounds) - {"threadIdx", "blockIdx", "blockDim", "gridDim", "x",
+                                          "y", "z"}
+
+        mine = names([a for a in by_param[p.name] if a.kind in ("write", "update")])
+        for q in pointers:
+            lq = lengths[q.name]
+            if q.name == p.name or roles[q.name] != "in" or len(lq.polys) != 1 or \
+                    lq.polys[0] == ln.polys[0] or not lq.polys[0].dominates(ln.polys[0]):
+                continue
+            shared = sorted(mine & names(by_param[q.name]))
+            if shared:
+                self.later.setdefault(p.name, []).append(
+                    f"length of {p.name} = {_render_length(ln.polys[0], rename)}: its last "
+                    f"write; {q.name}, also indexed by {shared[0]}, is "
+                    f"{_render_length(lq.polys[0], rename)}: if {p.name} is laid out like "
+                    f"{q.name}, give it that length; assumed, confirm it")
+                return True
+        return False
+
     def padding_note(self, p: Parameter, ln: _Length, rename: dict[str, str]) -> None:
         """A note (an assumption) when ``p``'s length passes the bound of its index by a
         constant: ``in[i + 6]`` under ``i < n`` makes it ``n + 6``, which is right only when
@@ -1172,6 +1361,20 @@ class _Drafter:
         poly = ln.polys[0]
         pad = poly.constant
         if pad <= 0 or poly.is_const():
+            return
+        factors = _padded_factors(poly)
+        if factors is not None:
+            pads = ", ".join(f"{c} along {rename.get(n, n)}" for n, c in factors if c)
+            self.later.setdefault(p.name, []).append(
+                f"length of {p.name} = {_render_length(poly, rename)}: '{ln.reach[0]}' reaches "
+                f"past the bounds of its index by {pads}, so the caller is taken to pass a "
+                f"volume padded by that much (a halo); assumed, confirm it")
+            return
+        if max(len(m) for m, _ in poly.terms) >= 3:
+            self.later.setdefault(p.name, []).append(
+                f"length of {p.name} = {_render(poly, rename)}: one past the largest index "
+                f"'{ln.reach[0]}' reaches (each variable of it at its bound); assumed, "
+                f"confirm it")
             return
         base = _render(poly - Poly.const(pad), rename)
         self.later.setdefault(p.name, []).append(
@@ -1469,7 +1672,9 @@ def _grid_axis(text: str, args: dict[str, str],
             return a - Poly.const(step - 1), step, "ceil"
         return (a, step, "floor") if a.constant == 0 else None
     a = poly(tree)
-    return (a, 1, "floor") if a is not None and not a.is_const() else None
+    if a is not None and a.is_const() and a.constant < 1:
+        return None
+    return (a, 1, "floor") if a is not None else None
 
 
 def _same_loops(write: Access, read: Access) -> bool:
@@ -1712,3 +1917,34 @@ def _render(poly: Poly, rename: dict[str, str]) -> str:
     renamed = poly.substitute(lambda s: Poly.sym(rename.get(s, s)))
     assert renamed is not None
     return renamed.render(list(rename.values()))
+
+
+def _padded_factors(poly: Poly) -> Optional[list[tuple[str, int]]]:
+    """``[(n, c), ...]`` when ``poly`` is the product of ``(n + c)`` over two or more symbols
+    ``n`` (each of degree one, some ``c`` not 0): ``dimx * dimy * dimz + 8 * dimx * dimy + ...
+    + 512`` is ``(dimx + 8) * (dimy + 8) * (dimz + 8)``; else None."""
+    names = sorted(poly.symbols)
+    if len(names) < 2 or poly.as_dict().get(tuple(names)) != 1 or (
+            len(names) == 2 and not poly.constant):
+        return None  # (N * C + C stays as it is: a row past N, not a padded plane)
+    terms = poly.as_dict()
+    found = [(n, terms.get(tuple(m for m in names if m != n), 0)) for n in names]
+    if not any(c for _, c in found):
+        return None
+    product = Poly.const(1)
+    for n, c in found:
+        product = product * (Poly.sym(n) + Poly.const(c))
+    return found if product == poly else None
+
+
+def _render_length(poly: Poly, rename: dict[str, str]) -> str:
+    """A length as text: a padded volume as its factors (``(dimx + 8) * (dimy + 8) * (dimz +
+    8)``, see :func:`_padded_factors`), anything else as :func:`_render` writes it."""
+    factors = _padded_factors(poly)
+    if factors is None:
+        return _render(poly, rename)
+    order = {n: i for i, n in enumerate(rename.values())}
+    parts = sorted(((rename.get(n, n), c) for n, c in factors),
+                   key=lambda nc: (order.get(nc[0], len(order)), nc[0]))
+    return " * ".join(f"({n} + {c})" if c > 0 else (f"({n} - {-c})" if c < 0 else n)
+                      for n, c in parts)
