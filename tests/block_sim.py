@@ -160,10 +160,10 @@ _PLAIN_BUFFERS = r"""
 namespace sim {
 inline void unpoison_all() {}
 template <typename T> struct Buffer {
-    std::vector<T> v;
-    Buffer(long long size, long long) : v(size) {}
-    T& operator[](long long k) { return v[k]; }
-    T* data() { return v.data(); }
+    std::vector<T> v; long long shift;
+    Buffer(long long size, long long, long long shift_ = 0) : v(size + shift_), shift(shift_) {}
+    T& operator[](long long k) { return v[shift + k]; }
+    T* data() { return v.data() + shift; }
     void arm() {}
 };
 }  // namespace sim
@@ -176,12 +176,13 @@ inline void unpoison_all() {
     for (auto& r : poisoned) ASAN_UNPOISON_MEMORY_REGION(r.first, r.second);
 }
 template <typename T> struct Buffer {
-    std::vector<T> v; long long size, length;
-    Buffer(long long size_, long long length_)
-        : v(size_ + 2 * """ + str(CHECKED_PAD) + r"""), size(size_), length(length_) {}
-    T& operator[](long long k) { return v[""" + str(CHECKED_PAD) + r""" + k]; }
+    std::vector<T> v; long long size, length, shift;
+    Buffer(long long size_, long long length_, long long shift_ = 0)
+        : v(size_ + shift_ + 2 * """ + str(CHECKED_PAD) + r"""), size(size_), length(length_),
+          shift(shift_) {}
+    T& operator[](long long k) { return v[""" + str(CHECKED_PAD) + r""" + shift + k]; }
     T* data() {  // called once, for the kernel's argument: poison all but [0, length)
-        T* base = v.data(); T* first = base + """ + str(CHECKED_PAD) + r""";
+        T* base = v.data(); T* first = base + """ + str(CHECKED_PAD) + r""" + shift;
         poisoned.emplace_back(base, (first - base) * sizeof(T));
         ASAN_POISON_MEMORY_REGION(base, (first - base) * sizeof(T));
         T* end = first + length; T* stop = base + v.size();
@@ -217,9 +218,13 @@ class OutOfRange(AssertionError):
 
 
 def program(source: str, kernel: str, spec: KernelSpec, checked: bool = False,
-            shared_bytes: int = DYNAMIC_SHARED_BYTES) -> str:
+            shared_bytes: int = DYNAMIC_SHARED_BYTES,
+            shift: Optional[Mapping[str, int]] = None) -> str:
     """A host program running ``kernel`` of ``source`` (``checked``: buffers between
-    poisoned pads for AddressSanitizer, and ``shared_bytes`` of dynamic shared memory).
+    poisoned pads for AddressSanitizer, and ``shared_bytes`` of dynamic shared memory;
+    ``shift``: buffer name -> elements its base pointer is moved past the allocation's
+    start, as a pointer offset into an allocation is, so a 16-byte aligned start is not
+    assumed).
 
     argv: ``GX GY GZ BX BY BZ`` then, per kernel parameter in order, a buffer's ``LENGTH LOW
     HIGH`` or a scalar's value. Inputs hold a fixed pattern (integers drawn from [LOW, HIGH)),
@@ -247,7 +252,8 @@ def program(source: str, kernel: str, spec: KernelSpec, checked: bool = False,
             lines += [
                 f"    const long long {n} = atoll(argv[a++]); const long long lo_{p.name} = "
                 f"atoll(argv[a++]); const long long hi_{p.name} = atoll(argv[a++]);",
-                f"    sim::Buffer<{ctype}> buf_{p.name}({n} + {GUARD}, {n});",
+                f"    sim::Buffer<{ctype}> buf_{p.name}({n} + {GUARD}, {n}, "
+                f"{int((shift or {}).get(p.name, 0))});",
                 f"    for (long long k = 0; k < {n} + {GUARD}; ++k) buf_{p.name}[k] = "
                 + (f"({ctype})(((k * 37 + {j} * 11) % 101) / 50.0 - 1.0);"
                    if ctype in _FLOATS else
@@ -318,10 +324,15 @@ def _header_dir(checked: bool = False) -> Path:
     return tmp
 
 
+_ALIGN_FLAGS = ["-fsanitize=alignment", "-fno-sanitize-recover=alignment"]
+
+
 @functools.lru_cache(maxsize=64)
-def build(text: str, checked: bool = False) -> str:
-    """Compiles a ``program`` with g++ (C++20, threads; ``checked``: with AddressSanitizer);
-    returns the executable's path.
+def build(text: str, checked: bool = False, align: bool = False) -> str:
+    """Compiles a ``program`` with g++ (C++20, threads; ``checked``: with AddressSanitizer;
+    ``align``: with UndefinedBehaviorSanitizer's alignment check, so a vector access at an
+    address its type's alignment does not divide stops the program); returns the
+    executable's path.
 
     Raises AssertionError with g++'s diagnostics when it does not compile.
     """
@@ -329,7 +340,8 @@ def build(text: str, checked: bool = False) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-"))
     src, exe = tmp / f"{digest}.cpp", tmp / digest
     src.write_text(text)
-    flags = [*_FLAGS, *(_CHECKED_FLAGS if checked else []), "-I", str(_header_dir(checked))]
+    flags = [*_FLAGS, *(_CHECKED_FLAGS if checked else []), *(_ALIGN_FLAGS if align else []),
+             "-I", str(_header_dir(checked))]
     proc = subprocess.run(["g++", *flags, "-o", str(exe), str(src)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"g++ failed on {src}:\n{proc.stderr[:3000]}"
@@ -357,11 +369,14 @@ def _decode(bits: int, ctype: str):
 
 def run(source: str, kernel: str, spec: KernelSpec, sizes: Mapping[str, int],
         launch: Optional[LaunchDecl] = None, timeout: float = 60,
-        checked: bool = False) -> Result:
+        checked: bool = False, shift: Optional[Mapping[str, int]] = None) -> Result:
     """Runs ``kernel`` with the spec's buffers and scalars evaluated at ``sizes`` and the
     launch ``launch`` (default: the spec's), resolved as the runner resolves it (``sm_count``
-    132). Raises AssertionError when the program fails or hangs; with ``checked``,
-    ``OutOfRange`` when it accesses memory out of range (module doc)."""
+    132); ``shift``: buffer name -> elements its pointer starts past the allocation's
+    (16-byte aligned) start (``program``), the program then built with the alignment check
+    (``build``). Raises AssertionError when the program fails or
+    hangs; with ``checked``, ``OutOfRange`` when it accesses memory out of range (module
+    doc)."""
     env: dict[str, object] = dict(sizes)
     resolved = resolve_launch(launch or spec.launch, sizes, 132)
     argv = [str(v) for v in resolved.grid + resolved.block]
@@ -378,7 +393,8 @@ def run(source: str, kernel: str, spec: KernelSpec, sizes: Mapping[str, int],
             ctypes[p.name] = _C_TYPES[decl.type]
         else:
             argv.append(repr(spec_expr.evaluate(decl.expr, env)))
-    exe = build(program(source, kernel, spec, checked, resolved.shared_bytes), checked)
+    exe = build(program(source, kernel, spec, checked, resolved.shared_bytes, shift), checked,
+                bool(shift))
     env_vars = None
     if checked:
         import os

@@ -274,7 +274,7 @@ def test_column_pass_refuses_other_layouts_and_accumulators(text, reason, line):
 def test_atomic_total_loops_over_the_original_blocks():
     v = Variant("coarsen_reduce", VARIANTS / "coarsen_reduce" / "atomic_total.cu")
     ctx = context(v)
-    assert coarsen_reduce.parameter_space(ctx) == (
+    assert coarsen_reduce.parameter_space(ctx)[:3] == (  # then each again with vector=True
         {"blocks_per_sm": 32}, {"blocks_per_sm": 16}, {"blocks_per_sm": None})
     result = coarsen_reduce.apply(ctx, blocks_per_sm=32)
     assert "const unsigned int blocks = (n + 256 - 1) / 256;  // the original grid" in \
@@ -283,7 +283,8 @@ def test_atomic_total_loops_over_the_original_blocks():
     assert "one atomicAdd, instead of one atomicAdd on the same address per original block" \
         in result.explanation
     # per-block partials have no such form
-    assert coarsen_reduce.parameter_space(_example("reduce_sum")) == ({"blocks_per_sm": None},)
+    assert coarsen_reduce.parameter_space(_example("reduce_sum")) == (
+        {"blocks_per_sm": None}, {"blocks_per_sm": None, "vector": True})
     with pytest.raises(PassNotApplicable, match="needs one total added with atomicAdd"):
         coarsen_reduce.apply(_example("reduce_sum"), blocks_per_sm=32)
 

@@ -87,7 +87,7 @@ def test_not_applied_names_the_line_of_the_failing_condition():
     assert st.reason.startswith("expected the body to start with 'int i = blockIdx.x")
     assert by_pass["block_per_row"].reason == by_pass["warp_per_row"].reason  # same recognizer
     assert set(by_pass) == {"tiled_transpose", "tiled_matmul", "block_per_row", "warp_per_row",
-                            "stencil_tile",
+                            "stencil_tile", "stencil_regs",
                             "vectorize_gridstride", "gridstride", "unroll", "fast_math",
                             "launch_config", "regblock_matmul", "vectorize_2d",
                             "hist_privatize", "column_reduce"}
@@ -109,12 +109,12 @@ def test_cli_prints_the_plan_and_writes_json(tmp_path):
     res = CliRunner().invoke(main, ["plan", str(src), "--json", str(out)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[0] == (f"plan for block_sum in {src} (no GPU used): 5 candidate(s), 8 per "
+    assert lines[0] == (f"plan for block_sum in {src} (no GPU used): 7 candidate(s), 8 per "
                         f"runner call")
     assert lines[1].startswith(" *  1. restrict warp-reduce") and \
         "passes: restrict_const, warp_reduce;  block (256), grid (ceil_div(n, 256))" in lines[1]
     assert lines[2].startswith("        why: __restrict__ on ")  # the passes' explanation
-    assert ("  * = the first batch (5 candidates), sent before anything is measured; later "
+    assert ("  * = the first batch (7 candidates), sent before anything is measured; later "
             "batches depend on the measurements") in lines
     assert f"  unroll                {src}:7 (the kernel): no loop to unroll: line 14 holds a " \
            f"barrier (its trips are the block's phases)" in lines

@@ -19,7 +19,7 @@ SIM_SIZES = {"tiled_transpose": (37, 45), "tiled_matmul": (19, 23, 17),
              "warp_reduce": (1000,), "warp_per_row": (37, 45),
              "vectorize_gridstride": (1003,), "regblock_matmul": (19, 23, 17),
              "vectorize_2d": (31, 33), "hist_privatize": (1000,), "coarsen_reduce": (1000,),
-             "column_reduce": (37, 45), "stencil_tile": (1003,),
+             "column_reduce": (37, 45), "stencil_tile": (1003,), "stencil_regs": (1003,),
              "block_per_row": (5, 1100)}
 SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33),
                      "vectorize_gridstride/relu_bias_mod.cu": (31, 33),

@@ -23,7 +23,18 @@ Applies when ``warp_reduce`` does (a recognized tree, a 1D power-of-two block of
 threads, no y/z indexing) and also: the combine has an identity for the element type (0 for
 sums, -/+INFINITY for float max/min), the final statement uses no local of the per-thread
 statements and no ``threadIdx``, and the spec's grid does not depend on the block except
-through ``block.x`` (replaced by ``B``). No parameters.
+through ``block.x`` (replaced by ``B``).
+
+Parameters: ``blocks_per_sm`` (``parameter_space``) and ``vector``: the same rewrite with
+16-byte loads (``float4`` for floats, ``double2``, 8 halves or 16 bytes as ``int4``) where the
+per-thread statements read one buffer at ``blockIdx.x * B + t`` under one bound test
+(``cudalens.optimizer.span_read``). A block takes the vector loop when the bound holds for
+its last thread (the original then reads every element of its span, so the vectors read
+nothing it does not), the span's address is a multiple of the vector's size (tested at run
+time: the pointer may be an offset into an allocation) and the block is the rewrite's 32
+threads; each element still runs the user's statements. Other blocks (the ragged last one, a
+misaligned buffer, another launch's block) take the scalar loop. Offered besides the scalar
+form, not instead of it: the search times both.
 """
 
 from __future__ import annotations
@@ -191,29 +202,91 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     """``blocks_per_sm``: None (one warp per original block, always offered) and, where the
     result is one total added with ``atomicAdd`` and the spec's grid can be written in C over
     the scalar parameters, 32 and 16 warps per SM looping over the original blocks (one
-    atomic per warp instead of one per original block), 32 first."""
+    atomic per warp instead of one per original block), 32 first. Then each of those again
+    with ``vector`` where the per-thread statements read one guarded span
+    (``cudalens.optimizer.span_read``) and the block holds a whole number of vectors per
+    lane (``vector_width``): the scalar forms first, so both are timed."""
     reason, m, bx = _plan(ctx)
     if m is not None and _atomic_total(m, m.parsed) and _blocks_c(ctx, bx):
-        return ({"blocks_per_sm": 32}, {"blocks_per_sm": 16}, {"blocks_per_sm": None})
-    return ({"blocks_per_sm": None},)
+        scalar = ({"blocks_per_sm": 32}, {"blocks_per_sm": 16}, {"blocks_per_sm": None})
+    else:
+        scalar = ({"blocks_per_sm": None},)
+    if m is None or _vector_plan(ctx, m, bx)[0] is not None:
+        return scalar
+    return scalar + tuple({**s, "vector": True} for s in scalar)
+
+
+VECTOR_BYTES = 16  # widest load per thread: 128 bits (ld.global.v4)
+# CUDA's built-in vector types (CUDA C++ Programming Guide, "Built-in Vector Types") by the
+# element type; other element types move as int4 / int2 through a register array
+_VECTOR_BASE = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint",
+                "unsigned": "uint"}
+
+
+def vector_width(element_bytes: int, bx: int) -> int:
+    """Elements per vector load for ``element_bytes``-byte elements and blocks of ``bx``
+    threads: 16 bytes, else 8, whichever gives at least 2 elements and a whole number of
+    vectors per lane (``bx`` divisible by 32 times the width); 0 when neither does."""
+    for nbytes in (VECTOR_BYTES, VECTOR_BYTES // 2):
+        width = nbytes // element_bytes
+        if width >= 2 and bx % (WARP * width) == 0:
+            return width
+    return 0
+
+
+def _vector_plan(ctx: PassContext, m, bx: int):
+    """(None, span, width, element C type, vector type) when the vector form applies, else
+    (the reason, None, 0, '', '')."""
+    from cudalens.optimizer import span_read
+
+    try:
+        span = span_read.match(ctx, list(m.load), m.parsed, set(), bx)
+    except span_read.NotSpan as exc:
+        return Reason(f"vector loads: {exc}", exc.line), None, 0, "", ""
+    q = ctx.kernel.parameter(span.buffer)
+    if q.type in ctx.kernel.template_parameters:
+        return f"vector loads: {span.buffer} holds the template type {q.type}", None, 0, "", ""
+    ctype = " ".join(w for w in q.type.split() if w not in ("const", "volatile"))
+    width = vector_width(structural.element_bytes(ctx.spec.param(span.buffer).type), bx)
+    if not width:
+        return (f"vector loads: a block of {bx} threads holds no whole number of 8- or "
+                f"16-byte vectors per lane"), None, 0, "", ""
+    nbytes = width * structural.element_bytes(ctx.spec.param(span.buffer).type)
+    base = _VECTOR_BASE.get(ctype)
+    vec = f"{base}{width}" if base else {16: "int4", 8: "int2"}[nbytes]
+    return None, span, width, ctype, vec
 
 
 def _combine(combine: str, v: str, other: str) -> str:
     return f"{v} += {other};" if combine == "+" else f"{v} = {combine}({v}, {other});"
 
 
-def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None) -> PassResult:
+def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
+          vector: bool = False) -> PassResult:
     """The one-warp-per-block reduction; block 32, the spec's grid (``block.x`` replaced by
     the original block size), or with ``blocks_per_sm`` a grid of that many one-warp blocks
     per SM looping over the original blocks (``parameter_space`` says when).
 
+    ``vector``: where a block's inputs are all there (the original's bound test holds for its
+    last thread) and start 16-byte aligned (tested at run time on the address, since the
+    pointer may be an offset into an allocation), each lane loads them ``vector_width`` at a
+    time (``float4`` for floats) into a register array and runs the per-thread statements on
+    each element; other blocks (the ragged last one, a misaligned buffer) take the scalar
+    loop.
+
     Raises:
-        PassNotApplicable: the precondition fails, or ``blocks_per_sm`` is given where the
-            result is not one atomic total (the message says why).
+        PassNotApplicable: the precondition fails, ``blocks_per_sm`` is given where the
+            result is not one atomic total, or ``vector`` where the loads are not one guarded
+            span (the message says why).
     """
     reason, m, bx = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    span = None
+    if vector:
+        why, span, width, vtype, vec = _vector_plan(ctx, m, bx)
+        if why is not None:
+            raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {why}")
     blocks = None
     if blocks_per_sm is not None:
         blocks = _blocks_c(ctx, bx)
@@ -252,9 +325,12 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None) -> PassResult:
             direct = expr.child_by_field_name("right")
     x = None if direct is not None else w.fresh("val")
 
-    def subst(stmt: tree_sitter.Node, drop_store: bool = False) -> str:
-        reps = []
+    def subst(stmt: tree_sitter.Node, extra=()) -> str:
+        reps = [(n, text) for n, text in extra if stmt.start_byte <= n.start_byte < stmt.end_byte]
+        outer = [r for r, _ in reps]  # replaced whole: nothing inside them is replaced too
         for n in walk(stmt):
+            if any(r.start_byte <= n.start_byte < r.end_byte for r in outer):
+                continue
             f = builtin_field(n, p) if n.type == "field_expression" else None
             if f == "threadIdx.x":
                 reps.append((n, loop_var))
@@ -280,19 +356,64 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None) -> PassResult:
         w(1, f"const unsigned int {nblocks} = {blocks};  // the original grid")
         w(1, f"for (unsigned int {b} = blockIdx.x; {b} < {nblocks}; {b} += gridDim.x) {{")
         d = 2
+    def element(depth: int, extra=()) -> None:
+        """One original thread's statements, combined into the register."""
+        if x is not None:
+            w(depth, f"{etype} {x};")
+        for stmt in body:
+            if stmt is last and direct is not None:
+                w.text_block(depth, _combine(m.combine, v, subst(direct, extra)))
+            else:
+                w.text_block(depth, subst(stmt, extra))
+        if x is not None:
+            w(depth, _combine(m.combine, v, x))
+
+    def scoped(depth: int, thread: str, last_line: str, head: str = "") -> None:
+        """``head { THREAD'S NUMBER; the index's declarations; last_line }``."""
+        w(depth, head + "{")
+        w(depth + 1, f"{loop_type} {loop_var} = {thread};")
+        for dep in span.deps:
+            if dep is not tid_decl:
+                w.text_block(depth + 1, subst(dep))
+        w(depth + 1, last_line)
+        w(depth, "}")
+
+    if span is not None:
+        whole, t0, regs, j = w.fresh("whole"), w.fresh("t0"), w.fresh("elems"), w.fresh("j")
+        index = subst(span.index)
+        nbytes = width * structural.element_bytes(ctx.spec.param(span.buffer).type)
+        w(d, f"// {vec} loads where the block's inputs are all there and start {nbytes}-byte "
+             f"aligned (the address is tested), else one by one")
+        w(d, f"bool {whole};")
+        # under another block (the user's launch) the lanes' vectors would pass the span
+        scoped(d, "0", f"{whole} = blockDim.x == {WARP} && "
+                       f"reinterpret_cast<size_t>(&{span.buffer}[{index}]) % {nbytes} == 0;")
+        if span.guard is not None:
+            scoped(d, str(bx - 1), f"{whole} = {subst(span.guard)};  // the original's "
+                                   f"bound, for the block's last thread", f"if ({whole}) ")
+        w(d, f"if ({whole}) {{")
+        w(d + 1, "#pragma unroll")
+        w(d + 1, f"for (int {k} = 0; {k} < {bx // (WARP * width)}; ++{k}) {{")
+        w(d + 2, f"const unsigned int {t0} = (threadIdx.x + {k} * {WARP}) * {width};")
+        w(d + 2, f"alignas({nbytes}) {vtype} {regs}[{width}];")
+        scoped(d + 2, t0, f"*reinterpret_cast<{vec}*>({regs}) = "
+                          f"*reinterpret_cast<const {vec}*>(&{span.buffer}[{index}]);")
+        w(d + 2, "#pragma unroll")
+        w(d + 2, f"for (int {j} = 0; {j} < {width}; ++{j}) {{")
+        w(d + 3, f"{loop_type} {loop_var} = {t0} + {j};")
+        element(d + 3, [(r, f"{regs}[{j}]") for r in span.reads])
+        w(d + 2, "}")
+        w(d + 1, "}")
+        w(d, "} else {")
+        d += 1
     w(d, "#pragma unroll")
     w(d, f"for (int {k} = 0; {k} < {per_lane}; ++{k}) {{")
     w(d + 1, f"{loop_type} {loop_var} = threadIdx.x + {k} * {WARP};")
-    if x is not None:
-        w(d + 1, f"{etype} {x};")
-    for stmt in body:
-        if stmt is last and direct is not None:
-            w.text_block(d + 1, _combine(m.combine, v, subst(direct)))
-        else:
-            w.text_block(d + 1, subst(stmt))
-    if x is not None:
-        w(d + 1, _combine(m.combine, v, x))
+    element(d + 1)
     w(d, "}")
+    if span is not None:
+        d -= 1
+        w(d, "}")
     if blocks is not None:
         w(1, "}")
     w(1, f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2)")
@@ -319,12 +440,26 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None) -> PassResult:
                    f"a shared-memory tree and {bx.bit_length()} __syncthreads(); launched as "
                    f"32-thread blocks over the same grid, so block b still writes what the "
                    f"original block b wrote.{order}")
+    vec_tags: tuple[str, ...] = ()
+    if span is not None:
+        vec_tags = (f"vec{width}",)
+        loads = bx // (WARP * width)
+        explanation += (f" Vector loads: where the block's {bx} inputs are all there (the "
+                        f"original's bound holds for its last thread, so it reads each of "
+                        f"them) and start {nbytes}-byte aligned (tested at run time on the "
+                        f"address: the pointer may be an offset into an allocation), each "
+                        f"lane loads {width} consecutive elements per {vec} load, "
+                        f"{loads} load{'s' if loads > 1 else ''} instead of {per_lane}, and "
+                        f"runs the "
+                        f"per-thread statements on each; the ragged last block and a "
+                        f"misaligned buffer take the element-by-element loop.")
     if blocks_per_sm is not None:
         explanation += (f" With {blocks_per_sm} one-warp blocks per SM each warp loops over "
                         f"the original blocks and adds its total with one atomicAdd, instead "
                         f"of one atomicAdd on the same address per original block.")
         return PassResult(source=source, launch=launch,
-                          tags=("warp-per-block+loop", f"grid={blocks_per_sm}*SMs"),
+                          tags=("warp-per-block+loop",) + vec_tags +
+                          (f"grid={blocks_per_sm}*SMs",),
                           explanation=explanation)
-    return PassResult(source=source, launch=launch, tags=("warp-per-block",),
+    return PassResult(source=source, launch=launch, tags=("warp-per-block",) + vec_tags,
                       explanation=explanation)
