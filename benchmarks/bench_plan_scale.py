@@ -17,6 +17,9 @@ For each file, written into a temporary folder:
   seconds measured inside that process. Files over the server's ``MAX_ANALYZED_BYTES`` are
   not analyzed by the server, and are not measured here.
 
+``--with-spec`` adds each kernel file again with a written ``FILE.cu.spec`` of one section
+per kernel (loading a written spec checks it against the kernel, and the file's sections).
+
 ``--checkout DIR`` (repeatable) measures another checkout of the repository too, each in its
 own column (``PYTHONPATH=DIR/server:DIR``): the same script shows a change's before and after.
 A run over ``--timeout`` seconds is killed and shown as ``>TIMEOUT``. The kernel generated is
@@ -63,6 +66,13 @@ def trivial_kernels(count: int) -> str:
         f"__global__ void k{i}(const float* x, float* y, int n)\n{{\n"
         f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         f"    if (i < n) y[i] = x[i] + {i}.0f;\n}}\n" for i in range(count))
+
+
+def spec_sections(count: int) -> str:
+    """A written spec with a section for each of ``trivial_kernels(count)``, 8 lines each."""
+    return "\n".join(
+        f"kernel k{i}\nsize n = 1024\nin x: float[n]\nout y: float[n]\nscalar n: int = n\n"
+        f"block = 256\ngrid = ceil_div(n, 256)\n" for i in range(count))
 
 
 def table_file(megabytes: float, seed: int = 0) -> str:
@@ -137,6 +147,8 @@ def main(argv=None) -> int:
                     help="also a file of one kernel after a __constant__ table this large")
     ap.add_argument("--checkout", type=Path, action="append", default=[],
                     help="another checkout to measure beside this one (repeatable)")
+    ap.add_argument("--with-spec", action="store_true",
+                    help="also each kernel file with a written FILE.cu.spec, a section a kernel")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--json", type=Path, help="also write every measurement here")
     args = ap.parse_args(argv)
@@ -148,6 +160,12 @@ def main(argv=None) -> int:
             path = Path(tmp) / f"kernels{n}.cu"
             path.write_text(trivial_kernels(n))
             files.append((f"{n} kernels", path, "k7" if n > 7 else "k0"))
+            if args.with_spec:
+                path = Path(tmp) / "specced" / f"kernels{n}.cu"
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(trivial_kernels(n))
+                path.with_name(path.name + ".spec").write_text(spec_sections(n))
+                files.append((f"{n} + spec", path, "k7" if n > 7 else "k0"))
         if args.table_mb:
             path = Path(tmp) / "table.cu"
             path.write_text(table_file(args.table_mb))

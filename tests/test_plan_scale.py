@@ -34,7 +34,7 @@ from cudalens.target import load_spec, load_target
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_plan_scale import trivial_kernels  # noqa: E402
+from bench_plan_scale import spec_sections, trivial_kernels  # noqa: E402
 
 SOURCES = sorted([*ROOT.glob("examples/*.cu"), *(ROOT / "tests" / "data").rglob("*.cu")])
 
@@ -208,3 +208,28 @@ def test_opening_a_file_reads_its_headers_and_build_once_not_per_kernel(monkeypa
     assert calls == {"local_headers": 1, "project_header_texts": 1, "build_defines": 1}
     for view in snap.kernels:  # the same specs as loading each kernel on its own
         assert (view.spec, view.spec_origin) == load_spec(path, snap.source, view.kernel)
+
+
+def test_opening_a_file_parses_its_spec_file_once_not_per_kernel(monkeypatch, tmp_path):
+    from cudalens.spec import parser as spec_parser
+
+    path = tmp_path / "specced.cu"
+    path.write_text(trivial_kernels(12))
+    spec_path = tmp_path / "specced.cu.spec"
+    spec_path.write_text(spec_sections(12))
+    parsed = []
+    real = spec_parser.parse_spec
+
+    def counting(text, *a, **k):
+        parsed.append(len(text))
+        return real(text, *a, **k)
+
+    monkeypatch.setattr(spec_parser, "parse_spec", counting)
+    snap = analyze(path.as_uri(), path, 1, path.read_text(), "utf-16", SpecCache())
+    assert [(v.spec_origin, v.spec.kernel, v.spec.line, v.spec_error) for v in snap.kernels] == [
+        (str(spec_path), f"k{i}", 1 + 8 * i, "") for i in range(12)]
+    assert parsed == [len(spec_path.read_text())]
+    spec_path.write_text(spec_sections(12).replace("= 1024", "= 2048"))  # an edit is read
+    snap = analyze(path.as_uri(), path, 2, path.read_text(), "utf-16", SpecCache())
+    assert [v.spec.sizes[0].expr for v in snap.kernels] == ["2048"] * 12
+    assert len(parsed) == 2
