@@ -454,4 +454,8 @@ async def test_unreachable_runner_is_reported(tmp_path):
                                            "be used: cannot reach the GPU runner at "
                                            "http://127.0.0.1:9")
         assert "t0k3n" not in error[0].message
-        assert titles(await client.code_lenses(uri)) == [("Optimize", "cudalens.optimize"), ("Capture a real launch", "cudalens.captureLaunch")]
+        reason = error[0].message[len("cudalens: optimizing saxpy failed: "):].split("\n")[0]
+        assert len(reason) > 60  # the lens shows its first 59 characters, then an ellipsis
+        assert titles(await client.code_lenses(uri)) == [
+            (f"Optimize failed: {reason[:59].rstrip()}\u2026 (hover for details)", ""),
+            ("Optimize", "cudalens.optimize"), ("Capture a real launch", "cudalens.captureLaunch")]

@@ -1,7 +1,8 @@
 """The engine's checks before a runner (``cudalens.engine.preflight``) as the editor shows them:
 a bad ``[build]`` table or a file that does not compile is told before any runner is made; the
-lens and the hovers say the file does not compile; a failed Optimize stays on the hover until
-the next one (pytest-lsp, real nvcc, the model runner)."""
+lens and the hovers say the file does not compile, and no Optimize action is offered until it
+is fixed; a failed Optimize stays on the lens and the hover until the next one (pytest-lsp,
+real nvcc, the model runner)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,14 @@ async def test_a_refused_build_table_fails_the_job_before_any_runner_and_stays_o
         assert found.group(1) == day
         assert found.group(2) == why
         assert text.startswith("**saxpy**: not measured yet\n\n" + found.group(0) + "\n\n")
+        # the lens says it too, shortened, and Optimize stays to try again
+        lenses = await client.code_lenses(uri)
+        kernel = [(lens.command.title, lens.command.command) for lens in lenses
+                  if lens.range.start.line == SIGNATURE_LINE]
+        shown = why.split("\n")[0]
+        assert len(shown) > 60
+        assert kernel[:2] == [(f"Optimize failed: {shown[:59].rstrip()}\u2026 (hover for details)",
+                               ""), ("Optimize", "cudalens.optimize")], kernel
 
 
 @needs_nvcc
@@ -85,6 +94,9 @@ async def test_a_file_that_does_not_compile_gets_no_optimize_lens_plan_or_runner
         line = error.range.start.line + 1
         assert line == 9  # the missing ';' is seen at the closing brace of the if
         where = f'line {line}: expected a ";"'
+        body = SIGNATURE_LINE + 2
+        assert not [a.title for a in await client.code_actions(uri, body)
+                    if a.command and a.command.command == "cudalens.optimize"]
         lenses = await client.code_lenses(uri)
         kernel = [(lens.command.title, lens.command.command) for lens in lenses
                   if lens.range.start.line == SIGNATURE_LINE]
@@ -103,6 +115,21 @@ async def test_a_file_that_does_not_compile_gets_no_optimize_lens_plan_or_runner
             f'cannot optimize saxpy: {path}:{line}: expected a ";" ({path} does not compile with '
             f'nvcc for sm_90: 1 error; cudalens check {path} shows them all)')}
         assert not made.exists()
+        # fixed, the lens and the action come back once the new text's check has passed
+        client.change(uri, text.replace("y[i] = a * x[i] + y[i]", "y[i] = a * x[i] + y[i];"))
+
+        async def optimize_lens():
+            lenses = await client.code_lenses(uri)
+            return ("Optimize", "cudalens.optimize") in [
+                (lens.command.title, lens.command.command) for lens in lenses
+                if lens.range.start.line == SIGNATURE_LINE]
+
+        await client.wait_for(optimize_lens, what="the Optimize lens back", timeout=120)
+        assert not [d for d in client.diagnostics_for(uri)
+                    if d.severity == types.DiagnosticSeverity.Error]
+        actions = [a.title for a in await client.code_actions(uri, body)
+                   if a.command and a.command.command == "cudalens.optimize"]
+        assert actions == ["Optimize kernel saxpy (built-in passes)"], actions
 
 
 @pytest.mark.skipif(__import__("gpu_probe").gpu_present(),

@@ -479,3 +479,49 @@ __global__ void k(float* out, const float* in, int n) {
     spec = parse_spec("kernel k\nsize n = 64\nout out: float[1]\nin in: float[1]\n"
                       "scalar n: int = n\nblock = 64\ngrid = 1\n", "k.cu.spec")["k"]
     _loads(spec, kernel, source)
+
+
+def test_loading_a_written_spec_again_with_the_same_source_does_not_draft_again(
+        monkeypatch, tmp_path):
+    """The draft the output lengths are checked against is kept with the kernel's model
+    (``output_lengths.drafted_for``): a second load of the same text and spec (a lens refresh,
+    a hover, a re-analysis with an empty spec cache) refuses the short output as the first
+    did, without inference; an edited text drafts again."""
+    from cudalens.errors import CudalensError
+    from cudalens.kernel_model import syntax
+    from cudalens.lsp.documents import SpecCache, analyze
+    from cudalens.spec import output_lengths
+    from cudalens.target import load_spec
+
+    drafts = []
+    real = output_lengths.infer_spec
+
+    def counting(kernel, *args, **kwargs):
+        drafts.append(kernel.name)
+        return real(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(output_lengths, "infer_spec", counting)
+    syntax.clear_parses()
+    path = tmp_path / "cube.cu"
+    path.write_text(CUBE)
+    spec_path = tmp_path / "cube.cu.spec"
+    spec_path.write_text("kernel cube\nsize N = 64\nout out: float[N]\nin in: float[N]\n"
+                         "scalar N: int = N\nblock = 64\ngrid = ceil_div(N, 64), N, N\n")
+    expected = (f"{spec_path}:3: kernel cube writes out up to N * N * N elements (from its "
+                f"bounds checks; 262,144 at the nominal sizes), but the spec gives it N (64): "
+                f"expected a length of at least N * N * N")
+    for _ in range(2):
+        source = parse_source(CUBE, str(path))
+        with pytest.raises(CudalensError) as err:
+            load_spec(path, source, source.kernel("cube"))
+        assert str(err.value) == expected
+    assert drafts == ["cube"]
+    for _ in range(2):  # the language server's analysis, each time with an empty spec cache
+        snap = analyze(path.as_uri(), path, 1, CUBE, "utf-16", SpecCache())
+        assert [v.spec_error for v in snap.kernels] == [expected]
+    assert drafts == ["cube"]
+    edited = CUBE.replace("in[x]", "in[x] * 2.0f")
+    snap = analyze(path.as_uri(), path, 2, edited, "utf-16", SpecCache())
+    assert [v.spec_error for v in snap.kernels] == [expected]
+    assert drafts == ["cube", "cube"]
+    syntax.clear_parses()

@@ -129,27 +129,52 @@ def check_spec_sections(path: Path, source: SourceFile) -> None:
                                 f"__global__ kernel of {path} (found: {_names(source)})")
 
 
+@dataclass(frozen=True)
+class FileContext:
+    """What loading any kernel's spec reads around its file (``load_spec``), the same for every
+    kernel of one text: ``headers`` (the texts of the headers beside the file it includes,
+    then the project headers found through the build's folders), ``defines`` (the build's
+    integer ``-D`` values) and ``context`` (the headers and the file's text, joined: where
+    spec expressions find ``#define``s)."""
+
+    headers: tuple[str, ...]
+    defines: dict
+    context: str
+
+
+def file_context(path: Path, text: str) -> FileContext:
+    """The ``FileContext`` of ``path`` holding ``text``: the headers read from disk and the
+    build looked up now (a caller loading every kernel of a file makes it once and passes it
+    to each ``load_spec``: reading them per kernel made a file of 3,000 kernels take minutes)."""
+    from cudalens.build import build_defines, project_header_texts
+    from cudalens.spec.headers import local_headers
+
+    own = local_headers(path, text)
+    headers = own + tuple(t for t in project_header_texts(path, text) if t not in own)
+    return FileContext(headers=headers, defines=build_defines(path),
+                       context="\n".join(headers + (text,)))
+
+
 def load_spec(path: Path, source: SourceFile, kernel: Kernel,
-              instance: Optional[str] = None) -> tuple[KernelSpec, str]:
+              instance: Optional[str] = None,
+              around: Optional[FileContext] = None) -> tuple[KernelSpec, str]:
     """The written spec for ``kernel`` if its sidecar file names it, else an inferred draft.
     ``instance`` (``reduce<float, 256>``) asks for one template instance's section or draft.
     The build's integer ``-D`` values and the project headers found through its ``-I`` folders
-    (``cudalens.build``) count as the file's, as its own headers and ``#define``s do.
+    (``cudalens.build``) count as the file's, as its own headers and ``#define``s do: from
+    ``around`` when given (``file_context(path, source.text)``), else read now.
 
     Raises:
         CudalensError: the spec file exists but is malformed or does not fit the kernel; the
             message names the spec file's line.
     """
-    from cudalens.build import build_defines, project_header_texts
-    from cudalens.spec.headers import local_headers
-
-    own = local_headers(path, source.text)
-    headers = own + tuple(t for t in project_header_texts(path, source.text) if t not in own)
-    defines = build_defines(path)
-    context = "\n".join(headers + (source.text,))
+    if around is None:
+        around = file_context(path, source.text)
+    headers, defines = around.headers, around.defines
     try:
         spec = spec_parser.load_spec_for(path, kernel, source_text=source.text,
-                                         instance=instance, context=context, defines=defines)
+                                         instance=instance, context=around.context,
+                                         defines=defines)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     if spec is not None:

@@ -27,7 +27,7 @@ step where they are polynomials.
 Pointer values the analysis cannot follow (passed to a function, stored other than as a local
 pointer's initializer, ``&x[i]`` handed to anything but a read-only load) are ``Escape``s, and
 the local pointers are ``Alias``es; ``memory(model)`` builds all three once per kernel version
-and keeps them in ``KernelModel.derived``.
+and keeps them in ``KernelModel.facts``.
 """
 
 from __future__ import annotations
@@ -174,11 +174,11 @@ class Memory:
 
 def memory(model: KernelModel) -> Memory:
     """The accesses, aliases and escapes of ``model``'s kernel, built once per model (so
-    once per kernel version) and kept in ``model.derived``. A kernel whose body the
+    once per kernel version) and kept in ``model.facts``. A kernel whose body the
     whole-file tree does not hold (``model.loose_body`` None) has none."""
-    hit = model.derived.get("memory")
+    hit = model.facts.get("memory")
     if hit is None:
-        hit = model.derived.setdefault("memory", _build(model))
+        hit = model.facts.setdefault("memory", _build(model))
     return hit
 
 

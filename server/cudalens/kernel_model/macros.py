@@ -20,6 +20,7 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.syntax import Parsed, parse, walk
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -42,12 +43,15 @@ class Macro:
 
 
 def file_macros(parsed: Parsed) -> dict[str, Macro]:
-    """Every macro defined exactly once in the file, by name."""
+    """Every macro defined exactly once in the file, by name (worked out once per text,
+    ``kernel_model.file_facts``; the dict returned is the caller's own)."""
+    return dict(fact(parsed, "macros", _file_macros))
+
+
+def _file_macros(parsed: Parsed) -> dict[str, Macro]:
     found: dict[str, Macro] = {}
     twice: set[str] = set()
-    for n in walk(parsed.tree.root_node):
-        if n.type not in ("preproc_def", "preproc_function_def"):
-            continue
+    for n in file_nodes(parsed, "preproc_def", "preproc_function_def"):
         name_node = n.child_by_field_name("name")
         if name_node is None:
             continue

@@ -9,7 +9,7 @@ them once per (text, kernel) and every caller gets the same model. Models live i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Hashable, Optional, TypeVar
 
 from cudalens.kernel_model.syntax import Node, Parsed, first_error, parse
 from cudalens.source.model import Kernel
@@ -23,8 +23,8 @@ class KernelModel:
     ``body`` the definition's body (None without a definition). ``loose_body`` is the
     ``compound_statement`` at the body's offsets in the whole-file tree with or without a
     definition around it (error recovery may keep the body and break the definition).
-    ``derived`` holds facts computed from the model once, by the module that computes them
-    (``accesses.accesses``), so every reader of the model shares them."""
+    ``facts`` holds facts computed from the model once, by the module that computes them
+    (``accesses.memory`` under the key "memory", ``kernel_fact`` under its callers' keys), so every reader of the model shares them."""
 
     parsed: Parsed
     kernel: Kernel
@@ -32,7 +32,7 @@ class KernelModel:
     parameters: tuple[Node, ...]
     body: Optional[Node]
     loose_body: Optional[Node]
-    derived: dict = field(default_factory=dict, compare=False, repr=False)
+    facts: dict = field(default_factory=dict, compare=False, repr=False)  # ``kernel_fact``, accesses
 
     @property
     def text(self) -> str:
@@ -62,6 +62,21 @@ def kernel_model(text: str, kernel: Kernel) -> KernelModel:
     """The model of ``kernel`` in ``text`` (``kernel``'s offsets are into ``text`` as UTF-8),
     built once per (text, kernel) and kept with ``parse(text)``."""
     return model_of(parse(text), kernel)
+
+
+T = TypeVar("T")
+
+
+def kernel_fact(text: str, kernel: Kernel, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, worked out once per (``text``, ``kernel``, ``key``) and kept in the
+    kernel's model (so it goes when ``text``'s parse does): for what is derived from one kernel
+    of one text and asked again on every load of it (the draft ``spec.output_lengths`` checks
+    a written spec against). ``key`` must hold whatever else ``compute`` reads (a template
+    instance, the kernel's launch sites). Callers must not change what it returns."""
+    facts = kernel_model(text, kernel).facts
+    if key not in facts:
+        facts[key] = compute()
+    return facts[key]
 
 
 def model_of(parsed: Parsed, kernel: Kernel) -> KernelModel:

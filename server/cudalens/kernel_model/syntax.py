@@ -18,6 +18,7 @@ from typing import Iterator, Optional, Sequence
 import tree_sitter
 import tree_sitter_cuda
 
+from cudalens.kernel_model.text_diff import edit_between
 from cudalens.source.model import Position, Range
 
 Node = tree_sitter.Node
@@ -60,6 +61,55 @@ def captures(pattern: str, node: Node, name: str) -> list[Node]:
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
+# An initializer list this long (bytes) or longer is a *table* when its text holds no ``#``,
+# ``(`` or ``]``: then it holds only literals, names and braces (no call, cast, lambda,
+# launch, declaration or preprocessor line can be written without one of them).
+TABLE_BYTES = 1 << 16
+
+
+def tables(node: Node, data: bytes) -> list[tuple[int, int]]:
+    """The byte spans of the tables under ``node`` (``data`` the text's UTF-8 bytes): the
+    initializer lists of at least ``TABLE_BYTES`` bytes without ``#``, ``(`` or ``]`` (an
+    11 MB ``__constant__`` array of numbers is one), in source order. Only nodes at least that
+    long are looked into, and never an initializer list, so this costs the file's large
+    nodes, not its size."""
+    found: list[tuple[int, int]] = []
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        for child in reversed(cur.children):
+            start, end = child.start_byte, child.end_byte
+            if end - start < TABLE_BYTES:
+                continue
+            if child.type == "initializer_list":
+                if data.find(b"#", start, end) < 0 and data.find(b"(", start, end) < 0 and \
+                        data.find(b"]", start, end) < 0:
+                    found.append((start, end))
+                continue
+            stack.append(child)
+    return sorted(found)
+
+
+def captures_outside_tables(pattern: str, node: Node, name: str, data: bytes) -> list[Node]:
+    """``captures(pattern, node, name)`` for a pattern that cannot match inside a table
+    (``tables``: a call, a declaration, a keyword, a preprocessor line), without the query
+    visiting the tables' nodes (a million numbers cost seconds, every time they are read)."""
+    spans = tables(node, data)
+    if not spans:
+        return captures(pattern, node, name)
+    q = query(pattern)
+    seen: dict[tuple[int, int, int], Node] = {}
+    bounds = [node.start_byte] + [b for span in spans for b in span] + [node.end_byte]
+    for lo, hi in zip(bounds[::2], bounds[1::2]):  # the gaps between the tables
+        if hi <= lo:
+            continue
+        cursor = tree_sitter.QueryCursor(q)
+        cursor.set_byte_range(lo, hi)
+        for n in cursor.captures(node).get(name, []):  # nodes that overlap the gap
+            seen.setdefault((n.start_byte, n.end_byte, n.kind_id), n)
+    return sorted(seen.values(), key=lambda n: (n.start_byte, -n.end_byte))
+
+
 # -- Parsed and its cache -------------------------------------------------------------------
 
 
@@ -67,12 +117,14 @@ def captures(pattern: str, node: Node, name: str) -> list[Node]:
 class Parsed:
     """A source text with its tree-sitter-cuda tree. ``data`` is the UTF-8 encoding of
     ``text``. Made by ``parse`` (or ``remember``), never directly: the kernel models of the
-    text (``kernel_model.model``) live in ``models``, so they go when the parse does."""
+    text (``kernel_model.model``) live in ``models`` and what is found by scanning the whole
+    file (``kernel_model.file_facts``) in ``facts``, so they go when the parse does."""
 
     text: str
     data: bytes
     tree: tree_sitter.Tree
     models: dict = field(default_factory=dict, compare=False, repr=False)
+    facts: dict = field(default_factory=dict, compare=False, repr=False)
 
     def text_of(self, node: Node) -> str:
         return text_of(self.data, node)
@@ -140,6 +192,29 @@ def parse(text: str) -> Parsed:
         data = text.encode("utf-8")
         hit = Parsed(text=text, data=data, tree=_thread_parser().parse(data))
         PARSES.parsed.put(text, hit)
+    return hit
+
+
+def parse_near(text: str, near: Parsed) -> Parsed:
+    """``parse(text)`` for a text that differs from ``near``'s in one region (an optimizer
+    candidate: a rewrite of one kernel): ``near``'s tree edited (``text_diff.edit_between``)
+    and re-parsed incrementally, so tree-sitter reads again only around the change. Kept in
+    ``PARSES`` like any parse. Where either tree has errors the text is parsed whole instead:
+    error recovery may differ between an incremental and a full parse, and callers of
+    ``parse`` expect what a full parse gives."""
+    hit = PARSES.get(text)
+    if hit is not None:
+        return hit
+    if near.tree.root_node.has_error:
+        return parse(text)
+    data = text.encode("utf-8")
+    old = near.tree.copy()  # ``near``'s own tree stays as it is
+    old.edit(**edit_between(near.data, data))
+    tree = _thread_parser().parse(data, old)
+    if tree.root_node.has_error:
+        tree = _thread_parser().parse(data)
+    hit = Parsed(text=text, data=data, tree=tree)
+    PARSES.parsed.put(text, hit)
     return hit
 
 

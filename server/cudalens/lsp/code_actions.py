@@ -1,6 +1,8 @@
 """Code actions on a kernel (the kernel whose definition holds the requested range).
 
 * ``Optimize kernel NAME (PROPOSER)`` (``refactor``): queue it for background optimization;
+  not offered while the file's last compile check failed (the lens says where) or the kernel
+  has no usable spec;
   PROPOSER is ``built-in passes``, ``LLM MODEL at URL``, or ``LLM MODEL at URL if it answers,
   else built-in passes`` (``llm.action_label``; no server is contacted here);
   ``Cancel optimizing NAME`` while queued or running.
@@ -18,6 +20,7 @@ from typing import Callable, Optional, Union
 
 from lsprotocol import types
 
+from cudalens.engine.preflight import refuses
 from cudalens.lsp import commands as cmd
 from cudalens.lsp.documents import DocumentSnapshot
 from cudalens.lsp.edits import Refused, SpecFile, create_spec_edit
@@ -39,11 +42,15 @@ KINDS = [types.CodeActionKind.Refactor, types.CodeActionKind.RefactorRewrite,
 
 def code_actions(snapshot: DocumentSnapshot, statuses: list[KernelStatus], rng: types.Range,
                  jobs: dict[str, Job], proposer: Union[Settings, str],
-                 spec_file: Callable[[str], Optional[SpecFile]]) -> list[types.CodeAction]:
+                 spec_file: Callable[[str], Optional[SpecFile]],
+                 check=None) -> list[types.CodeAction]:
     """Actions for the kernels overlapping ``rng``. ``spec_file(uri)`` gives a spec file's
     current text and version, or None when it does not exist. ``proposer``: the session's
     settings (or only ``Settings.proposer``, when the LLM settings are then read from the
-    project file alone)."""
+    project file alone). ``check``: the document's last compile check
+    (``cudalens.check.CheckResult``); while it failed at a line (``engine.preflight.refuses``)
+    no kernel is offered Optimize."""
+    broken = refuses(check)
     out: list[types.CodeAction] = []
     how: Optional[str] = None
     for st in statuses:
@@ -55,7 +62,7 @@ def code_actions(snapshot: DocumentSnapshot, statuses: list[KernelStatus], rng: 
         if job is not None:
             out.append(_action(f"Cancel optimizing {name}", KIND_OPTIMIZE,
                                cmd.command("Cancel", cmd.CANCEL, args)))
-        elif st.view.spec is not None:
+        elif st.view.spec is not None and not broken:
             if how is None:
                 how = action_label(proposer, snapshot.path)
             again = " again" if st.current is not None else ""

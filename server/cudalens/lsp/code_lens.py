@@ -8,7 +8,9 @@ On the kernel's first line, left to right:
   cancel);
 * ``Optimize`` (``Optimize again`` after a run); while the last compile check of the file
   failed, ``does not compile (line 4: expected a ";"): fix it to Optimize`` instead, without an
-  action;
+  action; after a failed Optimize (a compile, spec or runner error), before it and without an
+  action, ``Optimize failed: REASON (hover for details)`` until the kernel's next job (the
+  hover has the whole message);
 * after a run with a candidate on offer: ``2.31x faster candidate: show diff``, ``apply``,
   ``reject``; a candidate timed with another launch than the user's says how it runs under
   the user's: ``14.80x faster candidate: show diff (1.80x as a drop-in; 14.80x with block =
@@ -37,14 +39,16 @@ from cudalens.lsp.editing import EDITING, Held
 from cudalens.lsp.jobs import Job
 from cudalens.lsp.launch_edits import drop_in_phrase
 from cudalens.lsp.results import KernelStatus
-from cudalens.lsp.wording import measurement, no_offer, not_compiling, short_device, speedup
+from cudalens.lsp.wording import (failure_lens, measurement, no_offer, not_compiling,
+                                  short_device, speedup)
 from cudalens.spec.parser import spec_path_for
 
 
 def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
                 jobs: dict[str, Job], held: Optional[Held] = None,
                 held_statuses: Sequence[KernelStatus] = (), held_jobs: Optional[dict] = None,
-                open_spec: bool = False, check=None) -> list[types.CodeLens]:
+                open_spec: bool = False, check=None,
+                failures: Optional[dict] = None) -> list[types.CodeLens]:
     """The lenses of ``snapshot``; ``jobs`` maps kernel names to their queued/running job.
 
     held: kernels of the last good parse that this mid-edit snapshot lost (``editing``), with
@@ -56,6 +60,8 @@ def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
     check: the document's last compile check (``cudalens.check.CheckResult``); when it failed
         at a line (``engine.preflight.refuses``), no kernel is offered Optimize (the lens says
         where the first error is).
+    failures: kernel name -> its last failed optimize job (``lsp.jobs.Failure``), shown on the
+        kernel's lens.
     """
     broken = not_compiling(snapshot.path, check) if refuses(check) else ""
     out: list[types.CodeLens] = []
@@ -63,7 +69,7 @@ def code_lenses(snapshot: DocumentSnapshot, statuses: list[KernelStatus],
     for st in statuses:
         line = snapshot.index.range(st.view.kernel.range).start.line
         out += _kernel_lenses(snapshot, st, jobs.get(st.name), line, spec_path, open_spec,
-                              broken)
+                              broken, (failures or {}).get(st.name))
     for st in held_statuses if held is not None else ():
         line = held.lines.get(st.name, 0)
         job = (held_jobs or {}).get(st.name)
@@ -84,7 +90,8 @@ def _line_range(line: int) -> types.Range:
 
 
 def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[Job], line: int,
-                   spec_path: Path, open_spec: bool, broken: str = "") -> list[types.CodeLens]:
+                   spec_path: Path, open_spec: bool, broken: str = "",
+                   failure=None) -> list[types.CodeLens]:
     out: list[types.CodeLens] = []
     rng = _line_range(line)
     args = cmd.KernelArgs(uri=snapshot.uri, kernel=st.name, version=snapshot.version)
@@ -106,6 +113,8 @@ def _kernel_lenses(snapshot: DocumentSnapshot, st: KernelStatus, job: Optional[J
     elif broken:
         lens(f"does not compile ({broken}): fix it to Optimize")
     elif st.view.spec is not None:
+        if failure is not None:
+            lens(failure_lens(failure))
         lens("Optimize again" if run is not None else "Optimize", cmd.OPTIMIZE)
     elif spec_path.is_file():
         # the spec file exists but cannot be used for this kernel: point at it

@@ -14,11 +14,12 @@ path gives (``tests/test_analysis_fast_paths.py``).
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
@@ -34,7 +35,7 @@ from cudalens.spec.model import KernelSpec
 from cudalens.spec.parser import spec_path_for
 from cudalens.spec.writer import format_spec
 from cudalens.store.keys import MaterialCache, sha256_text, source_materials
-from cudalens.target import Target, load_spec
+from cudalens.target import FileContext, Target, file_context, load_spec
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 
@@ -189,11 +190,14 @@ class SpecCache:
             tuple, tuple[tuple[Optional[KernelSpec], str, str, str], int]] = OrderedDict()
 
     def get(self, path: Path, source: SourceFile, kernel: Kernel,
-            spec_stat: Optional[tuple[int, int]], data: Optional[bytes] = None
+            spec_stat: Optional[tuple[int, int]], data: Optional[bytes] = None,
+            around: Optional[Callable[[], FileContext]] = None
             ) -> tuple[Optional[KernelSpec], str, str, str]:
         """``(spec, origin, error, identity)`` of ``kernel``: see ``KernelView`` for the first
         three; ``identity`` is ``spec_identity(spec)`` ("" without a spec). ``data`` is
-        ``source.text`` as UTF-8 when the caller has it (else it is encoded here)."""
+        ``source.text`` as UTF-8 when the caller has it (else it is encoded here); ``around``
+        gives the file's ``target.FileContext`` (headers, build defines) when a kernel's spec
+        must be loaded, the same for every kernel of the text (else it is read per kernel)."""
         data = source.text.encode("utf-8") if data is None else data
         key = (str(path), kernel.qualified_name, data[kernel.start_byte:kernel.end_byte],
                tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat,
@@ -205,7 +209,8 @@ class SpecCache:
             self._entries.move_to_end(key)
             return hit[0]
         try:
-            spec, origin = load_spec(path, source, kernel)
+            spec, origin = load_spec(path, source, kernel,
+                                     around=around() if around is not None else None)
             value: tuple[Optional[KernelSpec], str, str, str] = (spec, origin, "",
                                                                  spec_identity(spec))
         except CudalensError as exc:
@@ -240,10 +245,11 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
     if parser is not None:
         _share_tree(text, data, parser)
     spec_stat = _stat(spec_path_for(path))
+    around = functools.cache(lambda: file_context(path, text))  # read once, if a spec is loaded
     loaded = {}
     for kernel in source.kernels:
         loaded[(kernel.start_byte, kernel.end_byte)] = cache.get(path, source, kernel, spec_stat,
-                                                                 data)
+                                                                 data, around)
     identities = {span: identity for span, (spec, _, _, identity) in loaded.items()
                   if spec is not None}
     materials = source_materials(source, identities, RUNNER_FLAGS, cache.materials)

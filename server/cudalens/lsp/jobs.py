@@ -277,6 +277,10 @@ class Jobs:
                 return
         self._close(clients)
 
+    def failures_of(self, uri: str) -> dict[str, Failure]:
+        """The last failed job of each kernel of document ``uri`` (kernel name -> Failure)."""
+        return {kernel: f for (u, kernel), f in self.failures.items() if u == uri}
+
     def _failed(self, job: Job, exc: Exception) -> None:
         """Ends ``job`` as failed: the error shown first, then its progress ended."""
         if self._closed:

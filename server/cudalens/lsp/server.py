@@ -139,7 +139,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
         return code_lens.code_lenses(snap, s.statuses(snap), s.jobs_of(snap.uri), held,
                                      held_statuses, held_jobs,
                                      open_spec=s.supports("window", "show_document", "support"),
-                                     check=s.diagnostics.last_check(snap.uri)) \
+                                     check=s.diagnostics.last_check(snap.uri),
+                                     failures=s.jobs.failures_of(snap.uri)) \
             + capture_action.lenses(snap, s.roots,
                                     s.supports("window", "show_document", "support"))
 
@@ -152,7 +153,8 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
             return []
         statuses = s.statuses(snap)
         return code_actions.code_actions(snap, statuses, params.range, s.jobs_of(snap.uri),
-                                         s.settings, s.spec_file) + \
+                                         s.settings, s.spec_file,
+                                         check=s.diagnostics.last_check(snap.uri)) + \
             sanitize_action.check_actions(snap, statuses, params.range)
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
@@ -171,7 +173,7 @@ def build_server(runner_factory: Optional[RunnerFactory] = None) -> CudalensServ
             return None
         statuses = s.statuses(snap)
         check = s.diagnostics.last_check(snap.uri)
-        failures = {kernel: f for (uri, kernel), f in s.jobs.failures.items() if uri == snap.uri}
+        failures = s.jobs.failures_of(snap.uri)
         return plan_hover.with_plan(hover.hover(snap, statuses, params.position, check,
                                                 failures),
                                     snap, statuses, params.position, check)

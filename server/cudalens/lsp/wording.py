@@ -99,6 +99,19 @@ def not_compiling(path, check) -> str:
     return f"{os.path.basename(first.path)}:{first.line}: {message}"
 
 
+FAILURE_LENS_CHARS = 60
+
+
+def failure_lens(failure) -> str:
+    """A kernel's last failed optimize job (``lsp.jobs.Failure``) on its lens: ``Optimize
+    failed: REASON (hover for details)``, the reason the message's first line cut to
+    ``FAILURE_LENS_CHARS`` characters (an ellipsis where it was cut)."""
+    first = failure.message.strip().split("\n", 1)[0].strip()
+    if len(first) > FAILURE_LENS_CHARS:
+        first = first[:FAILURE_LENS_CHARS - 1].rstrip() + "\u2026"
+    return f"Optimize failed: {first} (hover for details)"
+
+
 def failure_note(failure) -> str:
     """A kernel's last failed optimize job (``lsp.jobs.Failure``) in words."""
     when = failure.at.replace("T", " ").replace("+00:00", " UTC")

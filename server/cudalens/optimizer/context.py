@@ -55,13 +55,16 @@ class PassContext:
 
     def rewritten(self, text: str, launch: LaunchDecl, pass_name: str) -> "PassContext":
         """The context after a pass: ``text`` re-parsed, the kernel found again by name.
+        The parse is derived from this context's (``source.incremental.derived_source``): a
+        rewrite of one kernel costs that kernel, not the whole file.
 
         Raises:
             LookupError: the rewritten text no longer holds the kernel (a pass bug).
         """
-        from cudalens.source.parser import parse_source
+        from cudalens.source.incremental import derived_source
 
-        source = parse_source(text, self.path) if text != self.text else self.source
+        source = derived_source(text, self.path, self.source) if text != self.text \
+            else self.source
         try:
             kernel = source.kernel(self.kernel.qualified_name)
         except KeyError:

@@ -26,6 +26,7 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.model import UnreadableBody, readable_body
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
@@ -300,23 +301,30 @@ def _assigned_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:
 
 
 def _file_macros(parsed: Parsed) -> dict[str, str]:
-    """Macro name -> replacement text, for ``#define``s anywhere in the file."""
+    """Macro name -> replacement text, for ``#define``s anywhere in the file (worked out once
+    per text)."""
+    return dict(fact(parsed, "elementwise.macros", _find_macros))
+
+
+def _find_macros(parsed: Parsed) -> dict[str, str]:
     macros: dict[str, str] = {}
-    for n in walk(parsed.tree.root_node):
-        if n.type in ("preproc_def", "preproc_function_def"):
-            name = n.child_by_field_name("name")
-            value = n.child_by_field_name("value")
-            if name is not None:
-                macros[parsed.text_of(name)] = parsed.text_of(value) if value is not None else ""
+    for n in file_nodes(parsed, "preproc_def", "preproc_function_def"):
+        name = n.child_by_field_name("name")
+        value = n.child_by_field_name("value")
+        if name is not None:
+            macros[parsed.text_of(name)] = parsed.text_of(value) if value is not None else ""
     return macros
 
 
 def _file_functions(parsed: Parsed) -> dict[str, str]:
-    """Function name -> body text, for the functions defined in the file."""
+    """Function name -> body text, for the functions defined in the file (worked out once
+    per text)."""
+    return dict(fact(parsed, "elementwise.functions", _find_functions))
+
+
+def _find_functions(parsed: Parsed) -> dict[str, str]:
     found: dict[str, str] = {}
-    for n in walk(parsed.tree.root_node):
-        if n.type != "function_definition":
-            continue
+    for n in file_nodes(parsed, "function_definition"):
         decl = n.child_by_field_name("declarator")
         while decl is not None and decl.type != "function_declarator":
             decl = decl.child_by_field_name("declarator")

@@ -58,9 +58,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.model import kernel_definition, readable_body
-from cudalens.kernel_model.syntax import identifiers, named_children, parse, walk
+from cudalens.kernel_model.syntax import named_children, parse, walk
 from cudalens.optimizer import half_pairs
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.elementwise import Elementwise
@@ -119,7 +120,8 @@ def paired_store(ctx: PassContext, em: Elementwise, registers: dict[str, str],
     if pair is None or not em.single_expression or em.index_used:
         return None
     parsed = parse(ctx.text)
-    stmt = next((n for n in walk(parsed.tree.root_node) if n.type == "expression_statement"
+    around = parsed.tree.root_node.descendant_for_byte_range(em.body_start, em.body_end)
+    stmt = next((n for n in walk(around) if n.type == "expression_statement"
                  and n.start_byte >= em.body_start and n.end_byte <= em.body_end), None)
     kids = named_children(stmt) if stmt is not None else []
     if len(kids) != 1 or kids[0].type != "assignment_expression":
@@ -218,7 +220,7 @@ def _layout(ctx: PassContext):
         first = line_indent(parsed.data, inner[0].start_byte)
         if first.startswith(base) and len(first) > len(base):
             unit = first[len(base):]
-    taken = identifiers(parsed.tree.root_node, parsed) | {ctx.kernel.name}
+    taken = set(file_identifiers(parsed)) | {ctx.kernel.name}
     return parsed, body, base, unit, taken
 
 

@@ -13,9 +13,10 @@ from typing import Callable, Optional, TypeVar
 
 import tree_sitter
 
+from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, line_indent
 from cudalens.kernel_model.model import kernel_definition
-from cudalens.kernel_model.syntax import Parsed, identifiers, parse, walk
+from cudalens.kernel_model.syntax import Parsed, parse, walk
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import Macro, parse_expression
@@ -156,7 +157,7 @@ class Layout:
             first = line_indent(self.parsed.data, inner[0].start_byte)
             if first.startswith(self.base) and len(first) > len(self.base):
                 self.unit = first[len(self.base):]
-        self.taken = identifiers(self.parsed.tree.root_node, self.parsed) | {ctx.kernel.name}
+        self.taken = set(file_identifiers(self.parsed)) | {ctx.kernel.name}
         self.lines: list[str] = ["{"]
 
     def fresh(self, base: str) -> str:

@@ -20,11 +20,19 @@ returns (``tests/test_source_incremental.py`` compares them over many edits), bu
 A tree with errors takes ``parse_source``'s own path (error ranges, re-parsing suspect kernels
 one by one) on the incrementally parsed tree. Not thread-safe: one parser per document,
 used from one thread.
+
+``derived_source(text, path, base)`` does the same for the optimizer's candidates, texts
+derived from ``base``'s by rewriting one kernel (``PassContext.rewritten``): the tree is
+``base``'s re-parsed around the rewrite (``syntax.parse_near``) and the chunks come from one
+store shared by all derived texts (``DERIVED_CHUNKS``), so a plan over a file of 3,000
+kernels reads the other kernels once, not once per candidate.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+import threading
+from collections import OrderedDict
+from typing import Callable, Iterator, Optional
 
 import tree_sitter
 
@@ -32,7 +40,8 @@ from .kernels import GLOBAL, enclosing_scope, global_token, kernel_from_definiti
 from .launches import LaunchIndex, launch_site_from_call
 from .model import Kernel, LaunchSite, Position, Range, SourceFile
 from .parser import parse_tree
-from cudalens.kernel_model.syntax import captures, new_parser, text_of
+from cudalens.kernel_model.syntax import captures_outside_tables, new_parser, parse, parse_near, text_of
+from cudalens.kernel_model.text_diff import edit_between
 
 _GLOBAL_QUERY = f'"{GLOBAL}" @keyword'
 _LAUNCH_QUERY = "(call_expression (kernel_call_syntax)) @launch"
@@ -104,28 +113,12 @@ class IncrementalParser:
         return self._tree.copy() if self._tree is not None else None
 
     def _clean(self, src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:
-        kept: dict[_ChunkKey, _Chunk] = {}
-        kernels: list[Kernel] = []
-        launches: list[LaunchSite] = []
-        for node, containers in _chunk_nodes(src, root, ()):
-            start, end = node.start_byte, node.end_byte
-            row, column = node.start_point
-            key = (src[start:end], column, containers)
-            chunk = kept.get(key) or self._chunks.get(key)
-            chunk = chunk.moved(start, row) if chunk is not None else _read_chunk(src, node)
-            kept.setdefault(key, chunk)
-            kernels.extend(chunk.kernels)
-            launches.extend(chunk.launches)
+        kept, kernels, sites = _chunked(src, root, self._chunks.get)
         self._chunks = kept
-        sites = tuple(launches)
         index = LaunchIndex(sites)
-        unique: dict[tuple[int, int], Kernel] = {}
-        for k in kernels:
-            unique.setdefault((k.start_byte, k.end_byte), k)
-        ordered = sorted(unique.values(), key=lambda k: (k.start_byte, k.end_byte))
         attached: dict[int, tuple[Kernel, tuple[LaunchSite, ...], Kernel]] = {}
         with_sites = []
-        for k in ordered:
+        for k in kernels:
             mine = index.of(k)
             memo = self._attached.get(id(k))
             if memo is None or memo[0] is not k or memo[1] != mine:
@@ -135,6 +128,94 @@ class IncrementalParser:
         self._attached = attached
         return SourceFile(path=path, text=text, kernels=tuple(with_sites), launch_sites=sites,
                           error_ranges=())
+
+
+class _ChunkStore:
+    """Chunks read from the optimizer's candidate texts (``derived_source``), by key, shared by
+    every text derived from any original: least recently used dropped first once the chunks'
+    bytes pass ``budget``. Thread-safe (plans run in the server's worker threads)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[_ChunkKey, _Chunk] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: _ChunkKey) -> Optional[_Chunk]:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+            return hit
+
+    def update(self, chunks: dict[_ChunkKey, _Chunk]) -> None:
+        with self._lock:
+            for key, chunk in chunks.items():
+                if key not in self._entries:
+                    self._bytes += len(key[0])
+                self._entries[key] = chunk
+                self._entries.move_to_end(key)
+            while self._bytes > self.budget and self._entries:
+                key, _ = self._entries.popitem(last=False)
+                self._bytes -= len(key[0])
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+DERIVED_CHUNKS = _ChunkStore(budget=64 << 20)
+
+
+def derived_source(text: str, path: str, base: SourceFile) -> SourceFile:
+    """``parse_source(text, path)`` for a text derived from ``base``'s by a rewrite of one
+    region (an optimizer candidate, ``PassContext.rewritten``): the tree is ``base``'s parsed
+    again incrementally (``syntax.parse_near``, kept as ``parse(text)``), and the declarations
+    are read only where their bytes, column and containers were not seen in an earlier
+    derived text (``DERIVED_CHUNKS``), so a candidate costs its kernel, not the file. A tree
+    with errors takes ``parse_source``'s own path.
+
+    Raises ``TypeError`` when ``text`` is not a ``str``. Never raises for malformed C++.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{path}: derived_source expects the source text as str, found "
+                        f"{type(text).__name__}")
+    parsed = parse_near(text, parse(base.text))
+    root = parsed.tree.root_node
+    if root.has_error:
+        return parse_tree(parsed.data, text, root, path)
+    kept, kernels, sites = _chunked(parsed.data, root, DERIVED_CHUNKS.get)
+    DERIVED_CHUNKS.update(kept)
+    index = LaunchIndex(sites)
+    return SourceFile(path=path, text=text,
+                      kernels=tuple(_copy_with(k, launch_sites=index.of(k)) for k in kernels),
+                      launch_sites=sites, error_ranges=())
+
+
+def _chunked(src: bytes, root: tree_sitter.Node,
+             known: Callable[[_ChunkKey], Optional[_Chunk]]
+             ) -> tuple[dict[_ChunkKey, _Chunk], list[Kernel], tuple[LaunchSite, ...]]:
+    """The chunks of a tree without errors, by key (each placed where it is now: ``known``'s
+    chunk moved, else read from the tree), and the file's kernels (without their launch sites,
+    in source order, one per span) and launch sites."""
+    kept: dict[_ChunkKey, _Chunk] = {}
+    kernels: list[Kernel] = []
+    launches: list[LaunchSite] = []
+    for node, containers in _chunk_nodes(src, root, ()):
+        start, end = node.start_byte, node.end_byte
+        row, column = node.start_point
+        key = (src[start:end], column, containers)
+        chunk = kept.get(key) or known(key)
+        chunk = chunk.moved(start, row) if chunk is not None else _read_chunk(src, node)
+        kept.setdefault(key, chunk)
+        kernels.extend(chunk.kernels)
+        launches.extend(chunk.launches)
+    unique: dict[tuple[int, int], Kernel] = {}
+    for k in kernels:
+        unique.setdefault((k.start_byte, k.end_byte), k)
+    ordered = sorted(unique.values(), key=lambda k: (k.start_byte, k.end_byte))
+    return kept, ordered, tuple(launches)
 
 
 def _chunk_nodes(src: bytes, node: tree_sitter.Node, containers: tuple[tuple[str, str], ...]
@@ -158,7 +239,7 @@ def _read_chunk(src: bytes, node: tree_sitter.Node) -> _Chunk:
     """The kernels and launch sites in a chunk of a tree without errors, as ``parse_source``
     finds them in the whole file (kernels without their launch sites yet)."""
     kernels = []
-    for keyword in captures(_GLOBAL_QUERY, node, "keyword"):
+    for keyword in captures_outside_tables(_GLOBAL_QUERY, node, "keyword", src):
         definition = keyword.parent
         if definition is None or definition.type != "function_definition" \
                 or global_token(definition) != keyword:
@@ -170,52 +251,8 @@ def _read_chunk(src: bytes, node: tree_sitter.Node) -> _Chunk:
         if kernel is not None:
             kernels.append(kernel)
     sites = tuple(launch_site_from_call(src, call)
-                  for call in captures(_LAUNCH_QUERY, node, "launch"))
+                  for call in captures_outside_tables(_LAUNCH_QUERY, node, "launch", src))
     return _Chunk(tuple(kernels), sites, node.start_byte, node.start_point[0])
-
-
-def edit_between(old: bytes, new: bytes) -> dict[str, object]:
-    """The single edit turning ``old`` into ``new``, as ``tree_sitter.Tree.edit`` keywords:
-    the longest common prefix and, after it, the longest common suffix are kept; the bytes in
-    between are replaced. Points are (row, byte column), as tree-sitter counts them."""
-    prefix = _common_prefix(old, new)
-    limit = min(len(old), len(new)) - prefix
-    suffix = _common_suffix(old, new, limit)
-    old_end, new_end = len(old) - suffix, len(new) - suffix
-    return {"start_byte": prefix, "old_end_byte": old_end, "new_end_byte": new_end,
-            "start_point": _point(old, prefix), "old_end_point": _point(old, old_end),
-            "new_end_point": _point(new, new_end)}
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix (binary search over slice comparisons: each is a
-    ``memcmp``, so this costs O(n log n) bytes compared at C speed)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
-    """Length of the longest common suffix, at most ``limit``."""
-    lo, hi = 0, limit
-    la, lb = len(a), len(b)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[la - mid:la - lo] == b[lb - mid:lb - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    row = data.count(b"\n", 0, offset)
-    return row, offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
 def _copy_with(obj, **changes):

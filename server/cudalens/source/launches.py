@@ -12,7 +12,7 @@ from typing import Iterable
 import tree_sitter
 
 from .model import Kernel, LaunchSite
-from cudalens.kernel_model.syntax import captures, named_children, range_of, squeeze, text_of
+from cudalens.kernel_model.syntax import captures_outside_tables, named_children, range_of, squeeze, text_of
 
 _LAUNCH_QUERY = "(call_expression (kernel_call_syntax)) @launch"
 
@@ -51,8 +51,10 @@ def launch_site_from_call(src: bytes, call: tree_sitter.Node) -> LaunchSite:
 
 
 def find_launch_sites(src: bytes, root: tree_sitter.Node) -> tuple[LaunchSite, ...]:
-    """Every kernel launch in the subtree of ``root``, in source order."""
-    return tuple(launch_site_from_call(src, call) for call in captures(_LAUNCH_QUERY, root, "launch"))
+    """Every kernel launch in the subtree of ``root``, in source order (tables of constants,
+    which hold none, are not read: ``syntax.tables``)."""
+    return tuple(launch_site_from_call(src, call)
+                 for call in captures_outside_tables(_LAUNCH_QUERY, root, "launch", src))
 
 
 def launches_kernel(site: LaunchSite, kernel: Kernel) -> bool:

@@ -18,7 +18,7 @@ from .kernels import GLOBAL, Scope, definition_extent, enclosing_scope, global_t
 from .launches import LaunchIndex, find_launch_sites
 from .model import Kernel, Range, SourceFile
 from .recovery import Recovery
-from cudalens.kernel_model.syntax import ancestors, captures, parse, range_of
+from cudalens.kernel_model.syntax import ancestors, captures_outside_tables, parse, range_of
 
 _GLOBAL_QUERY = f'"{GLOBAL}" @keyword'
 
@@ -49,7 +49,7 @@ def parse_source(text: str, path: str = "<memory>") -> SourceFile:
 def parse_tree(src: bytes, text: str, root: tree_sitter.Node, path: str) -> SourceFile:
     """``parse_source`` from a tree already parsed: ``root`` is the root of ``src``'s tree
     (``src`` is ``text`` encoded as UTF-8)."""
-    keywords = captures(_GLOBAL_QUERY, root, "keyword")
+    keywords = captures_outside_tables(_GLOBAL_QUERY, root, "keyword", src)
     recovery = Recovery(src, [k.start_byte for k in keywords]) if root.has_error else None
 
     found: dict[tuple[int, int], Kernel] = {}

@@ -2,12 +2,16 @@
 ``inout`` buffer shorter, at the nominal sizes, than the length spec inference derives from
 the body's bounds checks is refused when the spec is loaded (``spec.parser.load_spec``),
 before a runner would fault on it. Kept apart from ``spec.validate`` because it runs the
-inference, which itself uses ``validate``'s parameter checks."""
+inference, which itself uses ``validate``'s parameter checks. The draft is made once per text
+and kernel and kept with the kernel's model (``drafted_for``): the language server loads a
+written spec again on every re-analysis that misses its spec cache."""
 
 from __future__ import annotations
 
 import re
+from typing import Optional
 
+from cudalens.kernel_model.model import kernel_fact
 from cudalens.source.model import Kernel
 from cudalens.spec import dtypes
 from cudalens.spec.errors import SpecError
@@ -15,6 +19,22 @@ from cudalens.spec.expr import ExprError, evaluate
 from cudalens.spec.infer import infer_spec
 from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
 from cudalens.spec.resolve import sizes_for
+
+
+def drafted_for(kernel: Kernel, source_text: str, instance: Optional[str]) -> Optional[KernelSpec]:
+    """The draft ``check_lengths`` compares with (``infer_spec`` of ``kernel`` in
+    ``source_text``, of ``instance`` when given), None where inference fails; drafted once per
+    (text, kernel, instance, launch sites) and kept in the kernel's model
+    (``kernel_model.model.kernel_fact``), so loading the same spec with the same source again
+    (a lens refresh, a hover, every kernel after a spec file's edit) does not draft again."""
+    def draft() -> Optional[KernelSpec]:
+        try:
+            return infer_spec(kernel, source_text, instance=instance)
+        except (SpecError, ExprError, ValueError, LookupError, KeyError, TypeError):
+            return None
+
+    return kernel_fact(source_text, kernel, ("output_lengths.draft", instance,
+                                             kernel.launch_sites), draft)
 
 
 def check_lengths(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
@@ -30,9 +50,11 @@ def check_lengths(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
     outputs = [d for d in spec.params if isinstance(d, BufferDecl) and d.role != "in"]
     if not outputs:
         return
+    instance = spec.kernel if "<" in spec.kernel else None
+    draft = drafted_for(kernel, source_text, instance)
+    if draft is None:
+        return
     try:
-        instance = spec.kernel if "<" in spec.kernel else None
-        draft = infer_spec(kernel, source_text, instance=instance)
         env = dict(sizes_for(spec, "nominal"))
     except (SpecError, ExprError, ValueError, LookupError, KeyError, TypeError):
         return

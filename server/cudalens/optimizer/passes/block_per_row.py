@@ -42,6 +42,7 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import warp_per_row as wpr
 from cudalens.optimizer.row_group import Match, gridstride_blocker, online_pair, rewrite
+from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.loops import for_header, less_than_bound
 from cudalens.kernel_model.syntax import identifiers
 from cudalens.spec import expr as spec_expr
@@ -159,7 +160,7 @@ def apply(ctx: PassContext, block: int = 256, online: bool = False,
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
     p = m.parsed
-    taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
+    taken = set(file_identifiers(p)) | {ctx.kernel.name}
     source, o = rewrite(ctx, m, "block", online, gridstride, taken, name)
     launch = dataclasses.replace(ctx.launch, block=(str(block),), grid=(m.bound_spec,))
     accs = [a for l in m.loops for a, _ in l.accumulators]

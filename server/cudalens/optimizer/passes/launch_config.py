@@ -34,6 +34,7 @@ import tree_sitter
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.reasons import Reason
+from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.model import find_definition
 from cudalens.kernel_model.syntax import Parsed, parse, unparen, walk
 from cudalens.spec import expr as spec_expr
@@ -133,11 +134,14 @@ def _int_literal(text: str) -> Optional[int]:
 
 def _int_constants(parsed: Parsed) -> dict[str, int]:
     """``const``/``constexpr`` integer variables of the file initialized with a literal
-    (``const int TILE = 32;``, ``constexpr unsigned kRows = 8;``), by name."""
+    (``const int TILE = 32;``, ``constexpr unsigned kRows = 8;``), by name (worked out once
+    per text)."""
+    return dict(fact(parsed, "launch_config.int_constants", _find_int_constants))
+
+
+def _find_int_constants(parsed: Parsed) -> dict[str, int]:
     found: dict[str, int] = {}
-    for n in walk(parsed.tree.root_node):
-        if n.type != "declaration":
-            continue
+    for n in file_nodes(parsed, "declaration"):
         quals = {parsed.text_of(c) for c in n.children if c.type == "type_qualifier"}
         if not quals & {"const", "constexpr"}:
             continue
@@ -210,17 +214,22 @@ def _tile_scaled_block_index(body: tree_sitter.Node, parsed: Parsed,
 
 
 def _int_macros(parsed: Parsed) -> dict[str, int]:
+    """Object-like macros of the file whose body is an integer literal, by name (worked out
+    once per text)."""
+    return dict(fact(parsed, "launch_config.int_macros", _find_int_macros))
+
+
+def _find_int_macros(parsed: Parsed) -> dict[str, int]:
     found: dict[str, int] = {}
-    for n in walk(parsed.tree.root_node):
-        if n.type == "preproc_def":
-            nm, value = n.child_by_field_name("name"), n.child_by_field_name("value")
-            if nm is None or value is None:
-                continue
-            try:
-                found[parsed.text_of(nm)] = int(parsed.text_of(value).strip().strip("()")
-                                                .rstrip("uUlL"), 0)
-            except ValueError:
-                pass
+    for n in file_nodes(parsed, "preproc_def"):
+        nm, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+        if nm is None or value is None:
+            continue
+        try:
+            found[parsed.text_of(nm)] = int(parsed.text_of(value).strip().strip("()")
+                                            .rstrip("uUlL"), 0)
+        except ValueError:
+            pass
     return found
 
 

@@ -22,8 +22,9 @@ from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.kernel_model.accesses import memory
+from cudalens.kernel_model.file_facts import file_nodes
 from cudalens.kernel_model.edits import Edit, apply_edits
-from cudalens.kernel_model.syntax import Parsed, first_error, parse, walk
+from cudalens.kernel_model.syntax import Parsed, first_error, parse
 from cudalens.spec.model import BufferDecl
 
 name = "restrict_const"
@@ -179,8 +180,8 @@ def _other_declaration_edits(ctx: PassContext, parsed: Parsed, definition: tree_
         return []
     own = definition.child_by_field_name("declarator")
     edits: list[Edit] = []
-    for node in walk(parsed.tree.root_node):
-        if node.type != "function_declarator" or node == own:
+    for node in file_nodes(parsed, "function_declarator"):
+        if node == own:
             continue
         if node.start_byte >= definition.start_byte and node.end_byte <= definition.end_byte:
             continue

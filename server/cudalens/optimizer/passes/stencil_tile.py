@@ -62,6 +62,7 @@ from cudalens.optimizer.index2d import NoMatch
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.pointer_uses import READ_ONLY_LOADS, pointer_uses
 from cudalens.kernel_model.accesses import accesses
+from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
@@ -460,7 +461,7 @@ def apply(ctx: PassContext, block: int = 256) -> PassResult:
                                 f"({', '.join(ctx.launch.grid)}) does not follow block.x, so "
                                 f"the block stays {ctx.launch.block[0]}")
     p = m.parsed
-    taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
+    taken = set(file_identifiers(p)) | {ctx.kernel.name}
     indent = line_indent(p.data, m.index_decl.start_byte)
     wide = m.index_type in _WIDE
     itype = "long long" if wide else "int"

@@ -57,6 +57,7 @@ from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, Loop as _
 from cudalens.optimizer.row_group import Match as _Match, combine_into as _combine
 from cudalens.optimizer.row_group import gridstride_blocker as _gridstride_blocker
 from cudalens.optimizer.row_group import online_pair, reindent as _reindent, rewrite
+from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header, less_than_bound
 from cudalens.kernel_model.model import UnreadableBody, readable_body
@@ -474,7 +475,7 @@ def _memory_sums(ctx: PassContext) -> PassContext:
     except UnreadableBody:
         return ctx
     pointers = {q.name: q for q in ctx.kernel.parameters if q.is_pointer}
-    taken = identifiers(parsed.tree.root_node, parsed)
+    taken = set(file_identifiers(parsed))
     edits: list[Edit] = []
     for loop in walk(body):
         if loop.type != "for_statement" or loop.parent is None or \
@@ -584,7 +585,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
     p = m.parsed
-    taken = identifiers(p.tree.root_node, p) | {ctx.kernel.name}
+    taken = set(file_identifiers(p)) | {ctx.kernel.name}
     if online:
         return _online(ctx, m, warps_per_block, gridstride, taken)
     lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
