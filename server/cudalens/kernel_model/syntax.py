@@ -238,6 +238,26 @@ def identifiers(node: Node, parsed: Parsed) -> set[str]:
     return {parsed.text_of(n) for n in walk(node) if n.type == "identifier"}
 
 
+def assigned_names(node: Node, parsed: Parsed) -> dict[str, int]:
+    """Every identifier assigned (``x = ``, ``x += ``), incremented or decremented (``x++``,
+    ``--x``) or address-taken (``&x``) under ``node``, parentheses around it allowed, -> the
+    1-based line of its first such use, in source order."""
+    found: dict[str, int] = {}
+    for n in walk(node):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "update_expression":
+            target = n.child_by_field_name("argument")
+        elif n.type == "pointer_expression" and n.child_by_field_name("operator").type == "&":
+            target = n.child_by_field_name("argument")
+        if target is not None:
+            target = unparen(target)
+            if target.type == "identifier":
+                found.setdefault(parsed.text_of(target), parsed.line_of(n))
+    return found
+
+
 def unparen(node: Node) -> Node:
     """``node`` without enclosing parentheses (and an ``if``'s condition clause)."""
     while node.type in ("parenthesized_expression", "condition_clause"):

@@ -27,7 +27,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.pointer_uses import pointer_uses
@@ -281,24 +281,6 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str
                 f"expression of scalar parameters", line=parsed.line_of(node))
 
 
-def _assigned_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:
-    """Identifiers assigned, incremented or address-taken in ``body`` -> first line."""
-    found: dict[str, int] = {}
-    for n in walk(body):
-        target = None
-        if n.type == "assignment_expression":
-            target = n.child_by_field_name("left")
-        elif n.type == "update_expression":
-            target = n.child_by_field_name("argument")
-        elif n.type == "pointer_expression" and n.child_by_field_name("operator").type == "&":
-            target = n.child_by_field_name("argument")
-        if target is not None:
-            target = unparen(target)
-            if target.type == "identifier":
-                found.setdefault(parsed.text_of(target), parsed.line_of(n))
-    return found
-
-
 def _file_macros(parsed: Parsed) -> dict[str, str]:
     """Macro name -> replacement text, for ``#define``s anywhere in the file."""
     macros: dict[str, str] = {}
@@ -441,7 +423,7 @@ def match(ctx: PassContext) -> Elementwise:
     _check_statements(guarded, parsed, pointers)
     assigned = {}
     for stmt in guarded:
-        assigned.update({n: l for n, l in _assigned_names(stmt, parsed).items()
+        assigned.update({n: l for n, l in assigned_names(stmt, parsed).items()
                          if n not in assigned})
     if index in assigned:
         raise _fail(f"the body changes {index} at line {assigned[index]}")

@@ -25,7 +25,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.context import PassContext
@@ -255,9 +255,9 @@ def match(ctx: PassContext) -> Histogram:
         if any(parsed.text_of(n) == hist for n in walk(args[1]) if n.type == "identifier"):
             raise _fail(f"the value added at line {parsed.line_of(call)} reads {hist}",
                         line=parsed.line_of(call))
-    assigned = elementwise._assigned_names(stmts[1], parsed) if form == "if" else {}
+    assigned = assigned_names(stmts[1], parsed) if form == "if" else {}
     for stmt in guarded:
-        assigned.update(elementwise._assigned_names(stmt, parsed))
+        assigned.update(assigned_names(stmt, parsed))
     if index in assigned:
         raise _fail(f"the body changes {index} at line {assigned[index]}",
                     line=assigned[index])
