@@ -281,6 +281,24 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str
                 f"expression of scalar parameters", line=parsed.line_of(node))
 
 
+def guarded(stmts: list[tree_sitter.Node], form: str,
+            parsed: Parsed) -> list[tree_sitter.Node]:
+    """The statements run per element under the bounds guard ``stmts[1]`` of ``form``
+    (``_guard``): the ``if``'s consequence, its statements when braced, which must end the
+    body; after ``if (i >= n) return;`` the statements that follow it. Used by the matchers
+    that build on this one's guard (``hist_match``, ``column_reduce``).
+
+    Raises:
+        NotElementwise: statements follow an ``if`` guard (at their line)."""
+    if form != "if":
+        return stmts[2:]
+    if len(stmts) > 2:
+        raise _fail(f"statements follow the bounds guard at line {parsed.line_of(stmts[2])}",
+                    line=parsed.line_of(stmts[2]))
+    cons = stmts[1].child_by_field_name("consequence")
+    return named_children(cons) if cons.type == "compound_statement" else [cons]
+
+
 def _file_macros(parsed: Parsed) -> dict[str, str]:
     """Macro name -> replacement text, for ``#define``s anywhere in the file."""
     macros: dict[str, str] = {}

@@ -190,16 +190,9 @@ def match(ctx: PassContext) -> Histogram:
                         f"{parsed.line_of(stmts[0])}", line=parsed.line_of(stmts[0]))
         form, bound_node = elementwise._guard(stmts[1], parsed, index)
         bound_spec = elementwise._bound_spec(bound_node, parsed, ctx)
+        guarded = elementwise.guarded(stmts, form, parsed)
     except elementwise.NotElementwise as exc:
         raise _fail(str(exc), exc.line) from None
-    if form == "if":
-        if len(stmts) > 2:
-            raise _fail(f"statements follow the bounds guard at line "
-                        f"{parsed.line_of(stmts[2])}", line=parsed.line_of(stmts[2]))
-        cons = stmts[1].child_by_field_name("consequence")
-        guarded = named_children(cons) if cons.type == "compound_statement" else [cons]
-    else:
-        guarded = stmts[2:]
     if not guarded:
         raise _fail("the guarded body is empty")
     pointers = {p.name: p for p in k.parameters if p.is_pointer}
