@@ -165,6 +165,19 @@ def prepare(target: Target, runner) -> Prepared:
     return Prepared(device, build, problem, baseline)
 
 
+def baseline_measured(target: Target, evaluation: Evaluation) -> Evaluation:
+    """``evaluation`` (of ``target``'s baseline and candidates), once it holds the baseline's
+    timing: nothing can be compared without it (``optimize`` and ``engine.bench.Bench``).
+
+    Raises:
+        CudalensError: the baseline was not timed, with the runner's error where it gave one."""
+    if evaluation.baseline is None:
+        raise CudalensError(
+            f"{target.path}: the baseline kernel {target.kernel.name} could not be "
+            f"measured: {evaluation.error or 'the runner returned no timing for it'}")
+    return evaluation
+
+
 def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: int = 0,
              repetitions: int = 50, seconds: Optional[float] = None, batch: int = 8,
              confirm: int = 4, prune: bool = True,
@@ -269,12 +282,9 @@ class _Batches:
         measured."""
         if self.replay is not None:
             variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
-        evaluation = self.client.evaluate(self.problem, self.baseline, variants,
-                                          repetitions=self.repetitions, on_event=self.say)
-        if evaluation.baseline is None:
-            raise CudalensError(
-                f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
-                f"measured: {evaluation.error or 'the runner returned no timing for it'}")
+        evaluation = baseline_measured(self.target, self.client.evaluate(
+            self.problem, self.baseline, variants, repetitions=self.repetitions,
+            on_event=self.say))
         self.evaluations.append(evaluation)
         self.sent.append(Batch(tuple(variants), evaluation))
         return evaluation

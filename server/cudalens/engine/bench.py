@@ -19,8 +19,7 @@ from gpu_runner.report import DeviceInfo, Evaluation
 from cudalens.build import RequestFiles
 from cudalens.engine.confirm import confirm, with_drop_in
 from cudalens.engine.events import BatchDone, BatchStarted, OnEvent
-from cudalens.errors import CudalensError
-from cudalens.optimize import OptimizeResult, Row, pick_winner, prepare
+from cudalens.optimize import OptimizeResult, Row, baseline_measured, pick_winner, prepare
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.resolve import build_variant
 from cudalens.target import Target
@@ -61,13 +60,9 @@ class Bench:
                              files=self.build.files)
 
     def _evaluate(self, variants: list[Variant]) -> Evaluation:
-        evaluation = self.runner.evaluate(self.problem, self.baseline, variants,
-                                          repetitions=self.repetitions, on_event=self.on_event)
-        if evaluation.baseline is None:
-            raise CudalensError(
-                f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
-                f"measured: {evaluation.error or 'the runner returned no timing for it'}")
-        return evaluation
+        return baseline_measured(self.target, self.runner.evaluate(
+            self.problem, self.baseline, variants, repetitions=self.repetitions,
+            on_event=self.on_event))
 
     def measure(self, candidates: Sequence[Candidate]) -> tuple[Evaluation, list[Row]]:
         """One runner evaluation of ``candidates`` against the baseline: the evaluation and one
