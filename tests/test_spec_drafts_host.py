@@ -12,46 +12,15 @@ from __future__ import annotations
 import pytest
 
 from cudalens.source.parser import parse_source
-from cudalens.spec.infer import infer_spec
-from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
-from cudalens.spec.output_lengths import check_lengths
-from cudalens.spec.parser import parse_spec, validate
-from cudalens.spec.resolve import build_problem
-from cudalens.spec.writer import format_spec
+from cudalens.spec.model import KernelSpec
+from cudalens.spec.parser import parse_spec
 
-
-
-def _loads(spec, kernel, source) -> None:
-    """What ``load_spec`` checks of a written spec loaded with its source."""
-    validate(spec, kernel, source)
-    check_lengths(spec, kernel, source)
-
-
-def infer(source: str, name: str | None = None) -> KernelSpec:
-    sf = parse_source(source, "k.cu")
-    kernel = sf.kernels[0] if name is None else sf.kernel(name)
-    spec = infer_spec(kernel, source, sf.launch_sites)
-    reparsed = parse_spec(format_spec(spec), "draft.spec")[spec.kernel]
-    _loads(reparsed, kernel, source)
-    build_problem(reparsed, kernel)
-    return spec
+import spec_fields
+from spec_fields import infer, line_of, loads, scalars, sizes
 
 
 def buffers(spec: KernelSpec) -> dict[str, tuple]:
-    return {p.name: (p.role, p.length, p.low, p.high)
-            for p in spec.params if isinstance(p, BufferDecl)}
-
-
-def scalars(spec: KernelSpec) -> dict[str, str]:
-    return {p.name: p.expr for p in spec.params if isinstance(p, ScalarDecl)}
-
-
-def sizes(spec: KernelSpec) -> dict[str, str]:
-    return {s.name: s.expr for s in spec.sizes}
-
-
-def line_of(spec: KernelSpec, start: str) -> str:
-    return next(ln for ln in format_spec(spec).splitlines() if ln.startswith(start))
+    return spec_fields.buffers(spec, "role", "length", "low", "high")
 
 
 # -- pointer bumps -----------------------------------------------------------------------------
@@ -460,13 +429,13 @@ def test_a_written_output_shorter_than_the_kernel_writes_is_an_error():
 
     kernel = parse_source(CUBE, "cube.cu").kernel("cube")
     with pytest.raises(SpecError) as err:
-        _loads(_written("N"), kernel, CUBE)
+        loads(_written("N"), kernel, CUBE)
     assert str(err.value) == (
         "cube.cu.spec:3: kernel cube writes out up to N * N * N elements (from its bounds "
         "checks; 262,144 at the nominal sizes), but the spec gives it N (64): expected a "
         "length of at least N * N * N")
-    _loads(_written("N * N * N"), kernel, CUBE)  # long enough
-    _loads(_written("N * N * N + 7"), kernel, CUBE)  # longer is the user's business
+    loads(_written("N * N * N"), kernel, CUBE)  # long enough
+    loads(_written("N * N * N + 7"), kernel, CUBE)  # longer is the user's business
 
 
 def test_an_output_whose_length_inference_only_assumes_is_not_checked():
@@ -478,7 +447,7 @@ __global__ void k(float* out, const float* in, int n) {
     kernel = parse_source(source, "k.cu").kernel("k")
     spec = parse_spec("kernel k\nsize n = 64\nout out: float[1]\nin in: float[1]\n"
                       "scalar n: int = n\nblock = 64\ngrid = 1\n", "k.cu.spec")["k"]
-    _loads(spec, kernel, source)
+    loads(spec, kernel, source)
 
 
 def test_loading_a_written_spec_again_with_the_same_source_does_not_draft_again(

@@ -8,39 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from cudalens.source.parser import parse_source
-from cudalens.spec.infer import infer_spec
-from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
-from cudalens.spec.parser import parse_spec, validate
-from cudalens.spec.resolve import build_problem
-from cudalens.spec.writer import format_spec
+from cudalens.spec.model import KernelSpec
 
-
-def infer(source: str, name: str | None = None) -> KernelSpec:
-    sf = parse_source(source, "k.cu")
-    kernel = sf.kernels[0] if name is None else sf.kernel(name)
-    spec = infer_spec(kernel, source, sf.launch_sites)
-    reparsed = parse_spec(format_spec(spec), "draft.spec")[spec.kernel]
-    validate(reparsed, kernel, source)
-    build_problem(reparsed, kernel)
-    return spec
+import spec_fields
+from spec_fields import infer, line_of, scalars, sizes
 
 
 def buffers(spec: KernelSpec) -> dict[str, tuple]:
-    return {p.name: (p.role, p.type, p.length, p.fill, p.fill_args, p.low, p.high)
-            for p in spec.params if isinstance(p, BufferDecl)}
-
-
-def scalars(spec: KernelSpec) -> dict[str, str]:
-    return {p.name: p.expr for p in spec.params if isinstance(p, ScalarDecl)}
-
-
-def sizes(spec: KernelSpec) -> dict[str, str]:
-    return {s.name: s.expr for s in spec.sizes}
-
-
-def line_of(spec: KernelSpec, start: str) -> str:
-    return next(ln for ln in format_spec(spec).splitlines() if ln.startswith(start))
+    return spec_fields.buffers(spec, "role", "type", "length", "fill", "fill_args", "low", "high")
 
 
 # -- 1. CSR row bounds -------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
@@ -135,6 +135,49 @@ def pick_winner(rows: tuple[Row, ...]) -> Optional[Row]:
     return max(good, key=lambda r: r.result.speedup.value, default=None)
 
 
+class Prepared(NamedTuple):
+    """What every measurement of one target on one runner starts from (``prepare``)."""
+
+    device: DeviceInfo
+    build: RequestFiles
+    problem: Problem
+    baseline: Variant
+
+
+def prepare(target: Target, runner) -> Prepared:
+    """The runner's device facts, the request's build files (``cudalens.build``: the project's
+    headers and macros), the spec's problem and the baseline variant (the original kernel under
+    the spec's launch), in that order; ``optimize`` and ``cudalens.engine.bench.Bench.make``
+    both start here.
+
+    Raises:
+        CudalensError: the build cannot be read, or the spec cannot be resolved (the message
+            names the spec's line)."""
+    device = runner.device_info()
+    build = request_files(target.path, target.text, build_for(target.path))
+    try:
+        problem = build_problem(target.spec, target.kernel)
+        baseline = build_variant("baseline", target.text, target.kernel.qualified_name,
+                                 target.spec, target.spec.launch, device.sm_count,
+                                 options=build.options, files=build.files)
+    except SpecError as exc:
+        raise CudalensError(str(exc)) from None
+    return Prepared(device, build, problem, baseline)
+
+
+def baseline_measured(target: Target, evaluation: Evaluation) -> Evaluation:
+    """``evaluation`` (of ``target``'s baseline and candidates), once it holds the baseline's
+    timing: nothing can be compared without it (``optimize`` and ``engine.bench.Bench``).
+
+    Raises:
+        CudalensError: the baseline was not timed, with the runner's error where it gave one."""
+    if evaluation.baseline is None:
+        raise CudalensError(
+            f"{target.path}: the baseline kernel {target.kernel.name} could not be "
+            f"measured: {evaluation.error or 'the runner returned no timing for it'}")
+    return evaluation
+
+
 def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: int = 0,
              repetitions: int = 50, seconds: Optional[float] = None, batch: int = 8,
              confirm: int = 4, prune: bool = True,
@@ -163,15 +206,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
         ValueError: a negative budget, a batch below 1, or ``seconds`` not positive.
     """
     say = on_event or ignore
-    device = client.device_info()
-    build = request_files(target.path, target.text, build_for(target.path))
-    try:
-        problem = build_problem(target.spec, target.kernel)
-        baseline = build_variant("baseline", target.text, target.kernel.qualified_name,
-                                 target.spec, target.spec.launch, device.sm_count,
-                                 options=build.options, files=build.files)
-    except SpecError as exc:
-        raise CudalensError(str(exc)) from None
+    device, build, problem, baseline = prepare(target, client)
 
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec,
                        source=target.source)
@@ -247,12 +282,9 @@ class _Batches:
         measured."""
         if self.replay is not None:
             variants = [self.replay.variant(v, launch) for v, launch in zip(variants, launches)]
-        evaluation = self.client.evaluate(self.problem, self.baseline, variants,
-                                          repetitions=self.repetitions, on_event=self.say)
-        if evaluation.baseline is None:
-            raise CudalensError(
-                f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
-                f"measured: {evaluation.error or 'the runner returned no timing for it'}")
+        evaluation = baseline_measured(self.target, self.client.evaluate(
+            self.problem, self.baseline, variants, repetitions=self.repetitions,
+            on_event=self.say))
         self.evaluations.append(evaluation)
         self.sent.append(Batch(tuple(variants), evaluation))
         return evaluation

@@ -38,8 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from gpu_runner.problem import Problem, Variant
-from gpu_runner.report import CandidateResult, DeviceInfo, Evaluation
+from gpu_runner.problem import Variant
+from gpu_runner.report import CandidateResult, Evaluation
 from cudalens.agent import prompts
 from cudalens.agent.chat import Cancelled, ChatClient, ChatError, Reply
 from cudalens.agent.config import AgentConfig
@@ -58,16 +58,15 @@ from cudalens.agent.setting_prune import SettingPruner
 from cudalens.agent.splice import Spliced, splice
 from cudalens.agent.tuning import (Setting, TuneError, apply_setting, find_params, integer_defines,
                                    settings, substitute_launch)
-from cudalens.build import build_for, request_files
 from cudalens.engine.runner import Runner
 from cudalens.engine.confirm import confirm, moved as moved_rows, with_drop_in
 from cudalens.engine.events import (LlmProposal, LlmRound, MeasuringOriginal, Note, OnEvent,
                                     Stopped, ignore)
 from cudalens.errors import CudalensError
-from cudalens.optimize import OptimizeResult, Row, pick_winner
+from cudalens.optimize import OptimizeResult, Row, pick_winner, prepare
 from cudalens.optimizer.candidate import Candidate
 from cudalens.spec.errors import SpecError
-from cudalens.spec.resolve import build_problem, build_variant
+from cudalens.spec.resolve import build_variant
 from cudalens.spec.writer import format_spec
 from cudalens.target import Target
 
@@ -146,16 +145,9 @@ class AgentLoop:
 
     def _measure_baseline(self) -> None:
         t = self.target
-        self.device: DeviceInfo = self.runner.device_info()
-        # the project's headers and build macros, sent with every variant (cudalens.build)
-        self.build = request_files(t.path, t.text, build_for(t.path))
-        try:
-            self.problem: Problem = build_problem(t.spec, t.kernel)
-            self.baseline = build_variant("baseline", t.text, t.kernel.qualified_name, t.spec,
-                                          t.spec.launch, self.device.sm_count,
-                                          options=self.build.options, files=self.build.files)
-        except SpecError as exc:
-            raise CudalensError(str(exc)) from None
+        # self.build: the project's headers and build macros, sent with every variant
+        # (cudalens.build)
+        self.device, self.build, self.problem, self.baseline = prepare(t, self.runner)
         self.say(MeasuringOriginal(t.kernel.name, self.device.name))
         ev = self.runner.evaluate(self.problem, self.baseline, [], repetitions=self.repetitions,
                                   on_event=self.say)

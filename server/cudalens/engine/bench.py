@@ -16,14 +16,12 @@ from typing import Sequence
 
 from gpu_runner.problem import Problem, Variant
 from gpu_runner.report import DeviceInfo, Evaluation
-from cudalens.build import RequestFiles, build_for, request_files
+from cudalens.build import RequestFiles
 from cudalens.engine.confirm import confirm, with_drop_in
 from cudalens.engine.events import BatchDone, BatchStarted, OnEvent
-from cudalens.errors import CudalensError
-from cudalens.optimize import OptimizeResult, Row, pick_winner
+from cudalens.optimize import OptimizeResult, Row, baseline_measured, pick_winner, prepare
 from cudalens.optimizer.candidate import Candidate
-from cudalens.spec.errors import SpecError
-from cudalens.spec.resolve import build_problem, build_variant
+from cudalens.spec.resolve import build_variant
 from cudalens.target import Target
 
 __all__ = ["Bench"]
@@ -49,15 +47,7 @@ class Bench:
     def make(cls, target: Target, runner, on_event: OnEvent, repetitions: int = 50) -> "Bench":
         """Raises ``CudalensError`` when the spec cannot be resolved (its message names the
         spec's line) or the build cannot be read."""
-        device = runner.device_info()
-        build = request_files(target.path, target.text, build_for(target.path))
-        try:
-            problem = build_problem(target.spec, target.kernel)
-            baseline = build_variant("baseline", target.text, target.kernel.qualified_name,
-                                     target.spec, target.spec.launch, device.sm_count,
-                                     options=build.options, files=build.files)
-        except SpecError as exc:
-            raise CudalensError(str(exc)) from None
+        device, build, problem, baseline = prepare(target, runner)
         return cls(target, runner, on_event, device, problem, baseline, build, repetitions)
 
     def variant(self, label: str, candidate: Candidate, launch=None) -> Variant:
@@ -70,13 +60,9 @@ class Bench:
                              files=self.build.files)
 
     def _evaluate(self, variants: list[Variant]) -> Evaluation:
-        evaluation = self.runner.evaluate(self.problem, self.baseline, variants,
-                                          repetitions=self.repetitions, on_event=self.on_event)
-        if evaluation.baseline is None:
-            raise CudalensError(
-                f"{self.target.path}: the baseline kernel {self.target.kernel.name} could not be "
-                f"measured: {evaluation.error or 'the runner returned no timing for it'}")
-        return evaluation
+        return baseline_measured(self.target, self.runner.evaluate(
+            self.problem, self.baseline, variants, repetitions=self.repetitions,
+            on_event=self.on_event))
 
     def measure(self, candidates: Sequence[Candidate]) -> tuple[Evaluation, list[Row]]:
         """One runner evaluation of ``candidates`` against the baseline: the evaluation and one

@@ -313,6 +313,30 @@ def identifiers(node: Node, parsed: Parsed) -> set[str]:
     return {parsed.text_of(n) for n in walk(node) if n.type == "identifier"}
 
 
+def written_target(node: Node) -> Optional[Node]:
+    """What an assignment (``x = ``, ``a[i] += ``: its left side) or an increment or decrement
+    (``x++``, ``--x``: its argument) writes, without parentheses; None for any other node."""
+    if node.type == "assignment_expression":
+        return unparen(node.child_by_field_name("left"))
+    if node.type == "update_expression":
+        return unparen(node.child_by_field_name("argument"))
+    return None
+
+
+def assigned_names(node: Node, parsed: Parsed) -> dict[str, int]:
+    """Every identifier assigned (``x = ``, ``x += ``), incremented or decremented (``x++``,
+    ``--x``) or address-taken (``&x``) under ``node``, parentheses around it allowed, -> the
+    1-based line of its first such use, in source order."""
+    found: dict[str, int] = {}
+    for n in walk(node):
+        target = written_target(n)
+        if n.type == "pointer_expression" and n.child_by_field_name("operator").type == "&":
+            target = unparen(n.child_by_field_name("argument"))
+        if target is not None and target.type == "identifier":
+            found.setdefault(parsed.text_of(target), parsed.line_of(n))
+    return found
+
+
 def unparen(node: Node) -> Node:
     """``node`` without enclosing parentheses (and an ``if``'s condition clause)."""
     while node.type in ("parenthesized_expression", "condition_clause"):

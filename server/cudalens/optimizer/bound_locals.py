@@ -21,7 +21,7 @@ import tree_sitter
 
 from cudalens.kernel_model.edits import Edit, apply_edits
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer.context import PassContext
 from cudalens.spec import dtypes
 
@@ -76,22 +76,6 @@ def _spelled(node: tree_sitter.Node, parsed: Parsed, folded: dict[str, str]) -> 
     return " ".join(apply_edits(parsed.data[node.start_byte:node.end_byte], edits).split())
 
 
-def _changed(body: tree_sitter.Node, parsed: Parsed) -> set[str]:
-    """Identifiers assigned, incremented or address-taken anywhere in ``body``."""
-    out: set[str] = set()
-    for n in walk(body):
-        target = None
-        if n.type == "assignment_expression":
-            target = n.child_by_field_name("left")
-        elif n.type == "update_expression":
-            target = n.child_by_field_name("argument")
-        elif n.type == "pointer_expression" and n.child_by_field_name("operator").type == "&":
-            target = n.child_by_field_name("argument")
-        if target is not None and unparen(target).type == "identifier":
-            out.add(parsed.text_of(unparen(target)))
-    return out
-
-
 def _declared(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:
     """How many declarations in ``body`` name each identifier (parameters of loops included)."""
     counts: dict[str, int] = {}
@@ -117,7 +101,7 @@ def foldable(ctx: PassContext) -> tuple[Parsed, tree_sitter.Node, dict[str, tupl
     types = {p.name: dtypes.spec_type_for_c(p.type) for p in ctx.kernel.parameters
              if not p.is_pointer and dtypes.is_int_c_type(p.type)}
     scalars = set(types)
-    changed = _changed(body, parsed)
+    changed = set(assigned_names(body, parsed))
     declared = _declared(body, parsed)
     folded: dict[str, str] = {}
     found: dict[str, tuple] = {}

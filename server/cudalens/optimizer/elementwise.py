@@ -28,7 +28,7 @@ import tree_sitter
 
 from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.pointer_uses import pointer_uses
@@ -282,22 +282,22 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str
                 f"expression of scalar parameters", line=parsed.line_of(node))
 
 
-def _assigned_names(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:
-    """Identifiers assigned, incremented or address-taken in ``body`` -> first line."""
-    found: dict[str, int] = {}
-    for n in walk(body):
-        target = None
-        if n.type == "assignment_expression":
-            target = n.child_by_field_name("left")
-        elif n.type == "update_expression":
-            target = n.child_by_field_name("argument")
-        elif n.type == "pointer_expression" and n.child_by_field_name("operator").type == "&":
-            target = n.child_by_field_name("argument")
-        if target is not None:
-            target = unparen(target)
-            if target.type == "identifier":
-                found.setdefault(parsed.text_of(target), parsed.line_of(n))
-    return found
+def guarded(stmts: list[tree_sitter.Node], form: str,
+            parsed: Parsed) -> list[tree_sitter.Node]:
+    """The statements run per element under the bounds guard ``stmts[1]`` of ``form``
+    (``_guard``): the ``if``'s consequence, its statements when braced, which must end the
+    body; after ``if (i >= n) return;`` the statements that follow it. Used by the matchers
+    that build on this one's guard (``hist_match``, ``column_reduce``).
+
+    Raises:
+        NotElementwise: statements follow an ``if`` guard (at their line)."""
+    if form != "if":
+        return stmts[2:]
+    if len(stmts) > 2:
+        raise _fail(f"statements follow the bounds guard at line {parsed.line_of(stmts[2])}",
+                    line=parsed.line_of(stmts[2]))
+    cons = stmts[1].child_by_field_name("consequence")
+    return named_children(cons) if cons.type == "compound_statement" else [cons]
 
 
 def _file_macros(parsed: Parsed) -> dict[str, str]:
@@ -449,7 +449,7 @@ def match(ctx: PassContext) -> Elementwise:
     _check_statements(guarded, parsed, pointers)
     assigned = {}
     for stmt in guarded:
-        assigned.update({n: l for n, l in _assigned_names(stmt, parsed).items()
+        assigned.update({n: l for n, l in assigned_names(stmt, parsed).items()
                          if n not in assigned})
     if index in assigned:
         raise _fail(f"the body changes {index} at line {assigned[index]}")

@@ -58,14 +58,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudalens.kernel_model.file_facts import file_identifiers
-from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
-from cudalens.kernel_model.model import kernel_definition, readable_body
+from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name
+from cudalens.kernel_model.model import readable_body
 from cudalens.kernel_model.syntax import named_children, parse, walk
 from cudalens.optimizer import half_pairs
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.elementwise import Elementwise
 from cudalens.optimizer.index_width import int_fits
+from cudalens.optimizer.structural import Layout
 from cudalens.spec import dtypes
 
 VECTOR_BYTES = 16  # widest global load/store per thread: 128 bits (ld.global.v4.f32)
@@ -163,7 +163,7 @@ def paired_ops(ctx: PassContext, em: Elementwise) -> tuple[str, ...]:
     () when it moves pairs but runs the body per element (or has no pairs)."""
     if pair_of(em) is None:
         return ()
-    _, _, _, _, taken = _layout(ctx)
+    taken = Layout(ctx).taken
     regs = {o.name: f"{o.name}2" for o in em.operands if o.read}
     store = paired_store(ctx, em, regs, _splat_candidates(ctx, em, set(taken)))
     return store.value.ops if store is not None else ()
@@ -196,38 +196,6 @@ def _body_text(ctx: PassContext, em: Elementwise, replacements: dict[str, str]) 
     edits = [Edit(a.start - em.body_start, a.end - em.body_start, replacements[a.name])
              for a in em.accesses if a.name in replacements]
     return apply_edits(data[em.body_start:em.body_end], edits)
-
-
-class _Writer:
-    def __init__(self, base: str, unit: str):
-        self.base, self.unit, self.lines = base, unit, []
-
-    def __call__(self, depth: int, line: str) -> None:
-        self.lines.append(f"{self.base}{self.unit * depth}{line}" if line else "")
-
-    def block(self, depth: int, lines: list[str]) -> None:
-        self.lines.extend(self.base + self.unit * depth + l if l else "" for l in lines)
-
-
-def _layout(ctx: PassContext):
-    parsed = parse(ctx.text)
-    definition = kernel_definition(parsed, ctx.kernel)
-    body = definition.child_by_field_name("body")
-    base = line_indent(parsed.data, definition.start_byte)
-    inner = [c for c in body.named_children]
-    unit = "    "
-    if inner and inner[0].start_point[0] != body.start_point[0]:
-        first = line_indent(parsed.data, inner[0].start_byte)
-        if first.startswith(base) and len(first) > len(base):
-            unit = first[len(base):]
-    taken = set(file_identifiers(parsed)) | {ctx.kernel.name}
-    return parsed, body, base, unit, taken
-
-
-def _replace_body(ctx: PassContext, body_node, new_body: list[str]) -> str:
-    parsed = parse(ctx.text)
-    return apply_edits(parsed.data, [Edit(body_node.start_byte, body_node.end_byte,
-                                          "\n".join(new_body))])
 
 
 @dataclass(frozen=True)
@@ -268,7 +236,7 @@ def _paren(bound: str) -> str:
     return bound if re.fullmatch(r"[A-Za-z_]\w*", bound) else f"({bound})"
 
 
-def _scalar_loop(w: _Writer, depth: int, em: Elementwise, body: str, idx: _Index,
+def _scalar_loop(w: Layout, depth: int, em: Elementwise, body: str, idx: _Index,
                  stride: str, begin: str) -> None:
     w(depth, f"for ({begin}; {idx.name} < {em.bound}; {idx.name} += {stride}) {{")
     if idx.per_element:
@@ -279,17 +247,15 @@ def _scalar_loop(w: _Writer, depth: int, em: Elementwise, body: str, idx: _Index
 
 def rewrite_scalar(ctx: PassContext, em: Elementwise) -> str:
     """The file with the kernel's body turned into a scalar grid-stride loop."""
-    parsed, body_node, base, unit, taken = _layout(ctx)
+    w = Layout(ctx)
+    taken = w.taken
     idx = _index(ctx, em, taken)
     stride = fresh_name("stride", taken)
-    w = _Writer(base, unit)
-    w.lines.append("{")
     w(1, "// Grid-stride loop: a grid of a few blocks per SM, each thread handles several "
          "elements.")
     w(1, _stride(idx, stride))
     _scalar_loop(w, 1, em, _body_text(ctx, em, {}), idx, stride, idx.decl.rstrip(";"))
-    w.lines.append(base + "}")
-    return _replace_body(ctx, body_node, w.lines)
+    return w.source()
 
 
 def _vector_type(c_type: str, width: int, element_bytes: int, generic: bool,
@@ -305,7 +271,8 @@ def _vector_type(c_type: str, width: int, element_bytes: int, generic: bool,
 def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     """The file with the kernel's body turned into the vectorized grid-stride loop with an
     alignment check and a scalar tail (module docstring)."""
-    parsed, body_node, base, unit, taken = _layout(ctx)
+    w = Layout(ctx)
+    taken = w.taken
     idx = _index(ctx, em, taken)
     stride, v = fresh_name("stride", taken), fresh_name("v", taken)
     generic = bool(em.template_types)
@@ -326,8 +293,6 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     pair_regs = {o.name: fresh_name(f"{o.name}{w_int}", set(taken) | set(splats.values()))
                  for o in em.operands if o.read} if pair is not None else {}
     store = paired_store(ctx, em, pair_regs, splats) if pair is not None else None
-    w = _Writer(base, unit)
-    w.lines.append("{")
     if store is not None:
         w(1, f"// {shown} loads/stores, paired math ({', '.join(store.value.ops)}), in a "
              f"grid-stride loop;")
@@ -343,8 +308,8 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
         w(1, width_decl)
     checks = [f"reinterpret_cast<size_t>({o.name}) % {min(VECTOR_BYTES, w_int * o.element_bytes)}"
               f" == 0" for o in em.operands]
-    one_line = f"{base}{unit}if ({' && '.join(checks)}) {{"
-    sep = " && " if len(one_line) <= 100 else " &&\n" + base + unit + "    "
+    one_line = f"{w.base}{w.unit}if ({' && '.join(checks)}) {{"
+    sep = " && " if len(one_line) <= 100 else " &&\n" + w.base + w.unit + "    "
     if pair is not None and pair.arch_guard:
         w.lines.append(pair.arch_guard)
     w(1, "if (" + sep.join(checks) + ") {")
@@ -407,5 +372,4 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     if pair is not None and pair.arch_guard:
         w.lines.append("#endif")
     _scalar_loop(w, 1, em, _body_text(ctx, em, {}), idx, stride, "")
-    w.lines.append(base + "}")
-    return _replace_body(ctx, body_node, w.lines)
+    return w.source()

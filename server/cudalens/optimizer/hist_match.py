@@ -25,7 +25,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.context import PassContext
@@ -190,16 +190,9 @@ def match(ctx: PassContext) -> Histogram:
                         f"{parsed.line_of(stmts[0])}", line=parsed.line_of(stmts[0]))
         form, bound_node = elementwise._guard(stmts[1], parsed, index)
         bound_spec = elementwise._bound_spec(bound_node, parsed, ctx)
+        guarded = elementwise.guarded(stmts, form, parsed)
     except elementwise.NotElementwise as exc:
         raise _fail(str(exc), exc.line) from None
-    if form == "if":
-        if len(stmts) > 2:
-            raise _fail(f"statements follow the bounds guard at line "
-                        f"{parsed.line_of(stmts[2])}", line=parsed.line_of(stmts[2]))
-        cons = stmts[1].child_by_field_name("consequence")
-        guarded = named_children(cons) if cons.type == "compound_statement" else [cons]
-    else:
-        guarded = stmts[2:]
     if not guarded:
         raise _fail("the guarded body is empty")
     pointers = {p.name: p for p in k.parameters if p.is_pointer}
@@ -255,9 +248,9 @@ def match(ctx: PassContext) -> Histogram:
         if any(parsed.text_of(n) == hist for n in walk(args[1]) if n.type == "identifier"):
             raise _fail(f"the value added at line {parsed.line_of(call)} reads {hist}",
                         line=parsed.line_of(call))
-    assigned = elementwise._assigned_names(stmts[1], parsed) if form == "if" else {}
+    assigned = assigned_names(stmts[1], parsed) if form == "if" else {}
     for stmt in guarded:
-        assigned.update(elementwise._assigned_names(stmt, parsed))
+        assigned.update(assigned_names(stmt, parsed))
     if index in assigned:
         raise _fail(f"the body changes {index} at line {assigned[index]}",
                     line=assigned[index])

@@ -167,6 +167,10 @@ class Layout:
     def __call__(self, depth: int, line: str = "") -> None:
         self.lines.append(f"{self.base}{self.unit * depth}{line}" if line else "")
 
+    def block(self, depth: int, lines: list[str]) -> None:
+        """``lines`` (already re-indented, blank ones empty) at ``depth``."""
+        self.lines.extend(self.base + self.unit * depth + l if l else "" for l in lines)
+
     def text_block(self, depth: int, text: str) -> None:
         """``text`` (one or more lines, as written in the original) re-indented at ``depth``."""
         lines = text.split("\n")

@@ -172,16 +172,9 @@ def match(ctx: PassContext) -> ColumnReduction:
                         line=p.line_of(stmts[0]))
         form, bound_node = elementwise._guard(stmts[1], p, index)
         bound_spec = elementwise._bound_spec(bound_node, p, ctx)
+        guarded = elementwise.guarded(stmts, form, p)
     except elementwise.NotElementwise as exc:
         raise _fail(str(exc), exc.line) from None
-    if form == "if":
-        if len(stmts) > 2:
-            raise _fail(f"statements follow the bounds guard at line {p.line_of(stmts[2])}",
-                        line=p.line_of(stmts[2]))
-        cons = stmts[1].child_by_field_name("consequence")
-        guarded = named_children(cons) if cons.type == "compound_statement" else [cons]
-    else:
-        guarded = stmts[2:]
     if len(guarded) < 3 or guarded[0].type != "declaration" or guarded[1].type != "for_statement":
         shown = _short(p, guarded[0]) if guarded else "nothing"
         line = p.line_of(guarded[0]) if guarded else p.line_of(stmts[1])

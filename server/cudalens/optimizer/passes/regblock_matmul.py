@@ -33,7 +33,7 @@ from typing import Optional
 from cudalens.optimizer import index2d, row_pointers, structural
 from cudalens.optimizer.affine import split_linear
 from cudalens.optimizer.candidate import PassResult
-from cudalens.optimizer.context import PassContext, PassNotApplicable
+from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.passes import tiled_matmul
 from cudalens.optimizer.reasons import Reason
 from cudalens.kernel_model.syntax import walk
@@ -152,13 +152,9 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
     if (bm, bn, bk, tm, tn) not in SHAPES:
         raise ValueError(f"(bm, bn, bk, tm, tn) must be one of {SHAPES}, found "
                          f"{(bm, bn, bk, tm, tn)!r}")
-    ctx = row_pointers.inline(ctx)
-    reason, m = _plan(ctx)
-    if reason is not None:
-        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    ctx, m, w = tiled_matmul.matched(ctx, _plan, name)
     p = m.grid.parsed
     gx, gy = m.grid.x, m.grid.y
-    w = structural.Layout(ctx)
     y_t, x_t = dtypes.normalize_c_type(gy.ctype), dtypes.normalize_c_type(gx.ctype)
     init_node = m.loop.child_by_field_name("initializer")
     k_t = "int"

@@ -66,7 +66,8 @@ from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, unparen, walk
+from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
+                                          written_target)
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 from cudalens.spec.poly import Poly
@@ -109,19 +110,11 @@ def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _target(n: tree_sitter.Node) -> Optional[tree_sitter.Node]:
-    if n.type == "assignment_expression":
-        return unparen(n.child_by_field_name("left"))
-    if n.type == "update_expression":
-        return unparen(n.child_by_field_name("argument"))
-    return None
-
-
 def _assigned(body: tree_sitter.Node, parsed: Parsed) -> set[str]:
     """Names assigned or incremented anywhere under ``body`` (declarations excluded)."""
     out = set()
     for n in walk(body):
-        t = _target(n)
+        t = written_target(n)
         if t is not None and t.type == "identifier":
             out.add(parsed.text_of(t))
     return out

@@ -245,6 +245,21 @@ def _early(ctx: PassContext) -> Optional[str]:
     return None
 
 
+def matched(ctx: PassContext, plan, pass_name: str) -> tuple[PassContext, _Match,
+                                                            structural.Layout]:
+    """What both matmul passes' ``apply`` start from: ``ctx`` with its row pointers folded
+    (``row_pointers.inline``), the match ``plan`` (the pass's ``_plan``) finds in it, and the
+    ``structural.Layout`` the new body is written with.
+
+    Raises:
+        PassNotApplicable: ``plan`` gives a reason, as ``"PASS on KERNEL: REASON"``."""
+    ctx = row_pointers.inline(ctx)
+    reason, m = plan(ctx)
+    if reason is not None:
+        raise PassNotApplicable(f"{pass_name} on {ctx.kernel.name}: {reason}")
+    return ctx, m, structural.Layout(ctx)
+
+
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a naive matrix product the pass can tile, else the reason."""
     return _plan(row_pointers.inline(ctx))[0]
@@ -265,13 +280,9 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     if (tile, rows_per_thread) not in SHAPES:
         raise ValueError(f"(tile, rows_per_thread) must be one of {SHAPES}, found "
                          f"{(tile, rows_per_thread)!r}")
-    ctx = row_pointers.inline(ctx)
-    reason, m = _plan(ctx)
-    if reason is not None:
-        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    ctx, m, w = matched(ctx, _plan, name)
     p = m.grid.parsed
     gx, gy = m.grid.x, m.grid.y
-    w = structural.Layout(ctx)
     kt = w.fresh("kTile")
     # rows per thread and the block's height: literals, as an engineer writes them
     kr, kstep = str(rows_per_thread), str(tile // rows_per_thread)

@@ -93,6 +93,23 @@ def _coefficient_one(p: Poly, axes: tuple[index2d.Axis, index2d.Axis], what: str
     return unit[0]
 
 
+def _read(ctx: PassContext, first: index2d.NoMatch) -> tuple[
+        Parsed, tree_sitter.Node, Scope, list[tree_sitter.Node]]:
+    """What the other spellings (``_tile_loop``, ``_grid1d``) start from: the kernel's parse
+    and body, a ``Scope`` with the file's macros, and the body's statements.
+
+    Raises:
+        NoMatch: ``first`` (the plain pattern's reason) when the body cannot be read."""
+    from cudalens.optimizer.macros import file_macros
+    from cudalens.kernel_model.model import readable_body
+
+    try:
+        parsed, body = readable_body(ctx)
+    except Exception:
+        raise first from None
+    return parsed, body, Scope(macros=file_macros(parsed)), named_children(body)
+
+
 def _tile_loop(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
     """The vendor sample's shape as a ``Grid2D``: ``x = blockIdx.x * TX + threadIdx.x``,
     ``y = blockIdx.y * T + threadIdx.y`` and ``for (j = 0; j < T; j += BY) if (x < W && y + j <
@@ -103,17 +120,10 @@ def _tile_loop(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
     Raises:
         NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
     """
-    from cudalens.optimizer.macros import file_macros
     from cudalens.kernel_model.loops import for_header
-    from cudalens.kernel_model.model import readable_body
 
-    try:
-        parsed, body = readable_body(ctx)
-    except Exception:
-        raise first from None
-    macros = file_macros(parsed)
-    scope = Scope(macros=macros)
-    stmts = named_children(body)
+    parsed, body, scope, stmts = _read(ctx, first)
+    macros = scope.macros
     try:
         bx, by = (int(b) for b in ctx.launch.block[:2])
     except ValueError:
@@ -209,16 +219,9 @@ def _grid1d(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
         NoMatch: ``first`` (the plain pattern's reason) when the kernel is not of this shape.
     """
     from cudalens.optimizer.affine import is_global_index
-    from cudalens.optimizer.macros import file_macros
-    from cudalens.kernel_model.model import readable_body
 
-    try:
-        parsed, body = readable_body(ctx)
-    except Exception:
-        raise first from None
-    macros = file_macros(parsed)
-    scope = Scope(macros=macros)
-    stmts = named_children(body)
+    parsed, body, scope, stmts = _read(ctx, first)
+    macros = scope.macros
     if len(stmts) < 2 or stmts[0].type != "declaration" or stmts[1].type != "if_statement" or \
             stmts[1].child_by_field_name("alternative") is not None:
         raise first

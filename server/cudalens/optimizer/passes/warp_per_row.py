@@ -61,7 +61,8 @@ from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header, less_than_bound
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, unparen, walk
+from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
+                                          written_target)
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
 
@@ -80,14 +81,6 @@ def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
 def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
     text = " ".join(parsed.text_of(node).split())
     return text if len(text) <= 70 else text[:67] + "..."
-
-
-def _assignment_target(n: tree_sitter.Node) -> Optional[tree_sitter.Node]:
-    if n.type == "assignment_expression":
-        return unparen(n.child_by_field_name("left"))
-    if n.type == "update_expression":
-        return unparen(n.child_by_field_name("argument"))
-    return None
 
 
 def _at_most(head, p: Parsed) -> bool:
@@ -135,7 +128,7 @@ class _Analysis:
             elif stmt.type == "for_statement":
                 loops.append(self._loop(stmt, outer_locals))
             elif stmt.type == "expression_statement":
-                targets = [t for t in (_assignment_target(n) for n in walk(stmt)) if t is not None]
+                targets = [t for t in (written_target(n) for n in walk(stmt)) if t is not None]
                 if len(targets) == 1 and targets[0].type == "subscript_expression" and \
                         p.text_of(targets[0].child_by_field_name("argument")) in \
                         self.params | set(self.aliases):
@@ -214,7 +207,7 @@ class _Analysis:
         for n in walk(body):
             if n.type in ("for_statement", "while_statement", "do_statement"):
                 raise _fail(f"nested loop at line {p.line_of(n)}", line=p.line_of(n))
-            target = _assignment_target(n)
+            target = written_target(n)
             if target is None:
                 continue
             if target.type == "identifier":
@@ -326,7 +319,7 @@ class _Analysis:
                                 f"{p.text_of(n)} other than as {p.text_of(n)}[...]",
                                 line=p.line_of(n))
                 idx = named_children(parent.child_by_field_name("indices"))
-                written = any(_assignment_target(a) == parent for a in walk(stmt)
+                written = any(written_target(a) == parent for a in walk(stmt)
                               if a.type in ("assignment_expression", "update_expression"))
                 word = p.text_of(n)
                 base = self.aliases.get(word, word)
@@ -384,7 +377,7 @@ class _Analysis:
             return None
         for stmt in self.stmts:  # a scalar the body changes is not the same on every trip
             for n in walk(stmt):
-                t = _assignment_target(n)
+                t = written_target(n)
                 if t is not None and t.type == "identifier" and self.p.text_of(t) in free:
                     return None
         return rest
@@ -449,7 +442,7 @@ def _match(ctx: PassContext) -> _Match:
         work = named_children(consequence) if consequence.type == "compound_statement" \
             else [consequence]
     for n in walk(body):
-        t = _assignment_target(n)
+        t = written_target(n)
         if t is not None and t.type == "identifier" and parsed.text_of(t) == index:
             raise _fail(f"the body changes {index} (line {parsed.line_of(n)})",
                         line=parsed.line_of(n))
@@ -497,7 +490,7 @@ def _memory_sums(ctx: PassContext) -> PassContext:
             if base is None or base.type != "identifier" or word not in pointers:
                 continue
             index = named_children(left.child_by_field_name("indices"))
-            changed = {parsed.text_of(t) for t in (_assignment_target(a) for a in walk(loop))
+            changed = {parsed.text_of(t) for t in (written_target(a) for a in walk(loop))
                        if t is not None and t.type == "identifier"}
             mentions = [m for m in walk(loop) if m.type == "identifier" and
                         parsed.text_of(m) == word]
