@@ -332,8 +332,11 @@ def _int(text: str) -> Optional[int]:
         return None
 
 
-def match(ctx: PassContext, block_x: int) -> TreeReduction:
-    """Matches ``ctx``'s kernel, launched with ``block_x`` threads per block.
+def match(ctx: PassContext, block_x: int, constant_limits: bool = True) -> TreeReduction:
+    """Matches ``ctx``'s kernel, launched with ``block_x`` threads per block. With
+    ``constant_limits`` False the tree's limits must be written with ``blockDim.x`` (a
+    constant equal to ``block_x`` is refused): a tree then correct for every power-of-two
+    block.
 
     Raises:
         NotTreeReduction: the kernel does not fit; the message says why, with the line.
@@ -365,9 +368,10 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
                 (unparen(node).type == "identifier" and parsed.text_of(unparen(node)) in dims):
             return True
         p = poly_of(node, parsed, scope)
-        return p is not None and p.is_const() and p.constant == block_x
+        return constant_limits and p is not None and p.is_const() and p.constant == block_x
 
-    r = _Reader(parsed, shared, tids | {"threadIdx.x"}, limit_ok, scope, block_x)
+    r = _Reader(parsed, shared, tids | {"threadIdx.x"}, limit_ok, scope,
+                block_x if constant_limits else -1)
     load_uses = []
     for stmt in load:
         if stmt.type in ("return_statement",) or any(n.type == "return_statement"
