@@ -176,8 +176,8 @@ def test_if_max_rewrite_gives_the_originals_bits_with_nan_inputs():
 def test_row_passes_refuse_a_comparison_that_is_not_a_max():
     ctx = context_with_spec(ROW_MAX % "if (v > m) m = v + 1.0f;", "rowmax", ROW_SPEC)
     assert warp_per_row.check(ctx) == (
-        "'m = v + 1.0f' (line 9) changes m across columns but is not 'acc += value' or "
-        "'acc = fmaxf(acc, value)'")
+        "'m = v + 1.0f' (line 9) changes m across columns but is not 'acc += value', "
+        "'acc = fmaxf(acc, value)' or 'if (value > acc) acc = value'")
 
 
 SOFTMAX_SPEC = """

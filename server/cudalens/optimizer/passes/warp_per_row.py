@@ -229,8 +229,9 @@ class _Analysis:
                     kind = self._reduction(n, word)
                     if kind is None:
                         raise _fail(f"'{_short(p, n)}' (line {p.line_of(n)}) changes {word} "
-                                    f"across columns but is not 'acc += value' or 'acc = "
-                                    f"fmaxf(acc, value)'", line=p.line_of(n))
+                                    f"across columns but is not 'acc += value', 'acc = "
+                                    f"fmaxf(acc, value)' or 'if (value > acc) acc = value'",
+                                    line=p.line_of(n))
                     if any(a == word and k != kind for a, k in accs):
                         raise _fail(f"{word} is combined in two ways in the loop at line "
                                     f"{p.line_of(loop)}", line=p.line_of(loop))
