@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
+from pathlib import Path
 
 import pytest
 
 from cudalens.optimizer.context import PassNotApplicable
 from cudalens.optimizer.passes import launch_config
+from cudalens.optimizer.reasons import line_of
 from cudalens.spec import expr as spec_expr
 
+import block_sim
+from nvcc_util import needs_nvcc
 from optimizer_fixtures import context, context_with_spec
 
 
@@ -97,8 +103,6 @@ def _ctx(*, macros="", bounds="", shared_decl="", factor="2.0f", ylen="n", block
 
 @pytest.mark.parametrize("kwargs,reason", [
     (dict(ylen="n * block.x"), "the length of buffer y (n * block.x) depends on the block"),
-    (dict(shared="block.x * 4", shared_decl="extern __shared__ float s[];"),
-     "the dynamic shared memory size (block.x * 4) depends on the block"),
     (dict(macros="#define BS 256", factor="(float)BS"),
      "the body uses BS (= 256, the spec's block size) at line 5; the kernel may assume that "
      "block size"),
@@ -118,6 +122,14 @@ def test_dynamic_shared_memory_independent_of_the_block_is_fine():
     ctx = _ctx(shared="1024", shared_decl="extern __shared__ float s[];")
     assert launch_config.check(ctx) is None
     assert launch_config.apply(ctx, block=(128,)).launch.shared == "1024"
+
+
+def test_unused_dynamic_shared_memory_sized_by_the_block_keeps_its_expression():
+    ctx = _ctx(shared="block.x * 4", shared_decl="extern __shared__ float s[];")
+    assert launch_config.check(ctx) is None
+    result = launch_config.apply(ctx, block=(512,))
+    assert result.launch.shared == "block.x * 4"
+    assert "shared memory" not in result.explanation  # nothing indexes it
 
 
 def test_launch_bounds_macro_is_read():
@@ -238,3 +250,195 @@ grid = ceil_div(n, block.x)
     blocks = [c.parameters["block"] for c in plan.candidates if c.passes == ("launch_config",)]
     assert sorted(blocks, key=int) == ["64", "128", "512", "1024"]  # search order aside
     assert "launch_config" not in {n.pass_name for n in plan.not_applied}
+
+
+# Dynamic shared memory indexed per thread (cudalens.optimizer.dynamic_shared): the bytes the
+# candidates launch with must follow the block, or the pass refuses at the access it cannot
+# bound.
+DYN_SPEC = """
+kernel dyn
+size n = 4096
+scalar n: int = n
+in x: float[n] range(-1, 1)
+out y: float[n]
+block = 256
+grid = ceil_div(n, block.x)
+shared = {shared}
+"""
+
+DYN = """
+__global__ void dyn(const float* x, float* y, int n)
+{{
+    extern __shared__ float s[];
+    const int tid = threadIdx.x;
+    const int i = blockIdx.x * blockDim.x + tid;
+    {body}
+}}
+"""
+
+# each block reverses its slice: s[blockDim.x - 1 - tid] stays within blockDim.x floats
+REVERSE = ("s[tid] = i < n ? x[i] : 0.0f;\n    __syncthreads();\n"
+           "    if (i < n) y[i] = s[blockDim.x - 1 - tid];")
+
+
+def _dyn(body: str, shared: str):
+    return context_with_spec(DYN.format(body=body), "dyn", DYN_SPEC.format(shared=shared))
+
+
+def test_shared_bytes_of_the_block_follow_the_new_block():
+    ctx = _dyn(REVERSE, "block.x * 4")
+    assert launch_config.check(ctx) is None
+    assert [p["block"] for p in launch_config.parameter_space(ctx)] == \
+        [(512,), (128,), (1024,), (64,)]
+    result = launch_config.apply(ctx, block=(1024,))
+    assert result.launch.shared == "block.x * 4"
+    assert result.explanation.endswith(
+        "; the dynamic shared memory follows the block: block.x * 4 = 4096 bytes")
+
+
+def test_fixed_shared_bytes_of_one_element_per_thread_are_scaled():
+    ctx = _dyn(REVERSE, "1024")  # 256 floats: the spec's block's worth
+    assert launch_config.check(ctx) is None
+    result = launch_config.apply(ctx, block=(512,))
+    assert result.launch.shared == "block.x * 4"
+    assert result.explanation.endswith(
+        "; the dynamic shared memory scales with the block: block.x * 4 = 2048 bytes instead "
+        "of the spec's fixed 1024, the elements the kernel indexes per thread (set the "
+        "launch's shared bytes the same way)")
+
+
+def test_a_halo_needs_the_bytes_of_its_last_element():
+    halo = ("s[tid + 1] = i < n ? x[i] : 0.0f;\n    if (tid == 0) s[0] = 0.0f;\n"
+            "    if (tid == 0) s[blockDim.x + 1] = 0.0f;\n    __syncthreads();\n"
+            "    if (i < n) y[i] = s[tid] + s[tid + 1] + s[tid + 2];")
+    ctx = _dyn(halo, "(block.x + 2) * 4")
+    assert launch_config.check(ctx) is None
+    assert launch_config.apply(ctx, block=(64,)).launch.shared == "(block.x + 2) * 4"
+    fixed = launch_config.apply(_dyn(halo, "1032"), block=(64,))
+    assert fixed.launch.shared == "block.x * 4 + 8"
+    short = launch_config.check(_dyn(halo, "block.x * 4"))
+    assert short == ("the spec's dynamic shared memory (block.x * 4 = 1024 bytes) is less than "
+                     "the 1032 bytes the kernel indexes at its block of 256 threads (line 9): "
+                     "fix the spec's shared first")
+    assert line_of(short) == 9
+
+
+@pytest.mark.parametrize("body,reason,line", [
+    ("for (int j = 0; j < 4; ++j) s[tid * 4 + j] = x[0];\n    if (i < n) y[i] = s[tid];",
+     "the index of 's[tid * 4 + j]' (line 7) is not a function of threadIdx.x and blockDim.x, "
+     "and the kernel is not a tree reduction the pass recognizes: it cannot tell how many "
+     "bytes of dynamic shared memory a block of another size reads", 7),
+    ("float* p = &s[tid];\n    *p = 1.0f;\n    if (i < n) y[i] = s[tid];",
+     "the kernel takes the address '&s[tid]' of its dynamic shared memory at line 7: the pass "
+     "cannot bound what is reached through it", 7),
+    ("float* half = s + blockDim.x / 2;\n    half[tid] = 1.0f;\n    if (i < n) y[i] = s[tid];",
+     "the kernel uses its dynamic shared memory as 's + blockDim.x / 2' at line 7, not as "
+     "s[index]: the pass cannot bound what a block of another size reaches", 7),
+    ("s[tid - 1] = 1.0f;\n    if (i < n) y[i] = s[tid];",
+     "'s[tid - 1]' at line 7 indexes below the start of the dynamic shared memory for some "
+     "threads", 7),
+])
+def test_uses_the_pass_cannot_bound_are_refused_at_their_line(body, reason, line):
+    got = launch_config.check(_dyn(body, "block.x * 4"))
+    assert got == reason and line_of(got) == line
+
+
+TREE = """
+__global__ void total(const float* x, float* out, int n)
+{{
+    extern __shared__ float s[];
+    unsigned int t = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + t;
+    s[t] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int st = {start}; st > 0; st >>= 1) {{
+        if (t < st) s[t] += s[t + st];
+        __syncthreads();
+    }}
+    if (t == 0) atomicAdd(out, s[0]);
+}}
+"""
+
+TREE_SPEC = """
+kernel total
+size n = 4096
+scalar n: int = n
+in x: float[n] range(0, 1)
+inout out: float[1]
+block = 256
+grid = ceil_div(n, block.x)
+shared = {shared}
+atomics
+"""
+
+
+def test_a_tree_over_the_block_is_per_thread_and_one_over_a_constant_is_not():
+    ctx = context_with_spec(TREE.format(start="blockDim.x / 2"), "total",
+                            TREE_SPEC.format(shared="256 * 4"))
+    assert launch_config.apply(ctx, block=(1024,)).launch.shared == "block.x * 4"
+    fixed = context_with_spec(TREE.format(start="128"), "total",
+                              TREE_SPEC.format(shared="block.x * 4"))
+    got = launch_config.check(fixed)
+    assert got.startswith("the index of 's[t + st]' (line 10) is not a function of threadIdx.x")
+    assert line_of(got) == 10
+
+
+def test_a_byte_array_viewed_as_floats_counts_floats():
+    body = ("s[tid] = 0.0f;\n    float* f = reinterpret_cast<float*>(s);\n"
+            "    f[tid] = i < n ? x[i] : 0.0f;\n    __syncthreads();\n"
+            "    if (i < n) y[i] = f[blockDim.x - 1 - tid];")
+    text = DYN.format(body=body).replace("extern __shared__ float s[];",
+                                         "extern __shared__ unsigned char s[];")
+    ctx = context_with_spec(text, "dyn", DYN_SPEC.format(shared="1024"))
+    assert launch_config.apply(ctx, block=(128,)).launch.shared == "block.x * 4"
+
+
+CORPUS = Path(__file__).parent / "data" / "variants" / "warp_reduce"
+
+
+def _corpus_tree():
+    from cudalens.optimizer.context import make_context
+    from cudalens.target import load_target
+
+    target = load_target(CORPUS / "extern_block_bytes_atomic.cu")
+    return make_context(target.text, str(target.path), target.kernel.qualified_name, target.spec)
+
+
+def test_plan_of_the_extern_shared_tree_searches_blocks_with_scaled_bytes():
+    """The corpus kernel (launched with block * sizeof(float) bytes, spec shared = block.x *
+    4): plan proposes every block, each launched with block.x * 4 bytes."""
+    from cudalens.optimizer.plan import make_plan
+
+    plan = make_plan(_corpus_tree())
+    tried = {c.launch.block: c.launch.shared for c in plan.candidates
+             if c.passes == ("launch_config",)}
+    assert tried == {("256",): "block.x * 4", ("512",): "block.x * 4",
+                     ("1024",): "block.x * 4", ("64",): "block.x * 4"}
+    assert "launch_config" not in {n.pass_name for n in plan.not_applied}
+
+
+@block_sim.needs_gxx
+def test_scaled_bytes_keep_every_block_in_range_and_fixed_bytes_would_not():
+    """In block_sim's checked mode (AddressSanitizer around the launch's dynamic shared
+    bytes): each candidate block with its scaled bytes stays in range and gives the same
+    total; the same kernel with 512 threads and the spec's 128-thread bytes kept fixed writes
+    past them."""
+    ctx = _corpus_tree()
+    sizes = {"B": 3, "T": 333}
+    before = block_sim.run(ctx.text, "loss_total", ctx.spec, sizes)
+    for params in launch_config.parameter_space(ctx):
+        result = launch_config.apply(ctx, **params)
+        after = block_sim.run(result.source, "loss_total", ctx.spec, sizes, result.launch,
+                              checked=True)
+        assert math.isclose(after.buffers["total"][0], before.buffers["total"][0],
+                            rel_tol=1e-5), params
+    kept = dataclasses.replace(ctx.launch, block=("512",), shared="512")
+    with pytest.raises(block_sim.OutOfRange, match=r"WRITE of size 4"):
+        block_sim.run(ctx.text, "loss_total", ctx.spec, sizes, kept, checked=True)
+
+
+@needs_nvcc
+def test_the_corpus_tree_compiles_at_every_block():
+    from nvcc_util import compile_source
+
+    assert compile_source(_corpus_tree().text).ok

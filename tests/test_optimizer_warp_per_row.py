@@ -196,8 +196,8 @@ __global__ void k(const float* x, float* y, int rows, int cols) {
     ("float s = 0.0f;\nfor (int c = 0; c < cols; ++c) { s += x[c]; if (s > 1.0f) break; }",
      "'break;' at line 6: the rows' work must run straight through"),
     ("float s = 0.0f;\nfor (int c = 0; c < cols; ++c) s = s * 0.5f + x[c];",
-     "'s = s * 0.5f + x[c]' (line 6) changes s across columns but is not 'acc += value' or "
-     "'acc = fmaxf(acc, value)'"),
+     "'s = s * 0.5f + x[c]' (line 6) changes s across columns but is not 'acc += value', "
+     "'acc = fmaxf(acc, value)' or 'if (value > acc) acc = value'"),
     ("float s = 0.0f;\nfor (int c = 0; c < cols; c += 2) s += x[c];",
      "the loop at line 6 ('for (int c = 0; c < cols; c += 2) s += x[c];') is not 'for (int c = "
      "start; c < end; ++c)' over the row"),

@@ -254,8 +254,8 @@ __global__ void k(const float* in, float* out, int n) {
     __syncthreads();
     for (int st = 128; st > 0; st >>= 1) { if (threadIdx.x < st) s[threadIdx.x] *= s[threadIdx.x + st]; __syncthreads(); }
     if (threadIdx.x == 0) out[blockIdx.x] = s[0];
-}""", "expected the combine 's[i] += s[i + stride]' (or a = a + b, a = fmaxf(a, b)...), found "
-      "'s[threadIdx.x] *= s[threadIdx.x + st];' at line 6"),
+}""", "expected the combine 's[i] += s[i + stride]' (or a = a + b, a = fmaxf(a, b), "
+      "if (b > a) a = b...), found 's[threadIdx.x] *= s[threadIdx.x + st];' at line 6"),
     ("""
 __global__ void k(const float* in, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -30,7 +30,12 @@ SIM_SIZES_BY_FILE = {"vectorize_gridstride/bias_grid1d.cu": (31, 33),
                      "warp_per_row/causal_local_rows.cu": (2, 3, 13),
                      "warp_per_row/csr_spmv_bounds.cu": (37, 29, 300),
                      "warp_per_row/csr_memory_sum.cu": (37, 29, 300),
-                     "warp_reduce/column_barrier_first.cu": (45, 7)}
+                     "warp_reduce/column_barrier_first.cu": (45, 7),
+                     "warp_per_row/softmax_if_max_btc.cu": (3, 5, 45),
+                     "block_per_row/lse_bf16_select.cu": (2, 3, 1100),
+                     "block_per_row/softmax_if_online.cu": (1, 5, 1100),
+                     "coarsen_reduce/min_select_tree.cu": (3, 7, 50),
+                     "warp_reduce/extern_block_bytes_atomic.cu": (3, 333)}
 
 
 @dataclass(frozen=True)

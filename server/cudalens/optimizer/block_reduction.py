@@ -25,8 +25,9 @@ element type), when the view is declared right after it and is the only use of t
     float* s = reinterpret_cast<float*>(smem);   // or (float*)smem, or float* const s
 
 (doubling and halving may be spelled ``*= 2``, ``<<= 1``, ``st = st * 2`` and so on), and the
-combine ``a += b``, ``a = a + b`` or ``a = f(a, b)`` for ``f`` in ``fmaxf fminf fmax fmin max
-min``. For a block of ``B`` threads (a power of two), all three leave in ``s[0]`` the
+combine ``a += b``, ``a = a + b``, ``a = f(a, b)`` for ``f`` in ``fmaxf fminf fmax fmin max
+min``, or a max/min written as a comparison (``if (b > a) a = b;``, ``a = (b > a) ? b : a;``:
+``cudalens.optimizer.minmax``, whose kind ``combine`` then holds). For a block of ``B`` threads (a power of two), all three leave in ``s[0]`` the
 combination of the ``B`` values stored in ``s[tid]``.
 """
 
@@ -40,7 +41,7 @@ import tree_sitter
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
-from cudalens.optimizer import structural
+from cudalens.optimizer import minmax, structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.macros import file_macros
@@ -63,7 +64,8 @@ class TreeReduction:
     into a byte array of dynamic shared memory (module doc), None when ``decl`` declares
     ``shared`` itself; ``load``: the statements before the first barrier (without ``decl``
     and ``view``); ``load_uses``: every ``s[tid]`` in them; ``loop``: the tree loop;
-    ``form``: 1, 2 or 3 (module doc); ``combine``: ``"+"`` or a function name;
+    ``form``: 1, 2 or 3 (module doc); ``combine``: ``"+"``, a function name or a
+    conditional kind of ``cudalens.optimizer.minmax``;
     ``final``: the ``if (tid == 0)`` statement and ``final_uses`` its ``s[0]`` nodes.
     """
 
@@ -249,8 +251,15 @@ class _Reader:
         expr = named_children(node)[0] if node.type == "expression_statement" and \
             named_children(node) else None
         bad = _fail(f"expected the combine 's[i] += s[i + stride]' (or a = a + b, a = fmaxf(a, "
-                    f"b)...), found '{_short(self.p, stmt)}' at line {self.p.line_of(stmt)}",
-                    line=self.p.line_of(stmt))
+                    f"b), if (b > a) a = b...), found '{_short(self.p, stmt)}' at line "
+                    f"{self.p.line_of(stmt)}", line=self.p.line_of(stmt))
+        cond = minmax.match(node, self.p)
+        if cond is not None:  # if (s[i + st] > s[i]) s[i] = s[i + st]; or a ternary
+            ti, vi = self.shared_index(cond.target), self.shared_index(cond.value)
+            if ti is not None and vi is not None and self.poly(ti) == index and \
+                    self.poly(vi) == index + Poly.sym(stride):
+                return cond.kind
+            raise bad
         if expr is None or expr.type != "assignment_expression":
             raise bad
         op = expr.child_by_field_name("operator").type
@@ -323,8 +332,11 @@ def _int(text: str) -> Optional[int]:
         return None
 
 
-def match(ctx: PassContext, block_x: int) -> TreeReduction:
-    """Matches ``ctx``'s kernel, launched with ``block_x`` threads per block.
+def match(ctx: PassContext, block_x: int, constant_limits: bool = True) -> TreeReduction:
+    """Matches ``ctx``'s kernel, launched with ``block_x`` threads per block. With
+    ``constant_limits`` False the tree's limits must be written with ``blockDim.x`` (a
+    constant equal to ``block_x`` is refused): a tree then correct for every power-of-two
+    block.
 
     Raises:
         NotTreeReduction: the kernel does not fit; the message says why, with the line.
@@ -356,9 +368,10 @@ def match(ctx: PassContext, block_x: int) -> TreeReduction:
                 (unparen(node).type == "identifier" and parsed.text_of(unparen(node)) in dims):
             return True
         p = poly_of(node, parsed, scope)
-        return p is not None and p.is_const() and p.constant == block_x
+        return constant_limits and p is not None and p.is_const() and p.constant == block_x
 
-    r = _Reader(parsed, shared, tids | {"threadIdx.x"}, limit_ok, scope, block_x)
+    r = _Reader(parsed, shared, tids | {"threadIdx.x"}, limit_ok, scope,
+                block_x if constant_limits else -1)
     load_uses = []
     for stmt in load:
         if stmt.type in ("return_statement",) or any(n.type == "return_statement"

@@ -19,13 +19,13 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
-from cudalens.kernel_model.loops import for_header, less_than_bound
+from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.syntax import Parsed, identifiers, named_children, unparen, walk
+from cudalens.optimizer import minmax
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 
 WARP = 32
 EXPS = ("expf", "__expf", "exp")
-MAXES = ("fmaxf", "fmax", "max")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Match:
 class Online:
     """A max loop and the sum-of-exponentials loop after it, fused (module doc)."""
 
-    first: Loop  # m = fmaxf(m, E)
+    first: Loop  # m = fmaxf(m, E), or if (E > m) m = E; (cudalens.optimizer.minmax)
     second: Loop  # s += expf(E - m)
     m: str
     s: str
@@ -73,16 +73,36 @@ class Online:
     ctype: str
 
 
-def _one_statement(loop: tree_sitter.Node) -> Optional[tree_sitter.Node]:
+def _one_statement(loop: tree_sitter.Node, ifs: bool = False) -> Optional[tree_sitter.Node]:
+    """The loop body's one expression (through braces); with ``ifs``, also its one ``if``
+    statement."""
     body = loop.child_by_field_name("body")
     while body is not None and body.type == "compound_statement":
         inner = named_children(body)
         if len(inner) != 1:
             return None
         body = inner[0]
+    if ifs and body is not None and body.type == "if_statement":
+        return body
     if body is None or body.type != "expression_statement" or not named_children(body):
         return None
     return named_children(body)[0]
+
+
+def _max_value(stmt: tree_sitter.Node, mx: str, p) -> Optional[tree_sitter.Node]:
+    """``E`` of the max loop's statement ``mx = fmaxf(mx, E)`` (either order) or of a max
+    written as a comparison (``if (E > mx) mx = E;``, ``mx = (E > mx) ? E : mx;``)."""
+    cond = minmax.match(stmt, p)
+    if cond is not None:
+        ok = minmax.is_max(cond.kind) and p.text_of(unparen(cond.target)) == mx
+        return cond.value if ok else None
+    if stmt.type != "assignment_expression":
+        return None
+    right = unparen(stmt.child_by_field_name("right"))
+    args = named_children(right.child_by_field_name("arguments")) \
+        if right.type == "call_expression" else []
+    others = [x for x in args if p.text_of(unparen(x)) != mx]
+    return others[0] if len(args) == 2 and len(others) == 1 else None
 
 
 def _norm(text: str) -> str:
@@ -100,7 +120,9 @@ def _limit(head, p) -> "tuple[str, str] | None":
         else None
 
 
-def _decl_type(m: Match, var: str) -> Optional[str]:
+def decl_type(m: Match, var: str) -> Optional[str]:
+    """The declared type of ``var`` among the statements after the guard, None when not
+    declared there."""
     p = m.parsed
     for stmt in m.work:
         if stmt.type != "declaration":
@@ -117,7 +139,7 @@ def online_pair(m: Match) -> Optional[Online]:
     p = m.parsed
     for a, b in zip(m.loops, m.loops[1:]):
         if len(a.accumulators) != 1 or len(b.accumulators) != 1 or \
-                a.accumulators[0][1] not in MAXES or b.accumulators[0][1] != "+":
+                not minmax.is_max(a.accumulators[0][1]) or b.accumulators[0][1] != "+":
             continue
         mx, s = a.accumulators[0][0], b.accumulators[0][0]
         ha, hb = for_header(a.node, p), for_header(b.node, p)
@@ -127,16 +149,13 @@ def online_pair(m: Match) -> Optional[Online]:
         between = [w for w in m.work if a.node.end_byte <= w.start_byte < b.node.start_byte]
         if any(w.type != "declaration" or mx in identifiers(w, p) for w in between):
             continue
-        sa, sb = _one_statement(a.node), _one_statement(b.node)
+        sa, sb = _one_statement(a.node, ifs=True), _one_statement(b.node)
         if sa is None or sb is None:
             continue
-        args = named_children(unparen(sa.child_by_field_name("right")).child_by_field_name(
-            "arguments")) if unparen(sa.child_by_field_name("right")).type == "call_expression" \
-            else []
-        others = [x for x in args if p.text_of(unparen(x)) != mx]
-        if len(args) != 2 or len(others) != 1:
+        found = _max_value(sa, mx, p)
+        if found is None:
             continue
-        value_a = p.text_of(others[0])
+        value_a = p.text_of(found)
         term = _sum_term(sb, s, p)
         if term is None or term.type != "call_expression":
             continue
@@ -153,8 +172,8 @@ def online_pair(m: Match) -> Optional[Online]:
         if _norm(renamed) != _norm(value_b) or \
                 {mx, s} & set(re.findall(r"\w+", value_b)):
             continue
-        ctype = _decl_type(m, mx)
-        if ctype is None or _decl_type(m, s) is None:
+        ctype = decl_type(m, mx)
+        if ctype is None or decl_type(m, s) is None:
             continue
         kind = a.accumulators[0][1]
         return Online(a, b, mx, s, value_b, fn, kind, ctype)
@@ -183,7 +202,7 @@ def merge_lines(o: Online, mo: str, so: str, mn: str) -> list[str]:
     side whose maximum is already the merged one keeps its sum unscaled (also when both are
     -INFINITY: no NaN from ``-inf - -inf``)."""
     m, s, e = o.m, o.s, o.exp
-    return [f"const {o.ctype} {mn} = {o.max}({m}, {mo});",
+    return [f"const {o.ctype} {mn} = {minmax.select(o.max, m, mo)};",
             f"{s} = ({m} == {mn} ? {s} : {s} * {e}({m} - {mn})) + "
             f"({mo} == {mn} ? {so} : {so} * {e}({mo} - {mn}));",
             f"{m} = {mn};"]
@@ -195,9 +214,9 @@ def online_body(o: Online, v: str) -> list[str]:
             f"if ({v} > {o.m}) {{",
             f"    {o.s} = {o.s} * {o.exp}({o.m} - {v}) + 1.0f;",
             f"    {o.m} = {v};",
-            f"}} else {{",
+            "} else {",
             f"    {o.s} += {o.exp}({v} - {o.m});",
-            f"}}"]
+            "}"]
 
 
 def gridstride_blocker(m: Match) -> Optional[str]:
@@ -211,9 +230,13 @@ def gridstride_blocker(m: Match) -> Optional[str]:
     return None
 
 
-def combine_into(acc: str, kind: str, other: str) -> str:
-    """``acc`` combined with ``other``: ``+=`` for a sum, else ``acc = kind(acc, other)``."""
-    return f"{acc} += {other};" if kind == "+" else f"{acc} = {kind}({acc}, {other});"
+def combine_into(acc: str, kind: str, other: str,
+                 temp: Optional[tuple[str, str]] = None) -> str:
+    """``acc`` combined with ``other``: ``+=`` for a sum, ``acc = kind(acc, other)`` for a
+    function, the comparison of a conditional kind (``if (other > acc) acc = other;``), with
+    ``other`` first stored in ``temp`` (type, name) when given (``minmax.combine_text``: a
+    shuffle every lane must run, outside the comparison's branch)."""
+    return minmax.combine_text(acc, kind, other, temp if minmax.is_conditional(kind) else None)
 
 
 BEGIN, END = "/*@cudalens-indent-begin@*/", "/*@cudalens-indent-end@*/"
@@ -255,14 +278,14 @@ def rewrite(ctx: PassContext, m: Match, group: str, online: bool, gridstride: bo
     tid = "threadIdx.x" if block else lane
     step = "blockDim.x" if block else str(WARP)
     indent = line_indent(p.data, m.index_decl.start_byte)
-    first = (f"blockIdx.x" if block else f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u")
+    first = ("blockIdx.x" if block else f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}u")
     stride = "gridDim.x" if block else f"(gridDim.x * blockDim.x) / {WARP}u"
     ids = [f"const unsigned int {lane} = threadIdx.x % {WARP}u"] + \
         ([f"{warp} = threadIdx.x / {WARP}u"] if block else [])
     shared: list[str] = []
     what = f"one {group} per {m.index}" + (" (grid-stride)" if gridstride else "")
     note = (f"// {what}: thread t of the {group} takes columns t, t + {step}, ..."
-            + (f"; max and sum of exponentials in one pass (online softmax)" if o else ""))
+            + ("; max and sum of exponentials in one pass (online softmax)" if o else ""))
     edits: list[Edit] = []
     if gridstride:
         blocker = gridstride_blocker(m)
@@ -299,7 +322,10 @@ def rewrite(ctx: PassContext, m: Match, group: str, online: bool, gridstride: bo
                       f"{off});"]
             lines += [f"    {x}" for x in merge_lines(pair, mo, so, mn)]
         for acc, kind in pairs:
-            lines.append(f"    {combine_into(acc, kind, f'__shfl_xor_sync(0xffffffffu, {acc}, {off})')}")
+            temp = (decl_type(m, acc) or "float", fresh_name(f"{acc}_other", taken)) \
+                if minmax.is_conditional(kind) else None
+            lines += [f"    {x}" for x in minmax.combine_lines(
+                acc, kind, f"__shfl_xor_sync(0xffffffffu, {acc}, {off})", temp)]
         lines.append("}")
         if len(lines) == 3:  # one statement: no braces
             lines = [f"{lines[0][:-2]}", lines[1]]
@@ -308,7 +334,7 @@ def rewrite(ctx: PassContext, m: Match, group: str, online: bool, gridstride: bo
             slots = {}
             for acc in names:
                 slots[acc] = fresh_name(f"{acc}_warps", taken)
-                shared.append(f"__shared__ {_decl_type(m, acc) or 'float'} {slots[acc]}[{WARP}];")
+                shared.append(f"__shared__ {decl_type(m, acc) or 'float'} {slots[acc]}[{WARP}];")
             stores = [f"{slots[a]}[{warp}] = {a};" for a in names]
             lines.append(f"if ({lane} == 0) " + (stores[0] if len(stores) == 1 else
                                                  "{ " + " ".join(stores) + " }"))

@@ -26,13 +26,17 @@ from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 
 # Calls a structural pass may carry over from the original statements: pure math functions
-# of the CUDA math API (CUDA C++ Programming Guide, "Mathematical Functions") and read-only
-# loads. Anything else may have side effects or depend on the thread.
+# of the CUDA math API (CUDA C++ Programming Guide, "Mathematical Functions"), the value
+# conversions between float and half / bfloat16 (CUDA Math API, "Half Precision Conversion"
+# and "Bfloat16 Precision Conversion") and read-only loads. Anything else may have side
+# effects or depend on the thread.
 PURE_CALLS = frozenset("""
     __ldg fabsf fabs abs fminf fmaxf fmin fmax min max sqrtf sqrt rsqrtf rsqrt expf exp exp2f
     exp2 exp10f expm1f logf log log2f log2 log10f log10 log1pf powf pow sinf sin cosf cos tanf
     tan tanhf tanh erff erf floorf floor ceilf ceil truncf trunc roundf round rintf rint fmaf fma
     copysignf copysign __expf __logf __sinf __cosf __powf __fdividef __saturatef
+    __half2float __float2half __float2half_rn __bfloat162float __float2bfloat16
+    __float2bfloat16_rn
 """.split())
 
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize")

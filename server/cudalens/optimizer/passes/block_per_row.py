@@ -13,7 +13,8 @@ the same row value (CUDA C++ Programming Guide, "Warp Shuffle Functions"; M. Har
 The guard's ``return`` is the same for the whole block (one row per block), so every thread
 reaches every barrier.
 
-Online softmax (``online``): where a loop computing a maximum ``m = fmaxf(m, E)`` is followed,
+Online softmax (``online``): where a loop computing a maximum ``m = fmaxf(m, E)`` (or ``if (E >
+m) m = E;``, ``m = (E > m) ? E : m;``: ``cudalens.optimizer.minmax``) is followed,
 over the same columns, by a loop summing ``s += expf(E - m)``, the two become one loop keeping a
 running maximum and a sum rescaled when the maximum grows (M. Milakov and N. Gimelshein,
 "Online normalizer calculation for softmax", arXiv:1805.02867, 2018): ``if (v > m) { s = s *
@@ -178,7 +179,7 @@ def apply(ctx: PassContext, block: int = 256, online: bool = False,
     if m.row_stores:
         explanation += f"; thread 0 stores the per-{m.index} result"
     explanation += (" (sums are added in a different order: results may differ in the last "
-                    "bits, within the tolerance the runner checks)")
+                    "bits, within the tolerance the runner checks)") + wpr.conditional_note(m)
     if gridstride:
         explanation += (f"; the blocks loop over the {m.index}s (grid-stride), so the kernel is "
                         f"also correct under any launch whose block is a multiple of 32 "

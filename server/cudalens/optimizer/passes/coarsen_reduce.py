@@ -17,7 +17,9 @@ Parallel Reduction in CUDA", 2007, kernel 7: several elements per thread), and l
 the original's final statement with the result. Every output keeps its meaning: the same
 elements form each block's value, so per-block partials and atomics on a scalar are the
 original's. Float sums are added in another order (within the runner's tolerance); max and
-min are exact.
+min are exact, and one written as a comparison (``if (s[t + st] > s[t]) s[t] = s[t + st];``)
+keeps its comparison: the original's result for inputs without NaN
+(``cudalens.optimizer.minmax``).
 
 Applies when ``warp_reduce`` does (a recognized tree, a 1D power-of-two block of 32 to 1024
 threads, no y/z indexing) and also: the combine has an identity for the element type (0 for
@@ -45,7 +47,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import structural
+from cudalens.optimizer import minmax, structural
 from cudalens.optimizer.affine import builtin_field
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -63,9 +65,9 @@ def _identity(combine: str, etype: str) -> Optional[str]:
     base = " ".join(w for w in etype.split() if w not in ("const", "volatile"))
     if combine == "+":
         return "0.0f" if base == "float" else "0"
-    if base in _FLOATS and combine in ("fmaxf", "fmax", "max"):
+    if base in _FLOATS and minmax.is_max(combine):
         return "-INFINITY"
-    if base in _FLOATS and combine in ("fminf", "fmin", "min"):
+    if base in _FLOATS and minmax.is_min(combine):
         return "INFINITY"
     return None
 
@@ -257,8 +259,10 @@ def _vector_plan(ctx: PassContext, m, bx: int):
     return None, span, width, ctype, vec
 
 
-def _combine(combine: str, v: str, other: str) -> str:
-    return f"{v} += {other};" if combine == "+" else f"{v} = {combine}({v}, {other});"
+def _combine(combine: str, v: str, other: str, temp: Optional[tuple[str, str]] = None) -> str:
+    """``v`` combined with ``other`` on one line; a max/min written as a comparison keeps it,
+    ``other`` first stored in ``temp`` (type, name) when given (``minmax.combine_text``)."""
+    return minmax.combine_text(v, combine, other, temp)
 
 
 def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
@@ -325,6 +329,10 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
             direct = expr.child_by_field_name("right")
     x = None if direct is not None else w.fresh("val")
 
+    def temp(base: str) -> Optional[tuple[str, str]]:
+        """A constant holding a value a comparison reads twice (conditional kinds only)."""
+        return (etype, w.fresh(base)) if minmax.is_conditional(m.combine) else None
+
     def subst(stmt: tree_sitter.Node, extra=()) -> str:
         reps = [(n, text) for n, text in extra if stmt.start_byte <= n.start_byte < stmt.end_byte]
         outer = [r for r, _ in reps]  # replaced whole: nothing inside them is replaced too
@@ -362,7 +370,7 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
             w(depth, f"{etype} {x};")
         for stmt in body:
             if stmt is last and direct is not None:
-                w.text_block(depth, _combine(m.combine, v, subst(direct, extra)))
+                w.text_block(depth, _combine(m.combine, v, subst(direct, extra), temp("x")))
             else:
                 w.text_block(depth, subst(stmt, extra))
         if x is not None:
@@ -417,7 +425,7 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
     if blocks is not None:
         w(1, "}")
     w(1, f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2)")
-    w(2, _combine(m.combine, v, f"__shfl_down_sync(0xffffffff, {v}, {off})"))
+    w(2, _combine(m.combine, v, f"__shfl_down_sync(0xffffffff, {v}, {off})", temp("other")))
     cons = m.final.child_by_field_name("consequence")
     reps = [(u, v) for u in m.final_uses]
     for n in walk(cons):
@@ -430,10 +438,12 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
         grid = (f"min({grid[0]}, sm_count * {blocks_per_sm})",) + grid[1:]
     launch = dataclasses.replace(ctx.launch, block=(str(WARP),) + tuple(ctx.launch.block[1:]),
                                  grid=grid, shared="0")
-    what = "sum" if m.combine == "+" else m.combine
+    what = minmax.label(m.combine)
     order = (" Float sums are added in another order (pairs within each lane, then across "
              "the warp): results may differ in the last bits, within the tolerance the "
              "runner checks." if m.combine == "+" else "")
+    if minmax.is_conditional(m.combine):
+        order = f" For the {what}: {minmax.NAN_CAVEAT}."
     explanation = (f"several elements per thread: each block's {bx}-input {what} is done by "
                    f"one warp, each lane combining {per_lane} coalesced loads in a register "
                    f"and 5 __shfl_down_sync steps combining the warp, instead of {bx} threads, "

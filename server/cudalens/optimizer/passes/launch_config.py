@@ -9,10 +9,17 @@ change means:
 
 - the spec's grid depends on the block (``ceil_div(n, block.x)``), so the same elements
   stay covered;
-- no buffer length, scalar value or shared-memory size depends on the block;
-- the kernel does not use dynamic shared memory (``extern __shared__``), whose size the spec
-  then fixes independently of the block, and has no fixed-size ``__shared__`` array, no
-  non-type template parameter, no
+- no buffer length or scalar value depends on the block;
+- the dynamic shared memory (``extern __shared__``) the kernel indexes is bounded by the
+  block (``cudalens.optimizer.dynamic_shared``: every index affine in ``threadIdx.x`` and
+  ``blockDim.x``, e.g. one element per thread, or a tree reduction over ``blockDim.x``), and
+  the spec's bytes cover it at the spec's block; the candidates' bytes then scale with the
+  block: the spec's expression where it follows the block (``shared = block.x * 4``, from a
+  launch ``<<<grid, block, block * sizeof(float)>>>``), else the kernel's footprint written in
+  ``block.x`` in place of the spec's fixed bytes (the explanation says so), and a block whose
+  bytes would pass ``MAX_SHARED_BYTES`` is not tried; a use the pass cannot bound (an index
+  of a loop variable, the array's address, a cast at an offset) is refused at its line;
+- the kernel has no fixed-size ``__shared__`` array, no non-type template parameter, no
   file macro equal to the block size in its body, no block index scaled by a constant
   (``blockIdx.x * TILE_DIM``: each block covers a tile of fixed size, whatever the block) and
   no loop over a thread index stepping by a constant (each usually means the block size is
@@ -31,14 +38,17 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.optimizer import dynamic_shared
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
-from cudalens.optimizer.reasons import Reason
+from cudalens.optimizer.reasons import Reason, reason_of
 from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.model import find_definition
 from cudalens.kernel_model.syntax import Parsed, parse, unparen, walk
 from cudalens.spec import expr as spec_expr
+from cudalens.spec.expr import Dim3
 from cudalens.spec.model import BufferDecl, ScalarDecl
+from cudalens.spec.resolve import MAX_SHARED_BYTES
 from cudalens.spec.tile_step import tile_step
 
 name = "launch_config"
@@ -100,28 +110,6 @@ def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[tupl
         arrays = [d for d in walk(decl) if d.type == "array_declarator"]
         if arrays and not extern:
             return f"'{parsed.text_of(decl)}' (line {parsed.line_of(decl)})", parsed.line_of(decl)
-    return None
-
-
-def _used_dynamic_shared(body: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, int]]:
-    """The first use of an ``extern __shared__`` array of ``body`` (its dynamic shared
-    memory), as ('text' of the declaration, line of the use); None when there is none."""
-    for n in walk(body):
-        if n.type != "__shared__":
-            continue
-        decl = n.parent
-        while decl is not None and decl.type not in ("declaration", "compound_statement"):
-            decl = decl.parent
-        if decl is None or decl.type != "declaration" or not any(
-                c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
-                for c in decl.children):
-            continue
-        names = {parsed.text_of(d) for a in walk(decl) if a.type == "array_declarator"
-                 for d in [a.child_by_field_name("declarator")] if d is not None}
-        for use in walk(body):
-            if use.type == "identifier" and parsed.text_of(use) in names and \
-                    not decl.start_byte <= use.start_byte < decl.end_byte:
-                return " ".join(parsed.text_of(decl).split()), parsed.line_of(use)
     return None
 
 
@@ -248,58 +236,117 @@ def _max_threads(ctx: PassContext, parsed: Parsed) -> tuple[Optional[int], Optio
                   f"tell which block sizes the kernel allows")
 
 
-def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]:
-    """(reason the pass does not apply, blocks to try)."""
+def _sizes_env(ctx: PassContext, block: tuple[int, ...]) -> dict:
+    env: dict[str, object] = {}
+    for size in ctx.spec.sizes:
+        env[size.name] = spec_expr.evaluate(size.expr, env)
+    env["block"] = Dim3(*(tuple(block) + (1, 1, 1))[:3])
+    return env
+
+
+def _shared_bytes(ctx: PassContext, expr: str, block: tuple[int, ...]) -> Optional[int]:
+    """``expr`` (a spec expression of the sizes and ``block``) in bytes at ``block``."""
+    try:
+        return int(spec_expr.evaluate(expr, _sizes_env(ctx, block)))
+    except (spec_expr.ExprError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _block_sized_tree(ctx: PassContext, base: Optional[tuple[int, ...]]) -> bool:
+    """The kernel is a shared-memory tree reduction whose limits are ``blockDim.x``
+    (``cudalens.optimizer.block_reduction``): within ``s[0 .. B-1]`` for a power-of-two B."""
+    from cudalens.optimizer import block_reduction
+
+    if base is None or base[0] & (base[0] - 1):
+        return False
+    try:
+        block_reduction.match(ctx, base[0], constant_limits=False)
+    except block_reduction.NotTreeReduction:
+        return False
+    return True
+
+
+def _scaled_shared(ctx: PassContext, foot: dynamic_shared.Footprint,
+                   base: Optional[tuple[int, ...]]) -> tuple[str, Optional[Reason]]:
+    """(the candidates' dynamic shared memory expression, the reason the pass cannot give
+    one): the spec's when it follows the block, else the kernel's footprint in ``block.x``
+    (``block.x * 4``) so the bytes scale with the block; a reason when the spec's bytes do
+    not cover the footprint at the spec's own block."""
+    launch = ctx.launch
+    at_base = _shared_bytes(ctx, launch.shared, base) if base is not None else None
+    need = foot.bytes_for(base[0]) if base is not None else None
+    if at_base is None or need is None:
+        return launch.shared, Reason(
+            f"cannot evaluate the spec's dynamic shared memory ({launch.shared}) at its block "
+            f"to compare it with what the kernel indexes (line {foot.line})", foot.line)
+    if at_base < need:
+        return launch.shared, Reason(
+            f"the spec's dynamic shared memory ({launch.shared.strip()} = {at_base} bytes) is "
+            f"less than the {need} bytes the kernel indexes at its block of {base[0]} threads "
+            f"(line {foot.line}): fix the spec's shared first", foot.line)
+    if _uses_block(launch.shared) or foot.per_thread == 0:
+        return launch.shared, None
+    return foot.expression(), None
+
+
+def _shared_fits(ctx: PassContext, shared: str, foot: dynamic_shared.Footprint,
+                 block: tuple[int, ...]) -> bool:
+    """At ``block``, ``shared`` covers the footprint and stays within what a block may opt
+    into (``MAX_SHARED_BYTES``)."""
+    got = _shared_bytes(ctx, shared, block)
+    return got is not None and foot.bytes_for(block[0]) <= got <= MAX_SHARED_BYTES
+
+
+def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...], str]:
+    """(reason the pass does not apply, blocks to try, the candidates' dynamic shared memory
+    as a spec expression)."""
     spec, launch, k = ctx.spec, ctx.launch, ctx.kernel
     try:
         if not any(_uses_block(g) for g in launch.grid):
             return (f"the spec's grid ({', '.join(launch.grid)}) does not depend on block.x, so "
-                    f"a new block would change how many elements are covered"), ()
+                    f"a new block would change how many elements are covered"), (), ""
         for p in spec.params:
             if isinstance(p, BufferDecl) and _uses_block(p.length):
-                return f"the length of buffer {p.name} ({p.length}) depends on the block", ()
+                return f"the length of buffer {p.name} ({p.length}) depends on the block", (), ""
             if isinstance(p, ScalarDecl) and _uses_block(p.expr):
-                return f"the value of scalar {p.name} ({p.expr}) depends on the block", ()
-        if _uses_block(launch.shared):
-            return (f"the dynamic shared memory size ({launch.shared}) depends on the block"), ()
+                return f"the value of scalar {p.name} ({p.expr}) depends on the block", (), ""
         for s in spec.sizes:
             if _uses_block(s.expr):
-                return f"size {s.name} ({s.expr}) depends on the block", ()
+                return f"size {s.name} ({s.expr}) depends on the block", (), ""
     except spec_expr.ExprError as exc:
-        return f"cannot read the spec's launch expressions: {exc}", ()
+        return f"cannot read the spec's launch expressions: {exc}", (), ""
     dims = _dims(launch.block)
     if dims == 3:
-        return f"the spec's block ({', '.join(launch.block)}) is 3D; only 1D and 2D are searched", ()
+        return f"the spec's block ({', '.join(launch.block)}) is 3D; only 1D and 2D are searched", (), ""
     parsed = parse(ctx.text)
     definition = find_definition(parsed, k)
     if definition is None:
         return (f"the definition of {k.name} is not one piece in the file's syntax tree "
-                f"(parse errors around it)"), ()
+                f"(parse errors around it)"), (), ""
     value_params = _template_value_parameters(definition, parsed)
     if value_params:
         return (f"non-type template parameter '{value_params[0]}' may fix the block size at "
-                f"compile time"), ()
+                f"compile time"), (), ""
     body = definition.child_by_field_name("body")
     shared = _fixed_shared_array(body, parsed)
     if shared:
         return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
-                      f"usually assumes the block size", shared[1]), ()
-    dynamic = _used_dynamic_shared(body, parsed)
-    if dynamic is not None:  # the spec's size does not follow the block (checked above)
-        return Reason(f"the kernel uses its dynamic shared memory ('{dynamic[0]}') at line "
-                      f"{dynamic[1]}, and the spec fixes its size at {launch.shared.strip()} "
-                      f"bytes: a larger block could index past it", dynamic[1]), ()
+                      f"usually assumes the block size", shared[1]), (), ""
+    base = baseline_block(ctx)
+    try:
+        foot = dynamic_shared.footprint(parsed, body, lambda: _block_sized_tree(ctx, base))
+    except dynamic_shared.NotPerThread as exc:
+        return reason_of(exc), (), ""
     constants = {**_int_constants(parsed), **_int_macros(parsed)}
     tiled = _tile_scaled_block_index(body, parsed, constants)
     if tiled is not None:
-        return tiled, ()
+        return tiled, (), ""
     step = tile_step(parsed.text_of(body), constants, parsed.line_of(body))
     if step is not None:  # the body fixes the block (cudalens.spec.tile_step)
         return Reason(f"the loop at line {step.line} steps {step.var} by {step.step} (= "
                       f"{step.value}) from threadIdx.x, not by blockDim.x: the kernel covers "
                       f"its elements with exactly {step.value} threads, so the block cannot "
-                      f"change", step.line), ()
-    base = baseline_block(ctx)
+                      f"change", step.line), (), ""
     if base is not None:
         macros = _int_macros(parsed)
         dims_now = {d for d in base[:dims] if d > 1}
@@ -308,18 +355,25 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...]]
                 word = parsed.text_of(n)
                 return Reason(f"the body uses {word} (= {macros[word]}, the spec's block size) "
                               f"at line {parsed.line_of(n)}; the kernel may assume that block "
-                              f"size", parsed.line_of(n)), ()
+                              f"size", parsed.line_of(n)), (), ""
     limit, reason = _max_threads(ctx, parsed)
     if reason:
-        return reason, ()
+        return reason, (), ""
     candidates = BLOCKS_1D if dims == 1 else BLOCKS_2D
     blocks = tuple(b for b in candidates
                    if (limit is None or _threads(b) <= limit) and _threads(b) <= MAX_THREADS
                    and (base is None or tuple(b) + (1,) * (3 - len(b)) != base))
+    shared = launch.shared
+    if foot is not None:
+        shared, reason = _scaled_shared(ctx, foot, base)
+        if reason is not None:
+            return reason, (), ""
+        blocks = tuple(b for b in blocks if _shared_fits(ctx, shared, foot, b))
     if not blocks:
         bounds = f" within __launch_bounds__({limit})" if limit is not None else ""
-        return f"no block size other than the spec's fits{bounds}", ()
-    return None, blocks
+        room = " and the dynamic shared memory limit" if foot is not None else ""
+        return f"no block size other than the spec's fits{bounds}{room}", (), ""
+    return None, blocks, shared
 
 
 def _threads(block: tuple[int, ...]) -> int:
@@ -340,6 +394,19 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     return tuple({"block": b} for b in _plan(ctx)[1])
 
 
+def _used_dynamic(ctx: PassContext) -> bool:
+    """The kernel indexes dynamic shared memory (``dynamic_shared.footprint``)."""
+    parsed = parse(ctx.text)
+    definition = find_definition(parsed, ctx.kernel)
+    if definition is None:
+        return False
+    try:
+        return dynamic_shared.footprint(parsed, definition.child_by_field_name("body"),
+                                        lambda: True) is not None
+    except dynamic_shared.NotPerThread:
+        return False
+
+
 def _block_text(block: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in block)
 
@@ -352,7 +419,7 @@ def apply(ctx: PassContext, block: tuple[int, ...] = (256,)) -> PassResult:
         PassNotApplicable: the precondition fails, or ``block`` is not one of the allowed
             blocks for this kernel (the message lists them).
     """
-    reason, blocks = _plan(ctx)
+    reason, blocks, shared = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
     block = tuple(int(b) for b in block)
@@ -362,10 +429,18 @@ def apply(ctx: PassContext, block: tuple[int, ...] = (256,)) -> PassResult:
                                 f"one of the blocks to try here ({allowed})")
     old = ctx.launch.block
     new_block = tuple(str(d) for d in block) + tuple(old[len(block):])
-    launch = dataclasses.replace(ctx.launch, block=new_block)
+    launch = dataclasses.replace(ctx.launch, block=new_block, shared=shared)
     warps = _threads(block) // 32
     shape = f"{_block_text(block)} block" if len(block) > 1 else f"block of {block[0]} threads"
     explanation = (f"{shape} ({warps} warps) instead of {' x '.join(old)}: changes how many "
                    f"warps each SM holds (occupancy) and how full the last wave is")
+    if shared.strip() != ctx.launch.shared.strip():
+        explanation += (f"; the dynamic shared memory scales with the block: {shared} = "
+                        f"{_shared_bytes(ctx, shared, block)} bytes instead of the spec's "
+                        f"fixed {ctx.launch.shared.strip()}, the elements the kernel indexes "
+                        f"per thread (set the launch's shared bytes the same way)")
+    elif _uses_block(shared) and _used_dynamic(ctx):
+        explanation += (f"; the dynamic shared memory follows the block: {shared.strip()} = "
+                        f"{_shared_bytes(ctx, shared, block)} bytes")
     return PassResult(source=ctx.text, launch=launch, tags=(f"block={_block_text(block)}",),
                       explanation=explanation)

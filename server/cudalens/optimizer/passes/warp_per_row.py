@@ -17,7 +17,8 @@ Recognized::
 
 where every loop's statements are per-column work: accumulations into variables declared
 outside the loops (``acc += E``, ``acc = acc + E``, ``acc = fmaxf(acc, E)``, ``fminf``, ``max``,
-``min``; a sum must start from 0), loop-local temporaries, and stores. Buffers are reached as
+``min``, or a max/min written as a comparison: ``if (E > acc) acc = E;``, ``acc = (E > acc) ?
+E : acc;``, ``cudalens.optimizer.minmax``; a sum must start from 0), loop-local temporaries, and stores. Buffers are reached as
 parameters or through local pointers ``T* yr = y + offset;``. A buffer the kernel writes must
 be accessed only inside the loops as ``p[c]``, through one pointer, so each element is
 written and read back by the lane that owns its column, or only by statements outside the
@@ -29,7 +30,9 @@ finished accumulators.
 The rewrite edits the original text in place: ``row`` becomes the warp's index, each loop
 starts at ``S + lane`` and steps by 32, and after a loop with accumulations each accumulator
 is combined across the warp (5 ``__shfl_xor_sync`` steps). Sums are added in a different
-order (within the tolerance the runner checks, not bit for bit); maxima and minima are exact.
+order (within the tolerance the runner checks, not bit for bit); maxima and minima are exact
+(one written as a comparison is combined across the lanes with the same comparison: the
+original's result for inputs without NaN; the explanation says so).
 
 Parameters: ``warps_per_block`` (4, 8, 2): block ``32 * warps_per_block``, grid
 ``ceil_div(rows, warps_per_block)``; ``gridstride``: the warps loop over the rows (``row +=
@@ -46,7 +49,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import bound_locals, structural
+from cudalens.optimizer import bound_locals, minmax, structural
 from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
                                        strip_casts)
 from cudalens.optimizer.candidate import PassResult
@@ -54,7 +57,8 @@ from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, Loop as _Loop
-from cudalens.optimizer.row_group import Match as _Match, combine_into as _combine
+from cudalens.optimizer.row_group import Match as _Match
+from cudalens.optimizer.row_group import decl_type as _decl_type
 from cudalens.optimizer.row_group import gridstride_blocker as _gridstride_blocker
 from cudalens.optimizer.row_group import online_pair, reindent as _reindent, rewrite
 from cudalens.kernel_model.file_facts import file_identifiers
@@ -219,8 +223,9 @@ class _Analysis:
                     kind = self._reduction(n, word)
                     if kind is None:
                         raise _fail(f"'{_short(p, n)}' (line {p.line_of(n)}) changes {word} "
-                                    f"across columns but is not 'acc += value' or 'acc = "
-                                    f"fmaxf(acc, value)'", line=p.line_of(n))
+                                    f"across columns but is not 'acc += value', 'acc = "
+                                    f"fmaxf(acc, value)' or 'if (value > acc) acc = value'",
+                                    line=p.line_of(n))
                     if any(a == word and k != kind for a, k in accs):
                         raise _fail(f"{word} is combined in two ways in the loop at line "
                                     f"{p.line_of(loop)}", line=p.line_of(loop))
@@ -237,10 +242,34 @@ class _Analysis:
                             f"before the loop has finished it", line=p.line_of(reads[0]))
         return _Loop(loop, var, head.start, head.update, tuple(accs))
 
+    def _conditional(self, n: tree_sitter.Node, acc: str) -> Optional[minmax.Conditional]:
+        """The max/min written as a comparison that the assignment ``n`` to ``acc`` is part
+        of: ``acc = (E > acc) ? E : acc`` itself, or the one statement of ``if (E > acc)
+        acc = E;`` (``cudalens.optimizer.minmax``); else None."""
+        p = self.p
+        if n.type != "assignment_expression":
+            return None
+        found = minmax.match(n, p)
+        if found is None:
+            up = n.parent
+            while up is not None and up.type in ("expression_statement", "compound_statement") \
+                    and (up.type != "compound_statement" or len(named_children(up)) == 1):
+                up = up.parent
+            found = minmax.match(up, p) if up is not None and up.type == "if_statement" \
+                else None
+            if found is not None and found.target != n.child_by_field_name("left"):
+                found = None
+        if found is None or p.text_of(unparen(found.target)) != acc:
+            return None
+        return found
+
     def _reduction(self, n: tree_sitter.Node, acc: str) -> Optional[str]:
         p = self.p
         if n.type != "assignment_expression":
             return None
+        cond = self._conditional(n, acc)
+        if cond is not None:
+            return cond.kind
         op = n.child_by_field_name("operator").type
         right = unparen(n.child_by_field_name("right"))
         mentions = lambda node: any(x.type == "identifier" and p.text_of(x) == acc
@@ -264,7 +293,15 @@ class _Analysis:
         return None
 
     def _in_own_update(self, ident: tree_sitter.Node, acc: str) -> bool:
-        """``ident`` is the accumulator's own mention in its update statement."""
+        """``ident`` is the accumulator's own mention in its update statement (for a max
+        written as a comparison, anywhere in that ``if`` or conditional assignment)."""
+        up = ident
+        while up is not None and up.type != "for_statement":
+            if up.type in ("if_statement", "assignment_expression"):
+                found = minmax.match(up, self.p)
+                if found is not None and self.p.text_of(unparen(found.target)) == acc:
+                    return True
+            up = up.parent
         cur = ident
         while cur is not None and cur.type != "assignment_expression":
             cur = cur.parent
@@ -608,7 +645,10 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
             li = line_indent(p.data, loop.node.start_byte)
             lines = [f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2) {{"]
             for acc, kind in loop.accumulators:
-                lines.append(f"    {_combine(acc, kind, f'__shfl_xor_sync(0xffffffffu, {acc}, {off})')}")
+                temp = (_decl_type(m, acc) or "float", fresh_name(f"{acc}_other", taken)) \
+                    if minmax.is_conditional(kind) else None
+                lines += [f"    {x}" for x in minmax.combine_lines(
+                    acc, kind, f"__shfl_xor_sync(0xffffffffu, {acc}, {off})", temp)]
                 accumulated.append(acc)
             lines.append("}")
             text = "".join(f"\n{li}{l}" for l in lines)
@@ -621,6 +661,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
     sums = any(k == "+" for l in m.loops for _, k in l.accumulators)
     order = (" (sums are added in a different order: results may differ in the last bits, "
              "within the tolerance the runner checks)" if sums else "")
+    order += conditional_note(m)
     combined = (f"; {', '.join(accumulated)} combined across the warp with 5 __shfl_xor_sync "
                 f"steps" if accumulated else "")
     stores = (f"; lane 0 stores the per-{m.index} result{'s' if len(m.row_stores) > 1 else ''}"
@@ -639,6 +680,14 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
                       explanation=explanation)
 
 
+def conditional_note(m: _Match) -> str:
+    """`` (NaN caveat)`` when a loop accumulates a max/min written as a comparison
+    (``cudalens.optimizer.minmax``), else ""."""
+    if any(minmax.is_conditional(k) for l in m.loops for _, k in l.accumulators):
+        return f" ({minmax.NAN_CAVEAT})"
+    return ""
+
+
 def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
             taken: set) -> PassResult:
     """The warp-per-row kernel with the max and sum-of-exponentials loops fused
@@ -652,7 +701,8 @@ def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
                    f"2018), so the {m.index} is read twice instead of three times; partial "
                    f"results merged across the warp with __shfl_xor_sync; block "
                    f"{WARP * warps_per_block} (sums are added in a different order: results "
-                   f"may differ in the last bits, within the tolerance the runner checks)")
+                   f"may differ in the last bits, within the tolerance the runner checks)"
+                   f"{conditional_note(m)}")
     if gridstride:
         explanation += (f"; the warps loop over the {m.index}s (grid-stride), so the kernel is "
                         f"also correct under any launch whose block is a multiple of 32 threads")

@@ -13,7 +13,9 @@ The output keeps its meaning: the same statement (``partial[blockIdx.x] = s[0]``
 ``atomicAdd``...) runs in thread 0 with the block's combined value, for the same block size
 and the same elements per block. For floating-point sums the order of the additions changes
 (pairwise within a warp, then across warps), so results can differ in the last bits: within
-the tolerance the runner checks, not bit for bit. ``max``/``min`` combines are exact.
+the tolerance the runner checks, not bit for bit. ``max``/``min`` combines are exact; one
+written as a comparison (``if (s[t + st] > s[t]) s[t] = s[t + st];``) is combined with the
+same comparison, the same result for inputs without NaN (``cudalens.optimizer.minmax``).
 
 Applies when: the tree is one of the recognized forms, the spec's block is 1D with a power of
 two from 32 to 1024 threads (the tree forms are only correct for powers of two; the rewrite
@@ -30,7 +32,7 @@ import re
 from typing import Optional
 
 from cudalens.optimizer.reasons import reason_of
-from cudalens.optimizer import block_reduction, structural
+from cudalens.optimizer import block_reduction, minmax, structural
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes.launch_config import baseline_block
@@ -70,10 +72,11 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     return ({},)
 
 
-def _combine_line(combine: str, v: str, other: str) -> str:
-    if combine == "+":
-        return f"{v} += {other};"
-    return f"{v} = {combine}({v}, {other});"
+def _combine_lines(combine: str, v: str, other: str, temp: tuple[str, str]) -> list[str]:
+    """``v`` combined with the shuffle ``other``; a max/min written as a comparison keeps its
+    comparison, the shuffle first stored in ``temp`` (type, name) so every lane runs it."""
+    return minmax.combine_lines(v, combine, other, temp if minmax.is_conditional(combine)
+                                else None)
 
 
 _FORMS = {1: "interleaved addressing with a modulo test (divergent warps)",
@@ -105,7 +108,10 @@ def apply(ctx: PassContext) -> PassResult:
     w(1, f"const unsigned int {warp} = threadIdx.x / {WARP}u;")
     w(1, "#pragma unroll")
     w(1, f"for (int {off} = {WARP // 2}; {off} > 0; {off} /= 2) {{")
-    w(2, _combine_line(m.combine, v, f"__shfl_down_sync(0xffffffffu, {v}, {off})"))
+    other = w.fresh("other")
+    for line in _combine_lines(m.combine, v, f"__shfl_down_sync(0xffffffffu, {v}, {off})",
+                               (etype, other)):
+        w(2, line)
     w(1, "}")
     w(1, f"__shared__ {etype} {slots}[{WARP}];")
     w(1, f"if ({lane} == 0) {slots}[{warp}] = {v};")
@@ -114,15 +120,19 @@ def apply(ctx: PassContext) -> PassResult:
     w(2, f"const unsigned int {nwarps} = blockDim.x / {WARP}u;")
     w(2, f"if ({lane} < {nwarps}) {v} = {slots}[{lane}];")
     w(2, f"for (unsigned int {off} = {nwarps} / 2; {off} > 0; {off} /= 2) {{")
-    w(3, _combine_line(m.combine, v, f"__shfl_down_sync(0xffffffffu, {v}, {off})"))
+    for line in _combine_lines(m.combine, v, f"__shfl_down_sync(0xffffffffu, {v}, {off})",
+                               (etype, other)):
+        w(3, line)
     w(2, "}")
     w(1, "}")
     w.text_block(1, structural.text_with(p, m.final, [(u, v) for u in m.final_uses]))
     source = w.source()
     rounds = bx.bit_length() - 1
-    what = "sum" if m.combine == "+" else m.combine
+    what = minmax.label(m.combine)
     order = (" (the float summation order changes: results may differ in the last bits, "
              "within the tolerance the runner checks)" if m.combine == "+" else "")
+    if minmax.is_conditional(m.combine):
+        order = f" ({minmax.NAN_CAVEAT})"
     explanation = (f"warp-shuffle reduction instead of the shared-memory tree "
                    f"({_FORMS[m.form]}): each warp combines its {WARP} values in registers "
                    f"with 5 __shfl_down_sync steps, so {rounds} rounds of shared-memory "
