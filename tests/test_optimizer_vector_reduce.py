@@ -26,7 +26,9 @@ from variant_corpus import Variant, context
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "variants" / "coarsen_reduce"
-FILES = sorted(p.name for p in CORPUS.glob("*.cu"))
+# two elements per thread (g and g + 256): no contiguous span, the vector form refuses it
+TWO_PER_THREAD = "min_select_tree.cu"
+FILES = sorted(p.name for p in CORPUS.glob("*.cu") if p.name != TWO_PER_THREAD)
 
 
 def _example(name: str):
@@ -80,6 +82,12 @@ def test_widths_follow_the_element_type_and_the_block():
     assert tags["half_to_float_sum.cu"] == "vec8"  # 8 halves per int4
     assert tags["byte_flags_count.cu"] == "vec16"
     assert tags["define_max.cu"] == "vec4"
+    with pytest.raises(PassNotApplicable) as err:
+        coarsen_reduce.apply(context(Variant("coarsen_reduce", CORPUS / TWO_PER_THREAD)),
+                             vector=True)
+    assert str(err.value) == ("coarsen_reduce on block_min_select: vector loads: the read "
+                              "'act[g]' (line 8) is not at blockIdx.x * 256 + threadIdx.x: not "
+                              "one element per thread of a contiguous span")
 
 
 def test_atomic_total_offers_the_vector_form_for_each_grid():
