@@ -289,8 +289,8 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
     not stop the others: it gets a ``# kernel NAME: no spec: ...`` comment in the output and an
     ``error:`` line on stderr. Exits with 2 only when no kernel got a spec."""
     from cudalens.spec.writer import format_spec
-    from cudalens.target import (check_spec_sections, load_spec, read_source, select_kernel,
-                                 template_instance)
+    from cudalens.target import (DraftRefused, check_spec_sections, draft_header, load_spec,
+                                 read_source, select_kernel, template_instance)
 
     err = Console(stderr=True)
     try:
@@ -308,18 +308,25 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
                   highlight=False, soft_wrap=True)
     texts: list[str] = []
     failures: list[str] = []
+    refused: list[str] = []  # drafts the spec checks refuse: shown, so they can be fixed
     for kernel in kernels:
         try:
             kspec, origin = load_spec(file, source, kernel, template_instance(kernel_name))
+        except DraftRefused as exc:
+            failures.append(str(exc))
+            refused.append(draft_header(file) + "\n" + format_spec(exc.spec))
+            texts.append(refused[-1])
+            continue
         except CudalensError as exc:
             failures.append(str(exc))
             texts.append(f"# kernel {kernel.qualified_name or kernel.name}: no spec: "
                          + " ".join(str(exc).split()) + "\n")
             continue
         header = (f"# written spec, from {origin}" if origin != "inferred" else
-                  f"# draft inferred from {file}; review it, then save it as {file}.spec")
+                  draft_header(file))
         texts.append(header + "\n" + format_spec(kspec))
     if kernels and len(failures) == len(kernels):
+        click.echo("\n".join(refused), nl=False)
         for message in failures[:-1]:
             err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
                       soft_wrap=True)
