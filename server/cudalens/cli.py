@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import click
 from rich.console import Console
@@ -401,18 +401,45 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     if result.ok and not result.kernels:  # as spec, plan and optimize refuse such a file
         _fail(err, f"{file}: expected at least one __global__ kernel, found none"
                    + _no_kernel_hint(file))
+    skipped = _uncompiled_templates(file, result) if result.ok else []
     if kernel_name is not None and result.kernels:
-        result = _only_kernel(result, kernel_name, file, err)
+        result = _only_kernel(result, kernel_name, file, err, skipped)
+        skipped = [t for t in skipped if kernel_name.replace(" ", "").split("<", 1)[0]
+                   in (t.name, t.qualified_name)]
     click.echo(format_check(result))
+    for t in skipped:  # a template nvcc never saw instantiated is not in the report
+        click.echo(f"{file}:{t.range.start.line + 1}: template kernel {t.qualified_name} not "
+                   f"compiled: {_template_why(t.name)}")
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 
-def _only_kernel(result, name: str, file: Path, err: Console):
+def _template_why(name: str) -> str:
+    """Why nvcc compiled no code for template kernel ``name``, and the fix."""
+    return (f"templates are compiled only where instantiated (add template __global__ void "
+            f"{name}<ARGS>(...);)")
+
+
+def _uncompiled_templates(file: Path, result) -> list:
+    """The template kernels of ``file`` (``source.model.Kernel``) of which nvcc compiled no
+    instance in ``result``, in file order."""
+    from cudalens.source.parser import parse_source
+
+    compiled = set()
+    for k in result.kernels:
+        base = k.name.replace(" ", "").split("<", 1)[0]
+        compiled |= {base, base.split("::")[-1]}
+    return [k for k in parse_source(read_text_file(file), str(file)).kernels
+            if k.template_parameters and k.name not in compiled and
+            k.qualified_name not in compiled]
+
+
+def _only_kernel(result, name: str, file: Path, err: Console, skipped: Sequence = ()):
     """``result`` with only the resources of kernel ``name`` (its plain or qualified name, a
     template's name for all its instances, or one instance ``scale<float>``) and of the
     ``__device__`` functions it calls; exits with status 2 listing the compiled kernels when
-    none is named so. Diagnostics are kept whole (they are the file's)."""
+    none is named so, or saying why when ``name`` is one of the ``skipped`` template kernels
+    (``_uncompiled_templates``). Diagnostics are kept whole (they are the file's)."""
     wanted = name.replace(" ", "")
 
     def named(k) -> bool:
@@ -423,6 +450,12 @@ def _only_kernel(result, name: str, file: Path, err: Console):
     kernels = tuple(k for k in result.kernels if named(k))
     if not kernels:
         found = ", ".join(dict.fromkeys(k.name for k in result.kernels))
+        template = next((t for t in skipped if wanted.split("<", 1)[0]
+                         in (t.name, t.qualified_name)), None)
+        if template is not None:
+            _fail(err, f"{file}:{template.range.start.line + 1}: template kernel "
+                       f"{template.qualified_name} was not compiled: "
+                       f"{_template_why(template.name)}; nvcc compiled: {found}")
         _fail(err, f"{file}: no __global__ kernel named {name!r} among those nvcc compiled "
                    f"(found: {found})")
     bases = {k.name.split("<", 1)[0] for k in kernels}
