@@ -379,10 +379,14 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
     if compdb is not None and not compdb.is_file():
         _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
-    try:  # a binary or non-UTF-8 file is refused as spec, plan and optimize refuse it
+    try:  # nvcc compiles a non-UTF-8 file (bytes in comments): warn, as spec, plan refuse it
         read_text_file(file)
     except TextFileError as exc:
-        _fail(err, str(exc))
+        if not exc.line or _binary(file):
+            _fail(err, f"{file}:{exc.line}: {exc}" if exc.line else f"{file}: {exc}")
+        err.print(escape(f"warning: {file}:{exc.line}: {exc}; cudalens spec, plan and optimize "
+                         f"refuse the file until then (nvcc compiles it)"),
+                  highlight=False, soft_wrap=True)
     if gpu:
         _check_gpu(file, kernel_name, err)
         return
@@ -414,6 +418,16 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 
+def _binary(file: Path) -> bool:
+    """Whether ``file`` holds control bytes no source text has (NUL, or below 0x20 other than
+    tab, line feed, vertical tab, form feed and carriage return): not a source to compile."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return True
+    return any(b < 0x20 and b not in (9, 10, 11, 12, 13) for b in data)
+
+
 def _template_why(name: str) -> str:
     """Why nvcc compiled no code for template kernel ``name``, and the fix."""
     return (f"templates are compiled only where instantiated (add template __global__ void "
@@ -425,11 +439,15 @@ def _uncompiled_templates(file: Path, result) -> list:
     instance in ``result``, in file order."""
     from cudalens.source.parser import parse_source
 
+    try:
+        text = read_text_file(file)
+    except TextFileError:
+        return []  # not UTF-8: warned about already
     compiled = set()
     for k in result.kernels:
         base = k.name.replace(" ", "").split("<", 1)[0]
         compiled |= {base, base.split("::")[-1]}
-    return [k for k in parse_source(read_text_file(file), str(file)).kernels
+    return [k for k in parse_source(text, str(file)).kernels
             if k.template_parameters and k.name not in compiled and
             k.qualified_name not in compiled]
 
@@ -467,7 +485,11 @@ def _no_kernel_hint(file: Path) -> str:
     """Why nvcc compiled no kernel of a file that defines template kernels ("" otherwise)."""
     from cudalens.source.parser import parse_source
 
-    templates = [k.name for k in parse_source(read_text_file(file), str(file)).kernels
+    try:
+        text = read_text_file(file)
+    except TextFileError:
+        return ""
+    templates = [k.name for k in parse_source(text, str(file)).kernels
                  if k.template_parameters]
     if not templates:
         return ""
