@@ -131,3 +131,35 @@ def test_an_unknown_kernel_is_2_and_lists_the_compiled_kernels(tmp_path):
     assert found.startswith(prefix) and found.endswith(")")
     assert sorted(found[len(prefix):-1].split(", ")) == ["ops::add", "other", "scale<double>",
                                                          "scale<float>"]
+
+
+TEMPLATES = ("__global__ void plain(float *y, int n) { int i = threadIdx.x; if (i < n) y[i] = 0.f; }\n"
+             "template <int T>\n"
+             "__global__ void tiled(float *y, int n) { int i = blockIdx.x * T + threadIdx.x; "
+             "if (i < n) y[i] = 1.f; }\n")
+WHY = ("templates are compiled only where instantiated (add template __global__ void "
+       "tiled<ARGS>(...);)")
+
+
+def test_uninstantiated_templates_are_listed_with_why(tmp_path):
+    (tmp_path / "t.cu").write_text(TEMPLATES, encoding="utf-8")
+    done = _check("t.cu", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[-2].startswith("t.cu: compile ok for sm_90: 0 errors, 0 warnings, 1 kernel (")
+    assert out[-1] == f"t.cu:2: template kernel tiled not compiled: {WHY}"
+    only = _check("t.cu", "--kernel", "plain", cwd=tmp_path)  # another kernel: no word on it
+    assert only.returncode == 0 and "tiled" not in only.stdout
+    (tmp_path / "i.cu").write_text(TEMPLATES + "template __global__ void tiled<32>(float *, int);\n",
+                                   encoding="utf-8")
+    done = _check("i.cu", cwd=tmp_path)
+    assert done.returncode == 0 and "not compiled" not in done.stdout
+
+
+def test_kernel_naming_an_uninstantiated_template_says_why(tmp_path):
+    (tmp_path / "t.cu").write_text(TEMPLATES, encoding="utf-8")
+    done = _check("t.cu", "--kernel", "tiled", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert " ".join(done.stderr.split()) == (
+        f"error: t.cu:2: template kernel tiled was not compiled: {WHY}; nvcc compiled: plain")

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from cudalens.cli import main
 
+from nvcc_util import needs_nvcc
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,7 +23,7 @@ def test_check_refuses_a_binary_file_as_spec_does(tmp_path):
     for command in ("check", "spec"):
         res = CliRunner().invoke(main, [command, str(binary)])
         assert res.exit_code == 2, (command, res.output)
-        assert "expected UTF-8 text, found byte 0x" in res.output, (command, res.output)
+        assert f"{binary}:1: expected UTF-8 text, found byte 0x" in res.output, (command, res.output)
         assert "compile failed" not in res.output
 
 
@@ -42,3 +44,17 @@ def test_plan_json_dash_prints_only_the_json(tmp_path, monkeypatch):
     record = json.loads(res.output)
     assert record["kernel"] == "saxpy" and record["candidates"], record.keys()
     assert not (tmp_path / "-").exists()
+
+
+@needs_nvcc
+def test_check_compiles_a_text_file_with_a_latin1_byte_and_warns_at_its_line(tmp_path):
+    src = tmp_path / "latin1.cu"
+    src.write_bytes(b"// ok\n// caf\xe9\n__global__ void k(float* a) { a[0] = 1; }\n")
+    res = CliRunner().invoke(main, ["check", str(src)])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert (f"warning: {src}:2: expected UTF-8 text, found byte 0xe9 at column 7; save the file "
+            f"as UTF-8; cudalens spec, plan and optimize refuse the file until then (nvcc "
+            f"compiles it)") in out
+    assert f"{src}: compile ok for sm_90: 0 errors, 0 warnings, 1 kernel (" in out
+    assert src.read_bytes().count(b"\xe9") == 1  # the file is untouched

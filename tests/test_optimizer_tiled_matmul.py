@@ -178,6 +178,10 @@ __global__ void k(const float* A, const float* B, float* C, int m, int n, int kk
     ("float acc = 0.0f;\nfor (int p = 0; p < kk; ++p) acc += A[row * kk + p] * B[p * n + col] + "
      "p;\nC[row * n + col] = acc;",
      "the loop's statement uses p outside the two loads (line 7)"),
+    ("float acc = 0.0f;\nfloat s = 1.0f;\n#pragma unroll\nfor (int p = 0; p < kk; ++p) "
+     "acc += A[row * kk + p] * B[p * n + col];\nC[row * n + col] = acc * s;",
+     "expected exactly the accumulator's declaration ('float acc = 0.0f;') before the loop, "
+     "found 'float acc = 0.0f;' (line 6); 'float s = 1.0f;' (line 7)"),
 ])
 def test_rejected_kernels_say_why(body, reason):
     ctx = context_with_spec(HEAD + body + "\n    }\n}\n", "k", SPEC)
@@ -189,3 +193,40 @@ def test_rejected_kernels_say_why(body, reason):
 def test_bad_shape():
     with pytest.raises(ValueError, match=r"\(tile, rows_per_thread\) must be one of"):
         tiled_matmul.apply(_example(), tile=64, rows_per_thread=4)
+
+
+PRAGMA_BODY = ("float acc = 0.0f;\n#pragma unroll 4\nfor (int p = 0; p < kk; ++p)\n"
+               "    acc += A[row * kk + p] * B[p * n + col];\nC[row * n + col] = acc;")
+
+
+def test_a_pragma_before_the_loop_is_skipped_and_kept():
+    from cudalens.optimizer.passes import regblock_matmul
+
+    ctx = context_with_spec(HEAD + PRAGMA_BODY + "\n    }\n}\n", "k", SPEC)
+    assert tiled_matmul.check(ctx) is None
+    assert regblock_matmul.check(ctx) is None
+    result = tiled_matmul.apply(ctx, tile=32, rows_per_thread=4)
+    lines = [t.strip() for t in result.source.splitlines()]
+    # the partial tile's loop, which keeps the bound kk, gets the original's hint
+    at = lines.index("#pragma unroll 4")
+    assert lines.count("#pragma unroll 4") == 1
+    assert lines[at - 1] == "} else {" and lines[at + 1].startswith("for (int pp = 0; p0 + pp < kk;")
+
+
+@needs_nvcc
+def test_a_pragma_before_the_loop_compiles():
+    from cudalens.optimizer.passes import regblock_matmul
+
+    ctx = context_with_spec(HEAD + PRAGMA_BODY + "\n    }\n}\n", "k", SPEC)
+    compile_source(tiled_matmul.apply(ctx, tile=32, rows_per_thread=4).source)
+    compile_source(regblock_matmul.apply(ctx, **regblock_matmul.parameter_space(ctx)[0]).source)
+
+
+@block_sim.needs_gxx
+def test_a_pragma_before_the_loop_bit_for_bit_on_cpu():
+    ctx = context_with_spec(HEAD + PRAGMA_BODY + "\n    }\n}\n", "k", SPEC)
+    sizes = {"m": 37, "n": 45, "kk": 70}
+    result = tiled_matmul.apply(ctx, tile=16, rows_per_thread=1)
+    before = block_sim.run(ctx.text, "k", ctx.spec, sizes)
+    after = block_sim.run(result.source, "k", ctx.spec, sizes, result.launch)
+    assert after.buffers == before.buffers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cudalens.source.parser import parse_source
+from cudalens.spec.errors import SpecError
 from cudalens.spec.infer import infer_spec
 from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
 from cudalens.spec.parser import parse_spec, validate
@@ -324,9 +325,15 @@ def test_row_stride_becomes_a_derived_size():
 
 
 def test_non_const_pointer_never_written_is_in():
-    spec = infer(MISC, "unused")
+    sf = parse_source(MISC, "k.cu")
+    kernel = sf.kernel("unused")
+    spec = infer_spec(kernel, MISC, sf.launch_sites)
     assert buffers(spec) == {"never_written": ("in", "float", "n"), "d": ("in", "double", "n")}
     assert spec.notes[0] == "never_written: in: not const, but never written"
+    # a kernel that writes nothing verifies nothing: its draft is refused as a written spec is
+    with pytest.raises(SpecError, match=r"kernel unused: expected at least one 'out' or 'inout' "
+                                        r"buffer, found only 'in' buffers \(never_written, d\)"):
+        validate(spec, kernel)
 
 
 def test_template_and_namespace():

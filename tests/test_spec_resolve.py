@@ -167,15 +167,15 @@ def test_variant_may_not_resize_a_block_dependent_buffer():
 
 def test_default_ranges_and_dtypes():
     cu = ("__global__ void k(const int* a, const unsigned char* b, const bool* c, "
-          "const __half* h, const double* d, const long* e) {}\n")
+          "const __half* h, const double* d, const long* e, float* o) {}\n")
     spec = parse_spec("kernel k\nsize n = 8\nin a: int[n]\nin b: uint8[n]\nin c: bool[n]\n"
                       "in h: half[n]\nin d: double[n] range(-n, n)\nin e: long[n]\n"
-                      "block = 8\ngrid = 1\n")["k"]
+                      "out o: float[n]\nblock = 8\ngrid = 1\n")["k"]
     case = resolve_case(spec, parse_source(cu, "k.cu").kernels[0], {"n": 8}, "nominal")
-    assert [(a.dtype, a.low, a.high) for a in case.args] == [
+    assert [(a.dtype, a.low, a.high) for a in case.args[:6]] == [
         ("int32", -100.0, 100.0), ("uint8", 0.0, 100.0), ("uint8", 0.0, 2.0),
         ("float16", -1.0, 1.0), ("float64", -8.0, 8.0), ("int64", -100.0, 100.0)]
-    assert case.bytes_moved == 8 * (4 + 1 + 1 + 2 + 8 + 8)
+    assert case.bytes_moved == 8 * (4 + 1 + 1 + 2 + 8 + 8) + 8 * 4  # the inputs, then o
     assert case.flops == 0
 
 

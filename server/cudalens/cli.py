@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import click
 from rich.console import Console
@@ -289,8 +289,8 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
     not stop the others: it gets a ``# kernel NAME: no spec: ...`` comment in the output and an
     ``error:`` line on stderr. Exits with 2 only when no kernel got a spec."""
     from cudalens.spec.writer import format_spec
-    from cudalens.target import (check_spec_sections, load_spec, read_source, select_kernel,
-                                 template_instance)
+    from cudalens.target import (DraftRefused, check_spec_sections, draft_header, load_spec,
+                                 read_source, select_kernel, template_instance)
 
     err = Console(stderr=True)
     try:
@@ -308,18 +308,25 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
                   highlight=False, soft_wrap=True)
     texts: list[str] = []
     failures: list[str] = []
+    refused: list[str] = []  # drafts the spec checks refuse: shown, so they can be fixed
     for kernel in kernels:
         try:
             kspec, origin = load_spec(file, source, kernel, template_instance(kernel_name))
+        except DraftRefused as exc:
+            failures.append(str(exc))
+            refused.append(draft_header(file) + "\n" + format_spec(exc.spec))
+            texts.append(refused[-1])
+            continue
         except CudalensError as exc:
             failures.append(str(exc))
             texts.append(f"# kernel {kernel.qualified_name or kernel.name}: no spec: "
                          + " ".join(str(exc).split()) + "\n")
             continue
         header = (f"# written spec, from {origin}" if origin != "inferred" else
-                  f"# draft inferred from {file}; review it, then save it as {file}.spec")
+                  draft_header(file))
         texts.append(header + "\n" + format_spec(kspec))
     if kernels and len(failures) == len(kernels):
+        click.echo("\n".join(refused), nl=False)
         for message in failures[:-1]:
             err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
                       soft_wrap=True)
@@ -372,10 +379,14 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
     if compdb is not None and not compdb.is_file():
         _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
-    try:  # a binary or non-UTF-8 file is refused as spec, plan and optimize refuse it
+    try:  # nvcc compiles a non-UTF-8 file (bytes in comments): warn, as spec, plan refuse it
         read_text_file(file)
     except TextFileError as exc:
-        _fail(err, str(exc))
+        if not exc.line or _binary(file):
+            _fail(err, f"{file}:{exc.line}: {exc}" if exc.line else f"{file}: {exc}")
+        err.print(escape(f"warning: {file}:{exc.line}: {exc}; cudalens spec, plan and optimize "
+                         f"refuse the file until then (nvcc compiles it)"),
+                  highlight=False, soft_wrap=True)
     if gpu:
         _check_gpu(file, kernel_name, err)
         return
@@ -394,18 +405,59 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
     if result.ok and not result.kernels:  # as spec, plan and optimize refuse such a file
         _fail(err, f"{file}: expected at least one __global__ kernel, found none"
                    + _no_kernel_hint(file))
+    skipped = _uncompiled_templates(file, result) if result.ok else []
     if kernel_name is not None and result.kernels:
-        result = _only_kernel(result, kernel_name, file, err)
+        result = _only_kernel(result, kernel_name, file, err, skipped)
+        skipped = [t for t in skipped if kernel_name.replace(" ", "").split("<", 1)[0]
+                   in (t.name, t.qualified_name)]
     click.echo(format_check(result))
+    for t in skipped:  # a template nvcc never saw instantiated is not in the report
+        click.echo(f"{file}:{t.range.start.line + 1}: template kernel {t.qualified_name} not "
+                   f"compiled: {_template_why(t.name)}")
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
 
 
-def _only_kernel(result, name: str, file: Path, err: Console):
+def _binary(file: Path) -> bool:
+    """Whether ``file`` holds control bytes no source text has (NUL, or below 0x20 other than
+    tab, line feed, vertical tab, form feed and carriage return): not a source to compile."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return True
+    return any(b < 0x20 and b not in (9, 10, 11, 12, 13) for b in data)
+
+
+def _template_why(name: str) -> str:
+    """Why nvcc compiled no code for template kernel ``name``, and the fix."""
+    return (f"templates are compiled only where instantiated (add template __global__ void "
+            f"{name}<ARGS>(...);)")
+
+
+def _uncompiled_templates(file: Path, result) -> list:
+    """The template kernels of ``file`` (``source.model.Kernel``) of which nvcc compiled no
+    instance in ``result``, in file order."""
+    from cudalens.source.parser import parse_source
+
+    try:
+        text = read_text_file(file)
+    except TextFileError:
+        return []  # not UTF-8: warned about already
+    compiled = set()
+    for k in result.kernels:
+        base = k.name.replace(" ", "").split("<", 1)[0]
+        compiled |= {base, base.split("::")[-1]}
+    return [k for k in parse_source(text, str(file)).kernels
+            if k.template_parameters and k.name not in compiled and
+            k.qualified_name not in compiled]
+
+
+def _only_kernel(result, name: str, file: Path, err: Console, skipped: Sequence = ()):
     """``result`` with only the resources of kernel ``name`` (its plain or qualified name, a
     template's name for all its instances, or one instance ``scale<float>``) and of the
     ``__device__`` functions it calls; exits with status 2 listing the compiled kernels when
-    none is named so. Diagnostics are kept whole (they are the file's)."""
+    none is named so, or saying why when ``name`` is one of the ``skipped`` template kernels
+    (``_uncompiled_templates``). Diagnostics are kept whole (they are the file's)."""
     wanted = name.replace(" ", "")
 
     def named(k) -> bool:
@@ -416,6 +468,12 @@ def _only_kernel(result, name: str, file: Path, err: Console):
     kernels = tuple(k for k in result.kernels if named(k))
     if not kernels:
         found = ", ".join(dict.fromkeys(k.name for k in result.kernels))
+        template = next((t for t in skipped if wanted.split("<", 1)[0]
+                         in (t.name, t.qualified_name)), None)
+        if template is not None:
+            _fail(err, f"{file}:{template.range.start.line + 1}: template kernel "
+                       f"{template.qualified_name} was not compiled: "
+                       f"{_template_why(template.name)}; nvcc compiled: {found}")
         _fail(err, f"{file}: no __global__ kernel named {name!r} among those nvcc compiled "
                    f"(found: {found})")
     bases = {k.name.split("<", 1)[0] for k in kernels}
@@ -427,7 +485,11 @@ def _no_kernel_hint(file: Path) -> str:
     """Why nvcc compiled no kernel of a file that defines template kernels ("" otherwise)."""
     from cudalens.source.parser import parse_source
 
-    templates = [k.name for k in parse_source(read_text_file(file), str(file)).kernels
+    try:
+        text = read_text_file(file)
+    except TextFileError:
+        return ""
+    templates = [k.name for k in parse_source(text, str(file)).kernels
                  if k.template_parameters]
     if not templates:
         return ""

@@ -67,11 +67,12 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
     (label, passes, parameters, launch; the first batch marked) and, for every pass that does
     not apply, why and at which line."""
     from rich.console import Console
+    from rich.markup import escape
 
     from cudalens.cli_exit import _fail, _unwritable
     from cudalens.engine.plan import plan_for_target
     from cudalens.spec.parser import spec_path_for
-    from cudalens.target import load_target
+    from cudalens.target import first_parse_error, load_target, read_source, select_kernel
 
     err = Console(stderr=True)
     to_stdout = json_path is not None and str(json_path) == "-"
@@ -83,6 +84,21 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
         if problem:
             _fail(err, f"--json {json_path}: cannot write there ({problem})")
     try:
+        _, source = read_source(file)  # a parse error first: the spec is drafted from the tree
+        kernel = select_kernel(source, kernel_name)
+        inside = first_parse_error(source, kernel)
+        anywhere = inside or first_parse_error(source)
+        if anywhere is not None:
+            where = f"{file}:{anywhere.start.line + 1}:{anywhere.start.column + 1}"
+            check = f"cudalens check {file} shows the compiler's errors"
+            if inside is not None:
+                _fail(err, f"{where}: the file does not parse as C++ from here, inside kernel "
+                           f"{kernel.qualified_name} (lines {kernel.range.start.line + 1}-"
+                           f"{kernel.range.end.line + 1}): a plan from a guessed syntax tree "
+                           f"would rewrite guessed code; fix the syntax first ({check})")
+            err.print(escape(f"warning: {where}: the file does not parse as C++ from here "
+                             f"(outside kernel {kernel.qualified_name}); the plan may be wrong "
+                             f"({check})"), highlight=False, soft_wrap=True)
         target = load_target(file, kernel_name)
     except CudalensError as exc:
         _fail(err, str(exc))

@@ -184,7 +184,60 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
                           headers=headers, defines=defines)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
+    check_draft(path, kernel, spec, context, defines)
     return spec, "inferred"
+
+
+class DraftRefused(CudalensError):
+    """An inferred draft that the spec checks refuse; ``spec`` is the draft, for showing."""
+
+    def __init__(self, message: str, spec: KernelSpec) -> None:
+        super().__init__(message)
+        self.spec = spec
+
+
+def draft_header(path: Path) -> str:
+    """The comment line ``cudalens spec`` prints above a draft (its line 1 once saved)."""
+    return f"# draft inferred from {path}; review it, then save it as {path}.spec"
+
+
+def check_draft(path: Path, kernel: Kernel, spec: KernelSpec, context: str,
+                defines: Optional[dict[str, int]] = None) -> None:
+    """Runs on a draft the checks a written spec gets when loaded: its text as ``cudalens
+    spec`` prints it (``draft_header`` first) through the spec parser (values, CUDA launch
+    limits in the nominal and ragged runs) and ``validate`` against the kernel.
+
+    Raises:
+        DraftRefused: a check fails; the message names the draft's line as it would be saved
+            in the sidecar file and the check's own words.
+    """
+    from cudalens.spec.defines import file_constants
+    from cudalens.spec.parser import validate
+    from cudalens.spec.writer import format_spec
+
+    spec_file = spec_parser.spec_path_for(path)
+    text = draft_header(path) + "\n" + format_spec(spec)
+    try:
+        for drafted in spec_parser.parse_spec(text, str(spec_file),
+                                              file_constants(context, defines)).values():
+            validate(drafted, kernel)
+    except SpecError as exc:
+        raise DraftRefused(f"{path}: the draft spec inferred for {kernel.qualified_name} fails "
+                           f"the checks a saved spec gets, at its line {exc.line} (as saved in "
+                           f"{spec_file}): {exc.message}; print it with 'cudalens spec "
+                           f"{path}', fix that line and save it as {spec_file}", spec) from None
+
+
+def first_parse_error(source: SourceFile, kernel: Optional[Kernel] = None):
+    """The first region of ``source`` tree-sitter could not parse (a ``Range``, 0-based
+    lines and columns), only among those that start inside ``kernel``'s definition when a
+    kernel is given; None when there is none."""
+    for r in source.error_ranges:
+        start = (r.start.line, r.start.column)
+        if kernel is None or (kernel.range.start.line, kernel.range.start.column) <= start \
+                <= (kernel.range.end.line, kernel.range.end.column):
+            return r
+    return None
 
 
 def load_target(path: Path, kernel_name: Optional[str] = None) -> Target:

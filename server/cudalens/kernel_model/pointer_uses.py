@@ -10,12 +10,17 @@ expression around it:
 - ``escape``: the pointer value itself goes somewhere the pass cannot follow (passed to a
   function, stored in a variable, cast, ``&x[i]`` handed to anything but a read-only load).
 
+An element passed to a function-like macro of the file counts as the macro's replacement
+uses it (``F4(c[i]) = r`` with ``#define F4(v) (reinterpret_cast<float4 *>(&(v))[0])`` takes
+the element's address: an escape, as the expansion written out is).
+
 Local variables that shadow a parameter are not told apart from it, which errs on the safe
 side for every pass (a shadowing local's writes count as writes through the parameter).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -145,15 +150,21 @@ def classify(ident: tree_sitter.Node, parsed: Parsed) -> PointerUse:
                     not shown.type.endswith("_statement"):
                 shown = shown.parent
         return PointerUse(name, kind, "bare", None, None, line, parsed.text_of(shown))
-    return PointerUse(name, pointee_kind(access, parsed), form, access, index, line,
-                      parsed.text_of(access))
+    kind = _element_kind(access, parsed)
+    return PointerUse(name, kind, form, access, index, line,
+                      parsed.text_of(access) if kind == "read" else _shown(access, parsed))
 
 
-def pointee_kind(access: tree_sitter.Node, parsed: Parsed) -> UseKind:
-    """What happens to the element ``access`` (``x[i]``, ``*p``) reaches: ``write`` on the left
-    of ``=``, ``update`` on the left of a compound assignment or under ``++``/``--``,
-    ``escape`` when its address is taken for anything but a read-only load, else ``read``
-    (member access and parentheses around it looked through)."""
+def _shown(access: tree_sitter.Node, parsed: Parsed) -> str:
+    """The text of ``access``, or of the macro call that takes it as an argument."""
+    cur = _climb(access)
+    through = _macro_argument_kind(cur, parsed) if cur.parent is not None and \
+        cur.parent.type == "argument_list" else None
+    return parsed.text_of(through[1] if through is not None else access)
+
+
+def _climb(access: tree_sitter.Node) -> tree_sitter.Node:
+    """``access`` with the parentheses and member accesses around it."""
     cur = access
     while cur.parent is not None:
         p = cur.parent
@@ -163,15 +174,96 @@ def pointee_kind(access: tree_sitter.Node, parsed: Parsed) -> UseKind:
             cur = p
         else:
             break
+    return cur
+
+
+def _element_kind(access: tree_sitter.Node, parsed: Parsed) -> UseKind:
+    """What happens to the element ``access`` reaches (a subscript, a dereference, or a macro
+    call yielding an element): read, write, update or escape."""
+    cur = _climb(access)
     p = cur.parent
-    if p is not None:
-        if p.type == "assignment_expression" and _field(p, "left") == cur:
-            return "write" if _operator(p) == "=" else "update"
-        if p.type == "update_expression":
-            return "update"
-        if p.type == "pointer_expression" and _operator(p) == "&":
-            return "read" if _in_read_only_load(p, parsed) else "escape"
+    if p is None:
+        return "read"
+    if p.type == "assignment_expression" and _field(p, "left") == cur:
+        return "write" if _operator(p) == "=" else "update"
+    if p.type == "update_expression":
+        return "update"
+    if p.type == "pointer_expression" and _operator(p) == "&":
+        return "read" if _in_read_only_load(p, parsed) else "escape"
+    if p.type == "argument_list":
+        through = _macro_argument_kind(cur, parsed)
+        if through is not None:
+            return through[0]
     return "read"
+
+
+def _macros(parsed: Parsed) -> tuple[frozenset, dict]:
+    """(every name the file ``#define``s, its macros defined once), kept with the parse."""
+    from cudalens.kernel_model.file_facts import file_nodes
+    from cudalens.kernel_model.macros import file_macros
+
+    hit = parsed.models.get(_MACROS_KEY)
+    if hit is None:
+        names = frozenset(parsed.text_of(n.child_by_field_name("name"))
+                          for n in file_nodes(parsed, "preproc_def", "preproc_function_def")
+                          if n.child_by_field_name("name") is not None)
+        hit = parsed.models.setdefault(_MACROS_KEY, (names, file_macros(parsed)))
+    return hit
+
+
+_MACROS_KEY = "pointer_uses.macros"
+_RANK = {"read": 0, "write": 1, "update": 2, "escape": 3}
+
+
+def _macro_argument_kind(arg: tree_sitter.Node, parsed: Parsed
+                         ) -> Optional[tuple[UseKind, tree_sitter.Node]]:
+    """(kind, the call) when ``arg``, an element, is an argument of a function-like macro of
+    the file (``F4(c[i]) = r`` with ``#define F4(v) (reinterpret_cast<float4 *>(&(v))[0])``),
+    judged from the replacement as the preprocessor would expand it: the parameter's address
+    taken is an ``escape`` (as ``&c[i]`` written out is) unless a read-only load takes it
+    (``__ldg(&(v))``); the parameter assigned or incremented in the replacement an ``update``
+    or ``write``; otherwise the call's own use counts (``AT(y[i]) = v`` with ``#define AT(v)
+    (v)`` writes y). A macro the file defines more than once, or with ``#``/``...``, is an
+    ``escape``. None when ``arg`` is not an argument of a macro the file defines."""
+    args = arg.parent
+    call = args.parent if args is not None else None
+    if call is None or call.type != "call_expression":
+        return None
+    name = _call_name(call, parsed).strip()
+    names, macros = _macros(parsed)
+    if name not in names:
+        return None
+    macro = macros.get(name)
+    position = next((i for i, a in enumerate(args.named_children) if a == arg), None)
+    if macro is None or not macro.expandable or macro.params is None or position is None or \
+            position >= len(macro.params):
+        return "escape", call
+    kind: UseKind = "read"
+    loads = "|".join(sorted(READ_ONLY_LOADS))
+    for u in re.finditer(rf"(?<![\w.]){re.escape(macro.params[position])}\b", macro.body):
+        before, after = macro.body[:u.start()], macro.body[u.end():]
+        found: UseKind
+        if re.search(r"&\s*[(\s]*$", before):
+            found = "read" if re.search(rf"\b(?:{loads})\s*\(\s*&\s*[(\s]*$", before) \
+                else "escape"
+        elif re.search(r"(?:\+\+|--)\s*[(\s]*$", before) or \
+                re.match(r"[)\s]*(?:\+\+|--|[-+*/%&|^]=|<<=|>>=)", after):
+            found = "update"
+        elif re.match(r"[)\s]*=(?!=)", after):
+            found = "write"
+        else:
+            found = _element_kind(call, parsed)
+        kind = max(kind, found, key=_RANK.__getitem__)
+    return kind, call
+
+
+def pointee_kind(access: tree_sitter.Node, parsed: Parsed) -> UseKind:
+    """What happens to the element ``access`` (``x[i]``, ``*p``) reaches: ``write`` on the left
+    of ``=``, ``update`` on the left of a compound assignment or under ``++``/``--``,
+    ``escape`` when its address is taken for anything but a read-only load, the kind its use
+    in a function-like macro's replacement gives (``_macro_argument_kind``), else ``read``
+    (member access and parentheses around it looked through)."""
+    return _element_kind(access, parsed)
 
 
 def in_read_only_load(node: tree_sitter.Node, parsed: Parsed) -> bool:

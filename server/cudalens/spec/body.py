@@ -144,7 +144,8 @@ class BodyAnalysis:
         self.qualified = qualified or {}
         self.body = body
         self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
-        self.macros = function_macros(context) if context else {}
+        # the file's own macros too when no context is given (``validate.check_roles``)
+        self.macros = function_macros(context or parsed.text)
         self.int_params = {p.name for p in kernel.parameters
                            if not p.is_pointer and (dtypes.is_int_c_type(p.type) or (
                                context and dtypes.is_int_c_type(
@@ -890,7 +891,48 @@ class BodyAnalysis:
             return "update"
         if p.type == "pointer_expression" and operator(p) == "&":
             return "read" if self._read_only_load(p) else "escape"
+        if p.type == "argument_list":
+            return self._macro_argument_kind(cur) or "read"
         return "read"
+
+    def _macro_argument_kind(self, arg: Node) -> Optional[str]:
+        """What a function-like macro does with the element ``arg`` passed to it, judged from
+        its replacement text as the preprocessor would expand it: the parameter's address
+        taken (``#define F4(v) (reinterpret_cast<float4 *>(&(v))[0])``) is an ``escape``, as
+        ``&x[i]`` written out is, unless a read-only load takes it (``__ldg(&(v))``); the
+        parameter assigned or incremented in the replacement (``#define INC(v) ((v)++)``) an
+        ``update`` or ``write``; otherwise the element is what the call yields, so the call's
+        own use counts (``AT(y[i]) = v`` with ``#define AT(v) (v)`` writes y). None when
+        ``arg`` is not an argument of a macro the file or its headers define on one line."""
+        args = arg.parent
+        call = args.parent if args is not None else None
+        if call is None or call.type != "call_expression":
+            return None
+        fn = call.child_by_field_name("function")
+        name = self.text(fn).strip() if fn is not None else ""
+        if name not in self.macros:
+            return None
+        params, text = self.macros[name]
+        position = next((i for i, a in enumerate(named_children(args)) if a == arg), None)
+        if position is None or position >= len(params):
+            return "escape"
+        rank = {"read": 0, "write": 1, "update": 2, "escape": 3}
+        kind = "read"
+        loads = "|".join(sorted(READ_ONLY_LOADS))
+        for u in re.finditer(rf"(?<![\w.]){re.escape(params[position])}\b", text):
+            before, after = text[:u.start()], text[u.end():]
+            if re.search(r"&\s*[(\s]*$", before):
+                found = "read" if re.search(rf"\b(?:{loads})\s*\(\s*&\s*[(\s]*$", before) \
+                    else "escape"
+            elif re.search(r"(?:\+\+|--)\s*[(\s]*$", before) or \
+                    re.match(r"[)\s]*(?:\+\+|--|[-+*/%&|^]=|<<=|>>=)", after):
+                found = "update"
+            elif re.match(r"[)\s]*=(?!=)", after):
+                found = "write"
+            else:
+                found = self._pointee_kind(call)
+            kind = max(kind, found, key=rank.__getitem__)
+        return kind
 
     def _read_only_load(self, node: Node) -> bool:
         """``node`` is (up to parentheses) the argument of ``__ldg(...)`` or a sibling load."""

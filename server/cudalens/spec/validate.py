@@ -23,7 +23,8 @@ def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None
     no other name is; pointers get a role (``in``/``out``/``inout``) and by-value parameters a
     ``scalar``; ``out``/``inout`` are not used on a pointer to const (``in`` on a non-const
     pointer is fine); and where the kernel's C type is a known arithmetic type (or a CUDA vector
-    of one, e.g. ``float4``) the spec's element type has the same numpy dtype. Template and
+    of one, e.g. ``float4``) the spec's element type has the same numpy dtype; at least one
+    buffer is ``out`` or ``inout`` (else nothing is verified). Template and
     struct types are not checked. With ``source_text`` (the whole file ``kernel`` was parsed
     from) the roles are also checked against the body (:func:`check_roles`). Errors name the
     spec line and the parameter.
@@ -68,8 +69,18 @@ def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None
                 f"'scalar {p.name}: TYPE = EXPR'"
             raise SpecError(path, spec.line, f"kernel {kernel.name}: parameter {p.name} "
                                              f"('{p.text}') is not in the spec: expected {form}")
-    if source_text is not None:
+    if source_text is not None:  # first: a write it finds says which buffer is an output
         check_roles(spec, kernel, source_text)
+    written = [d for d in spec.params if isinstance(d, BufferDecl) and d.role in ("out", "inout")]
+    if not written:
+        inputs = [d.name for d in spec.params if isinstance(d, BufferDecl)]
+        found = (f"only 'in' buffers ({', '.join(inputs)})" if inputs else
+                 "no buffer (the kernel has no pointer parameter)")
+        raise SpecError(path, spec.line, f"kernel {kernel.name}: expected at least one 'out' or "
+                        f"'inout' buffer, found {found}: with no output the runner compares "
+                        f"nothing, so the kernel would verify nothing and any candidate would "
+                        f"pass; give the role 'out' (written only) or 'inout' (read too) to "
+                        f"each buffer the kernel writes")
 
 
 def check_roles(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:

@@ -72,6 +72,7 @@ class _Match:
     post: tuple[tree_sitter.Node, ...]
     coalesced: tuple[bool, bool]  # (y operand contiguous along p, x operand along x index)
     polys: tuple[Poly, Poly] = (Poly(), Poly())  # (y operand's index, x operand's index)
+    pragmas: tuple[str, ...] = ()  # the '#pragma' lines right before the loop, as written
 
 
 def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
@@ -108,15 +109,19 @@ def _match(ctx: PassContext) -> _Match:
     g = index2d.match(ctx)
     parsed = g.parsed
     scope = Scope(macros=g.macros)
-    stmts = list(g.statements)
+    # ``#pragma`` lines between the statements (``#pragma unroll`` before the k loop) are
+    # hints to the compiler, not statements: the one right before the loop is kept for it
+    stmts = [s for s in g.statements if not _is_pragma(s, parsed)]
     loops = [i for i, s in enumerate(stmts) if s.type == "for_statement"]
     if len(loops) != 1:
         raise _fail(f"expected one loop over k in the guarded body, found {len(loops)}")
     li = loops[0]
     loop, pre, post = stmts[li], stmts[:li], tuple(stmts[li + 1:])
     if len(pre) != 1 or pre[0].type != "declaration":
-        raise _fail("expected exactly the accumulator's declaration ('float acc = 0.0f;') "
-                    "before the loop", line=parsed.line_of(pre[0] if pre else loop))
+        found = "; ".join(f"'{_short(parsed, s)}' (line {parsed.line_of(s)})" for s in pre)
+        raise _fail(f"expected exactly the accumulator's declaration ('float acc = 0.0f;') "
+                    f"before the loop, found {found or 'nothing'}",
+                    line=parsed.line_of(pre[0] if pre else loop))
     decls = pre[0].children_by_field_name("declarator")
     if len(decls) != 1 or decls[0].type != "init_declarator":
         raise _fail(f"expected 'T acc = value;' before the loop, found "
@@ -206,10 +211,24 @@ def _match(ctx: PassContext) -> _Match:
                 raise _fail(f"the statements after the loop use {var} (line {parsed.line_of(n)})",
                             line=parsed.line_of(n))
     ry, rx = reads["y"][0], reads["x"][0]
+    before = [s for s in g.statements if s.end_byte <= loop.start_byte]
+    pragmas = []
+    for s in reversed(before):  # the pragmas right before the loop, in order
+        if not _is_pragma(s, parsed):
+            break
+        pragmas.insert(0, " ".join(parsed.text_of(s).split()))
     return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,
                   ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]),
-                  (reads["y"][2], reads["x"][2]))
+                  (reads["y"][2], reads["x"][2]), tuple(pragmas))
+
+
+def _is_pragma(node: tree_sitter.Node, parsed: Parsed) -> bool:
+    """``node`` is a ``#pragma ...`` line (tree-sitter's ``preproc_call``)."""
+    if node.type != "preproc_call":
+        return False
+    directive = node.child_by_field_name("directive")
+    return directive is not None and parsed.text_of(directive).replace(" ", "") == "#pragma"
 
 
 def match(ctx: PassContext) -> _Match:
@@ -344,6 +363,8 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     w(4, "}")
     w(3, "}")
     w(2, "} else {")
+    for pragma in m.pragmas:  # the original loop's hints, on the loop that keeps its bound
+        w(3, pragma)
     w(3, f"for (int {kk} = 0; {k0} + {kk} < {bound}; ++{kk}) {{")
     w(4, "#pragma unroll")
     w(4, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
