@@ -184,7 +184,7 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
                           headers=headers, defines=defines)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
-    check_draft(path, kernel, spec, context, defines)
+    check_draft(path, kernel, spec, around.context, defines)
     return spec, "inferred"
 
 

@@ -745,6 +745,8 @@ class _Builder:
             kind, index, reason = "opaque", None, why
         return Access(param=param, mode=mode, kind=kind, index=index, reason=reason,
                       guards=self._guards(node), loops=self._loops(node),
-                      line=self.parsed.line_of(node), text=self.text(node), via=via,
+                      line=self.parsed.line_of(node),
+                      # a write through a macro shows the macro call (use.text: 'AT(x[1])')
+                      text=use.text if node is use.access else self.text(node), via=via,
                       atomic=atomic[0] if atomic is not None else "", node=node)
 
