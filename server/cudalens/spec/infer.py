@@ -145,9 +145,12 @@ _TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
 
 
 def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[str]]]:
-    """An instance of template ``kernel`` to draft for when the file names none: ``float``
-    for each type parameter, 256 for each integer one (the default block), ``false`` for a
-    bool; None when the template's parameter list cannot be read."""
+    """An instance of template ``kernel`` to draft for when the file names none: a
+    parameter's default where the template gives one (``template <const int NT = 256 / 4>``
+    gives 64, ``typename T = half`` gives half), else ``float`` for each type parameter, the
+    first of 256, 128, ... 8 that keeps the body's block and static shared memory within
+    limits (:func:`_guess_fits`, defaults counted) for each integer one, ``false`` for a bool;
+    None when the template's parameter list cannot be read."""
     m = None
     pattern = re.compile(_TEMPLATE_HEAD + r"(?:__\w+__\s*)*(?:static\s+)?(?:__global__)[^;{]*?"
                          rf"(?<![\w:]){re.escape(kernel.name)}\s*\(")
@@ -159,11 +162,20 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
         return None
     args = []
     ints = []
+    defaults: dict[str, int] = {}
     for text in params:
         head = text.split("=")[0].split()
         if not head:
             return None
-        if head[0] in ("typename", "class"):
+        default = text.split("=", 1)[1].strip() if "=" in text else None
+        if default and head[0] in ("typename", "class"):
+            args.append(default)
+        elif default and head[0] == "bool" and default in ("true", "false"):
+            args.append(default)
+        elif default and const_value(default, source) is not None:
+            defaults[head[-1]] = const_value(default, source)
+            args.append(str(defaults[head[-1]]))
+        elif head[0] in ("typename", "class"):
             args.append("float")
         elif head[0] == "bool":
             args.append("false")
@@ -173,7 +185,8 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
     if ints:
         body = _kernel_text(kernel, source)
         value = next((v for v in _INT_GUESSES
-                      if _guess_fits(body, {n: v for _, n in ints}, source)), None)
+                      if _guess_fits(body, {**defaults, **{n: v for _, n in ints}},
+                                     source)), None)
         for i, _ in ints:
             args[i] = str(value if value is not None else DEFAULT_BLOCK_1D[0])
     return templates.instance_text(kernel.name, args), args
@@ -199,6 +212,15 @@ def _square_block(body: str, name: str) -> bool:
                for op in ("/", "%"))
 
 
+def _block_stride(body: str, name: str) -> bool:
+    """The body writes a thread's index as ``blockIdx.x * NAME + threadIdx.x`` (either
+    order of each product and sum): each block covers ``name`` threads of it."""
+    n = re.escape(name)
+    prod = rf"(?:blockIdx\.x\s*\*\s*\(?\s*{n}\b\s*\)?|\(?\s*\b{n}\s*\)?\s*\*\s*blockIdx\.x)"
+    return re.search(rf"{prod}\s*\+\s*threadIdx\.x\b|threadIdx\.x\s*\+\s*{prod}(?!\s*\*)",
+                     body) is not None
+
+
 def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
     """Template values ``values`` keep the block the body implies (``name`` squared, see
     :func:`_square_block`) within 1024 threads and the static shared memory within 48 KiB."""
@@ -207,11 +229,14 @@ def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
             return False
     env: dict[str, object] = {**file_constants(source), **values}
     total = 0
-    for m in re.finditer(r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\s*"
-                         r"((?:\[[^\[\]]+\]\s*)+);", body):
-        size = _sizeof(m.group(1))
+    arrays = [(m.group(1), dims) for m in re.finditer(
+        r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+([^;{}()=]+);", body)
+        for dims in re.findall(r"(?:^|,)\s*[A-Za-z_]\w*\s*((?:\[[^\[\]]+\]\s*)+)",
+                               m.group(2))]  # every declarator: s_a[BM][BK], s_b[BK][BN]
+    for ctype, dims in arrays:
+        size = _sizeof(ctype)
         count = 1
-        for dim in re.findall(r"\[([^\[\]]+)\]", m.group(2)):
+        for dim in re.findall(r"\[([^\[\]]+)\]", dims):
             try:
                 n = evaluate(dim, env)
             except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
@@ -1110,6 +1135,11 @@ class _Drafter:
                                           f"threadIdx.x into rows and columns of {name}")
             if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
                 return (value,), f"template argument {name} = {value} of {self.instance}"
+            if value is not None and 1 <= value <= 1024 and _block_stride(body, name) and \
+                    "threadIdx.y" not in self.facts.builtins:
+                return (value,), (f"template argument {name} = {value} of {self.instance}: "
+                                  f"the body steps blockIdx.x by {name} before adding "
+                                  f"threadIdx.x, so a block has {name} threads")
         body = self.source[self.kernel.start_byte:self.kernel.end_byte] \
             if self.source.isascii() else \
             self.source.encode()[self.kernel.start_byte:self.kernel.end_byte].decode(
