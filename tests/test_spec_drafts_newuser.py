@@ -1,7 +1,8 @@
 """Drafts a new user's kernels showed to fault or mislead (the new-user report's
 reproductions, rewritten here): every declarator of a host declaration
 (``int nx = 1 << 10, ny = 1 << 13;``), integer locals inside a launch's ``dim3 block(dimx,
-dimy)``. Each test asserts the drafted fields and notes, and that the draft is a valid spec
+dimy)``, template defaults, checks of a sum (``(idx + i) < N ? a[idx + i] : 0``,
+``if (idx + 2 < N)``). Each test asserts the drafted fields and notes, and that the draft is a valid spec
 for its kernel (through its text form)."""
 
 from __future__ import annotations
@@ -127,3 +128,37 @@ def test_every_template_default_is_taken_and_guesses_count_every_shared_declarat
     # without defaults, 256 and 128 would need 512 and 128 KiB of s_a and s_b: 64 is 32 KiB
     no_defaults = SLICED.replace(" = DBM", "").replace(" = 32", "")
     assert infer(no_defaults).kernel == "sliced<64, 64, 64>"
+
+
+# -- checks of a sum: ``idx + k < N`` ----------------------------------------------------------
+
+def test_a_ternary_check_of_a_sum_bounds_the_read_it_guards():
+    """The only check is inside ``?:``: before, a was drafted 1 element long with N = 1."""
+    spec = infer("""\
+__global__ void sum8(const float* a, float* y, int N) {
+    int idx = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    float s = 0.f;
+    for (int i = 0; i < 8; ++i) s += ((idx + i) < N) ? a[idx + i] : 0.f;
+    atomicAdd(y, s);
+}
+""")
+    assert buffers(spec) == {"a": ("in", "N", None, None), "y": ("inout", "1", None, None)}
+    assert sizes(spec) == {"N": "1 << 24"}
+    assert scalars(spec) == {"N": "N"}
+    assert spec.launch.grid == ("ceil_div(N, 8 * block.x)",)
+    assert "grid.x: each block covers 8 * block.x of idx (blockIdx.x * 8 * block.x in its " \
+           "definition)" in spec.notes
+
+
+def test_if_checks_of_sums_bound_their_stores_and_the_index():
+    spec = infer("""\
+__global__ void add4(const float* a, float* c, int N) {
+    int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    if (idx + 0 < N) c[idx + 0] = a[idx];
+    if (idx + 2 < N) c[idx + 2] = a[idx + 2];
+}
+""")
+    assert buffers(spec)["c"] == ("out", "N", None, None)
+    assert buffers(spec)["a"] == ("in", "N", None, None)
+    assert spec.launch.grid == ("ceil_div(N, 4 * block.x)",)
+    assert "grid: idx has several bounds; the grid covers the smallest, N - 2" in spec.notes

@@ -122,6 +122,10 @@ class BodyFacts:
     # variable -> texts of lower bounds: checks ``if (i >= R)`` / ``if (i < R) return;`` and
     # the starts of ``for`` loops over it (``for (k = -R; ...)``), for reads before element 0
     lower: dict[str, list[str]] = field(default_factory=dict)
+    # (guarded index, exclusive bound, id of the branch it guards or None) of each check of a
+    # sum against a bound (``if (idx + 2 < N)``, ``(idx + i) < N ? a[idx + i] : 0``): an access
+    # whose index is that sum plus a constant inside the branch is below the bound plus it
+    expr_guards: list[tuple[Poly, Poly, Optional[int]]] = field(default_factory=list)
     # distance symbol of a counted ``for`` loop (``iz@40``: ``t * step`` in iteration t,
     # ``loop_counts``) -> the loop's variable; bounded in ``bounds`` and ``steps``
     iterations: dict[str, str] = field(default_factory=dict)
@@ -168,6 +172,8 @@ class BodyAnalysis:
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
         # (var, bound node, +1?, id of the if's consequence it guards or None)
         self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
+        # (sum node, bound node, +1?, branch id or None): checks of ``idx + k < N``
+        self.raw_sum_bounds: list[tuple[Node, Node, int, Optional[int]]] = []
         self.bounded: dict[str, None] = {}  # bounded variables, in order of their checks
         self.facts = BodyFacts()
 
@@ -231,10 +237,12 @@ class BodyAnalysis:
                     self._bounds(cond, False)
             elif t in ("while_statement", "do_statement", "conditional_expression"):
                 cond = n.child_by_field_name("condition")
+                arm = n.child_by_field_name("consequence")
                 if t == "conditional_expression":
                     self._checked(cond)
                 if cond is not None:
-                    self._bounds(cond, False)
+                    self._bounds(cond, False, arm.id if t == "conditional_expression" and
+                                 arm is not None else None)
 
     def _checked(self, cond: Optional[Node]) -> None:
         if cond is not None:
@@ -526,6 +534,8 @@ class BodyAnalysis:
                 # if (threadIdx.x < BINS) out[blockIdx.x * BINS + threadIdx.x] = ...
                 self.raw_bounds.append((self.text(var).replace(" ", ""), bound, wanted[o],
                                         scope))
+            elif o in wanted and var.type == "binary_expression" and operator(var) == "+":
+                self.raw_sum_bounds.append((var, bound, wanted[o], scope))
             elif o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
@@ -1066,6 +1076,7 @@ class BodyAnalysis:
 
     def finish_bounds(self) -> None:
         self.bounded = dict.fromkeys(v for v, _, _, _ in self.raw_bounds)
+        self._sum_bounds()
         for var, node, plus, scope in self.raw_bounds:
             p = self.poly(node)
             if p is None:
@@ -1091,6 +1102,41 @@ class BodyAnalysis:
                 p = self.poly(value) if value is not None else None
                 if p is not None:
                     self.facts.values[var] = p
+
+    def _sum_bounds(self) -> None:
+        """The checks of a sum against a bound (``idx + k < N``): each goes to
+        ``facts.expr_guards``, and bounds the sum's thread index (a local set from blockIdx
+        that appears alone in it, coefficient 1) by the bound less the rest of the sum
+        (``idx < N - k``; a loop variable's term drops out of its upper bound at 0)."""
+        for node, bound, plus, scope in self.raw_sum_bounds:
+            e, b = self.poly(node), self.poly(bound)
+            if e is None or b is None:
+                continue
+            b = b + Poly.const(plus)
+            self.facts.expr_guards.append((e, b, scope))
+            leaves: list[Node] = []
+            stack = [node]
+            while stack:
+                cur = strip(stack.pop())
+                if cur.type == "binary_expression" and operator(cur) == "+":
+                    stack += [cur.child_by_field_name("right"), cur.child_by_field_name("left")]
+                else:
+                    leaves.append(cur)
+            for leaf in leaves:
+                var = self.text(leaf)
+                if leaf.type != "identifier" or var in self.int_params or \
+                        var in self.pointers or self._axis(var) is None:
+                    continue
+                rest = [self.poly(o) for o in leaves if o is not leaf]
+                if any(r is None for r in rest):
+                    continue
+                limit = b
+                for r in rest:
+                    limit = limit - r
+                self.bounded.setdefault(var, None)
+                self.facts.bounds.setdefault(var, []).append(limit)
+                if scope is not None:
+                    self.facts.scoped.setdefault(var, []).append((scope, limit))
 
     def _starts_from(self, var: str, pointer: str) -> bool:
         """The first definition of ``var`` (a loop's ``int j = row_start``) is, or adds to, one

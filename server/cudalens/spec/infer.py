@@ -776,6 +776,15 @@ class _Drafter:
         (``BodyFacts.scoped``): flow-insensitive bounds would give a variable checked against
         W here and H there its first check everywhere."""
         assert a.index is not None
+        written = a.index.substitute(lambda sym: self.facts.values.get(sym, Poly.sym(sym)))
+        for e, b, scope in self.facts.expr_guards:
+            offset = a.index - e
+            if not offset.is_const() and written is not None:
+                offset = written - e  # the guard's sum has its locals' definitions written in
+            if (scope is None or scope in a.branches) and offset.is_const():
+                top = self.upper(b)  # (idx + i) < N ? a[idx + i] : 0 reads below N
+                if top is not None:
+                    return top - Poly.const(1) + offset
         saved = {}
         for var, scoped in self.facts.scoped.items():
             here = [b for sid, b in scoped if sid in a.branches]
