@@ -2,7 +2,8 @@
 reproductions, rewritten here): every declarator of a host declaration
 (``int nx = 1 << 10, ny = 1 << 13;``), integer locals inside a launch's ``dim3 block(dimx,
 dimy)``, template defaults, checks of a sum (``(idx + i) < N ? a[idx + i] : 0``,
-``if (idx + 2 < N)``). Each test asserts the drafted fields and notes, and that the draft is a valid spec
+``if (idx + 2 < N)``), a dynamic shared size from host constants and a scalar, an instance
+launched with named arguments (``rsum<BS, PER>``), bins read through ``int4`` lanes. Each test asserts the drafted fields and notes, and that the draft is a valid spec
 for its kernel (through its text form)."""
 
 from __future__ import annotations
@@ -162,3 +163,89 @@ __global__ void add4(const float* a, float* c, int N) {
     assert buffers(spec)["a"] == ("in", "N", None, None)
     assert spec.launch.grid == ("ceil_div(N, 4 * block.x)",)
     assert "grid: idx has several bounds; the grid covers the smallest, N - 2" in spec.notes
+
+
+# -- dynamic shared memory from host expressions -----------------------------------------------
+
+TILES = """\
+__global__ void tiles(const float* q, float* o, int d) {
+    extern __shared__ float sram[];
+    float* qi = sram;
+    float* s = sram + 3 * 32 * d;
+    for (int x = 0; x < d; x++) qi[threadIdx.x * d + x] = q[blockIdx.x * 32 * d + threadIdx.x * d + x];
+    for (int y = 0; y < 16; y++) s[threadIdx.x * 16 + y] = qi[threadIdx.x * d];
+    __syncthreads();
+    o[blockIdx.x * 32 + threadIdx.x] = s[threadIdx.x * 16 + 15];
+}
+void run(const float* q, float* o, int nblocks, int d) {
+    const int Bc = 32; const int Br = 16;
+    const int sram_size = (3 * Bc * d * sizeof(float)) + (Bc * Br * sizeof(float));
+    tiles<<<nblocks, Bc, sram_size>>>(q, o, d);
+}
+"""
+
+
+def test_a_shared_size_built_from_host_constants_and_a_scalar_is_translated():
+    """Before, ``sram_size`` was left a GUESS of one float per thread (128 B; the kernel
+    needs (3 * 32 * d + 32 * 16) * 4 bytes)."""
+    spec = infer(TILES)
+    assert scalars(spec) == {"d": "1"}
+    assert spec.launch.block == ("32",)
+    assert spec.launch.shared == "3 * block.x * 1 * 4 + block.x * 16 * 4"
+    assert ("shared = 3 * block.x * 1 * 4 + block.x * 16 * 4: from the launch at line 13 "
+            "('sram_size'); with scalar d = 1 written in: change it here with d") in spec.notes
+
+
+# -- a template instance named by constants and locals -----------------------------------------
+
+def test_an_instance_launched_with_named_arguments_is_named_with_their_values():
+    """``rsum<BS, PER>`` is ``rsum<256, 16>`` in the compiled module; its reads reach
+    grid * B * PER elements of x (the fixed grid of 1024 blocks), not a default n."""
+    spec = infer("""\
+#define NTOTAL (1 << 22)
+#define BS 256
+template <unsigned int B, int PER>
+__global__ void rsum(const float* x, float* out, unsigned int n) {
+    unsigned int i = blockIdx.x * (B * PER) + threadIdx.x;
+    float s = 0.f;
+    for (int k = 0; k < PER; k++) s += x[i + k * B];
+    __shared__ float sh[B];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) { float t = 0.f; for (int j = 0; j < B; j++) t += sh[j]; out[blockIdx.x] = t; }
+}
+int main() {
+    const int blocks = 1024;
+    const int PER = NTOTAL / blocks / BS;
+    dim3 grid(blocks, 1), block(BS, 1);
+    rsum<BS, PER><<<grid, block>>>(0, 0, NTOTAL);
+}
+""")
+    assert spec.kernel == "rsum<256, 16>"
+    assert buffers(spec) == {"x": ("in", "4194304", None, None),
+                             "out": ("out", "1024", None, None)}
+    assert spec.launch.block == ("256",)
+    assert spec.launch.grid == ("1024",)
+    assert "length of x = 4194304: blockIdx.x in 'x[i + k * B]' runs over the launch's grid " \
+           "(1024 blocks along x, line 17)" in spec.notes
+
+
+# -- indices read through vector lanes ---------------------------------------------------------
+
+def test_bins_read_through_int4_lanes_give_the_input_a_range():
+    """``int4 r = INT4(a[idx]); atomicAdd(&y[r.x], 1)``: a's values index y, as the scalar
+    form ``int r = a[idx]; y[r]`` drafts; before, a had no range (negative bins)."""
+    spec = infer("""\
+#define INT4(v) (reinterpret_cast<const int4*>(&(v))[0])
+__global__ void hist4(const int* a, int* y, int N) {
+    int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    if (idx < N) {
+        int4 r = INT4(a[idx]);
+        atomicAdd(&y[r.x], 1); atomicAdd(&y[r.y], 1);
+        atomicAdd(&y[r.z], 1); atomicAdd(&y[r.w], 1);
+    }
+}
+""")
+    assert buffers(spec) == {"a": ("in", "N", "0", "n_y"), "y": ("inout", "n_y", None, None)}
+    assert sizes(spec) == {"N": "1 << 24", "n_y": "1024"}
+    assert "range of a set to [0, n_y): its values index rows of y" in spec.notes

@@ -584,7 +584,14 @@ class BodyAnalysis:
                         return inner
             return Poly.sym(name)
         if t == "field_expression":
-            return Poly.sym(self.text(node).replace(" ", ""))
+            name = self.text(node).replace(" ", "")
+            arg = strip(node.child_by_field_name("argument"))
+            if arg.type == "identifier" and "->" not in name and \
+                    self.substitutable(self.text(arg)):
+                loaded = self._vector_loaded_from(self.defs[self.text(arg)][0])
+                if loaded is not None:  # int4 r = INT4(a[i]); y[r.x]: r.x is read from a
+                    self.facts.loads[name] = loaded
+            return Poly.sym(name)
         if t == "qualified_identifier":
             v = self.qualified.get("".join(self.text(node).split()))
             return None if v is None else Poly.const(v)
@@ -702,6 +709,45 @@ class BodyAnalysis:
                 base = self.pointer_base(inner[0])
                 return base[0] if base is not None else None
         return None
+
+    def _vector_loaded_from(self, node: Optional[Node]) -> Optional[str]:
+        """The pointer parameter a vector local is loaded from in one piece:
+        ``reinterpret_cast<const int4*>(&a[i])[0]``, ``*reinterpret_cast<int4*>(a + i)`` or a
+        function-like macro whose replacement reinterprets its one argument
+        (``INT4(a[i])`` with ``#define INT4(v) (reinterpret_cast<const int4*>(&(v))[0])``);
+        else None."""
+        if node is None:
+            return None
+        node = strip(node)
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            inner = named_children(args) if args is not None else []
+            macro = self.macros.get(self.text(fn)) if fn is not None else None
+            if macro is not None and len(inner) == 1 and "reinterpret_cast" in macro[1]:
+                return self._loaded_from(inner[0]) or self._cast_base(inner[0])
+            return None
+        if node.type == "subscript_expression":
+            return self._cast_base(strip(node.child_by_field_name("argument")))
+        if node.type == "pointer_expression" and self.text(node).startswith("*"):
+            return self._cast_base(strip(node.child_by_field_name("argument")))
+        return None
+
+    def _cast_base(self, node: Node) -> Optional[str]:
+        """The pointer parameter under ``reinterpret_cast<T*>(p + i)`` (or ``&p[i]``), or
+        under ``p + i`` itself; else None."""
+        node = strip(node)
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            name = fn.child_by_field_name("name") if fn is not None and \
+                fn.type == "template_function" else None
+            args = node.child_by_field_name("arguments")
+            inner = named_children(args) if args is not None else []
+            if name is None or self.text(name) != "reinterpret_cast" or len(inner) != 1:
+                return None
+            node = strip(inner[0])
+        base = self.pointer_base(node)
+        return base[0] if base is not None else None
 
     # -- pointers through locals -----------------------------------------------------------
 

@@ -468,7 +468,8 @@ class _Drafter:
             return None
         if asked is not None:
             return asked
-        found = templates.instances(k.name, self.source)
+        found = tuple(dict.fromkeys(self.valued_instance(f)
+                                    for f in templates.instances(k.name, self.source)))
         if not found:
             guessed = _guessed_instance(k, self.source)
             if guessed is None:
@@ -488,6 +489,28 @@ class _Drafter:
             self.notes.append(f"drafted for {found[0]}, the first of {len(found)} instances "
                               f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
         return found[0]
+
+    def valued_instance(self, inst: str) -> str:
+        """``inst`` with each template argument that is an integer expression of the file's
+        constants or of integer locals before a launch of the kernel written as its value
+        (``rsum<BS, PER>`` launched after ``const int PER = NTOTAL / blocks / BS;`` is
+        ``rsum<256, 16>``, as the compiled module names it); other arguments as written."""
+        head, _, rest = inst.partition("<")
+        args = templates.split_args(rest[:-1]) if rest.endswith(">") else []
+        if not args:
+            return inst
+        out = []
+        for arg in args:
+            value = const_value(arg, self.context) if re.fullmatch(r"[\w\s()+\-*/%<>]+", arg) \
+                else None
+            for site in self.sites if value is None and re.search(r"[A-Za-z_]", arg) else ():
+                at = offset_of(self.source, site.range.start.line, site.range.start.column)
+                value = const_value(locals_in(arg, self.source, at, set()), self.context)
+                if value is not None:
+                    break
+            out.append(str(value) if isinstance(value, int) and
+                       not re.fullmatch(r"(?:true|false)", arg.strip()) else arg)
+        return templates.instance_text(head, out)
 
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
         if name in self.int_params or name in self.table_of or name in self.csr_sizes.values():
@@ -942,7 +965,8 @@ class _Drafter:
                               + (f"; made smaller so that no buffer has more than "
                                  f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
                                  f"overflow the kernel's 32-bit int indices)" if shrunk else ""))
-        shared = self.shared(rename, block)
+        shared = self.shared(rename, block, {q.name: q.expr for q in params
+                                             if isinstance(q, ScalarDecl)})
         name = k.qualified_name or k.name
         if self.instance:
             name = name + self.instance[self.instance.index("<"):]
@@ -1584,13 +1608,21 @@ class _Drafter:
                           f"site passes a value), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
 
-    def shared(self, rename: dict[str, str], block: tuple[int, ...]) -> str:
-        """Dynamic shared memory bytes as a spec expression (module doc), "0" when none."""
+    def shared(self, rename: dict[str, str], block: tuple[int, ...],
+               scalars: Optional[dict[str, str]] = None) -> str:
+        """Dynamic shared memory bytes as a spec expression (module doc), "0" when none.
+        ``scalars``: the drafted value of each scalar parameter, written in for a scalar
+        that is no size (``2 * T * d * sizeof(float)`` with ``scalar d = 64``)."""
         for site in self.sites:
             if len(site.config) < 3:
                 continue
             text = site.config[2].strip()
-            expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound)
+            fixed = {n: e for n, e in (scalars or {}).items() if n not in rename}
+            expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound,
+                                fixed)
+            used = sorted(n for n in fixed if expr is not None and
+                          re.search(rf"(?<![\w.]){re.escape(n)}(?![\w(])", text + " " +
+                                    " ".join(_local_chain(text, self.context))))
             where = f"the launch at line {site.range.start.line + 1}"
             if expr is not None:
                 try:
@@ -1599,7 +1631,9 @@ class _Drafter:
                     names = {"?"}
                 if names <= set(rename.values()) | {"block"}:
                     if expr != "0":
-                        self.notes.append(f"shared = {expr}: from {where} ('{text}')")
+                        written = "".join(f"; with scalar {n} = {fixed[n]} written in: change "
+                                          f"it here with {n}" for n in used)
+                        self.notes.append(f"shared = {expr}: from {where} ('{text}'){written}")
                     return expr
             size, _ = self.shared_element()
             self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
@@ -1785,12 +1819,13 @@ def _literal(text: str) -> Optional[str]:
 
 def _initializer(name: str, source: str) -> Optional[str]:
     """The initializer text of ``name`` when the file declares it exactly once with one
-    (``float lr = 1e-3f;``, ``const int n = 4;``, ``float b1 = 0.9f, b2 = 0.999f;``) and never
-    assigns it again; else None."""
+    (``float lr = 1e-3f;``, ``const int n = 4;``, ``float b1 = 0.9f, b2 = 0.999f;``, parentheses
+    two deep: ``int bytes = (2 * T * sizeof(float)) + 4;``) and never assigns it again; else
+    None."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return None
     decls = re.findall(rf"(?:\b(?:const\s+)?(?:float|double|int|unsigned|long|size_t|auto)\s+"
-                       rf"|,\s*){name}\s*=\s*((?:[^;,()]|\([^()]*\))+)[;,]", source)
+                       rf"|,\s*){name}\s*=\s*((?:[^;,()]|\((?:[^()]|\([^()]*\))*\))+)[;,]", source)
     assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
     return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
 
@@ -1847,13 +1882,28 @@ def _helpers(source: str) -> dict[str, tuple[list[str], str]]:
     return out
 
 
+def _local_chain(text: str, source: str) -> list[str]:
+    """The initializers of the names in ``text`` declared once in ``source``
+    (``_initializer``), a few rounds: the texts a shared-memory size is built from."""
+    out, todo = [], re.findall(r"(?<![\w.])[A-Za-z_]\w*", text)
+    for word in todo[:64]:
+        init = _initializer(word, source)
+        if init is not None and init not in out:
+            out.append(init)
+            todo += re.findall(r"(?<![\w.])[A-Za-z_]\w*", init)
+    return out
+
+
 def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
-                 rename: dict[str, str], bound: dict[str, str]) -> Optional[str]:
+                 rename: dict[str, str], bound: dict[str, str],
+                 scalars: Optional[dict[str, str]] = None) -> Optional[str]:
     """The launch's shared-memory text as a spec expression of the kernel's sizes, or None.
 
     Helper calls and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, the
-    kernel's by-value arguments become the sizes they are passed to, the block argument
-    ``block.x``, and the file's integer constants their values."""
+    kernel's by-value arguments become the sizes they are passed to (or, for a parameter in
+    ``scalars``, that scalar's drafted value), the block argument ``block.x``, and the file's
+    integer constants their values."""
+    scalars = scalars or {}
     args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
             if not p.is_pointer}
     block_text = site.config[1].strip() if len(site.config) > 1 else ""
@@ -1885,6 +1935,8 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
         def name(m: re.Match) -> str:
             word = m.group(0)
             if word in args:
+                if args[word] not in rename and args[word] in scalars:
+                    return f"({scalars[args[word]]})"
                 return rename.get(args[word], args[word])
             if word == block_text:  # block.x / block.y of a dim3 block stay what they say
                 return "block" if m.string[m.end():m.end() + 1] == "." else "block.x"
