@@ -122,6 +122,10 @@ class BodyFacts:
     # variable -> texts of lower bounds: checks ``if (i >= R)`` / ``if (i < R) return;`` and
     # the starts of ``for`` loops over it (``for (k = -R; ...)``), for reads before element 0
     lower: dict[str, list[str]] = field(default_factory=dict)
+    # (guarded index, exclusive bound, id of the branch it guards or None) of each check of a
+    # sum against a bound (``if (idx + 2 < N)``, ``(idx + i) < N ? a[idx + i] : 0``): an access
+    # whose index is that sum plus a constant inside the branch is below the bound plus it
+    expr_guards: list[tuple[Poly, Poly, Optional[int]]] = field(default_factory=list)
     # distance symbol of a counted ``for`` loop (``iz@40``: ``t * step`` in iteration t,
     # ``loop_counts``) -> the loop's variable; bounded in ``bounds`` and ``steps``
     iterations: dict[str, str] = field(default_factory=dict)
@@ -169,6 +173,8 @@ class BodyAnalysis:
         self.alias_decl: dict[int, str] = {}  # id of an init value node -> alias name
         # (var, bound node, +1?, id of the if's consequence it guards or None)
         self.raw_bounds: list[tuple[str, Node, int, Optional[int]]] = []
+        # (sum node, bound node, +1?, branch id or None): checks of ``idx + k < N``
+        self.raw_sum_bounds: list[tuple[Node, Node, int, Optional[int]]] = []
         self.bounded: dict[str, None] = {}  # bounded variables, in order of their checks
         self.facts = BodyFacts()
 
@@ -232,10 +238,12 @@ class BodyAnalysis:
                     self._bounds(cond, False)
             elif t in ("while_statement", "do_statement", "conditional_expression"):
                 cond = n.child_by_field_name("condition")
+                arm = n.child_by_field_name("consequence")
                 if t == "conditional_expression":
                     self._checked(cond)
                 if cond is not None:
-                    self._bounds(cond, False)
+                    self._bounds(cond, False, arm.id if t == "conditional_expression" and
+                                 arm is not None else None)
 
     def _checked(self, cond: Optional[Node]) -> None:
         if cond is not None:
@@ -527,6 +535,8 @@ class BodyAnalysis:
                 # if (threadIdx.x < BINS) out[blockIdx.x * BINS + threadIdx.x] = ...
                 self.raw_bounds.append((self.text(var).replace(" ", ""), bound, wanted[o],
                                         scope))
+            elif o in wanted and var.type == "binary_expression" and operator(var) == "+":
+                self.raw_sum_bounds.append((var, bound, wanted[o], scope))
             elif o in wanted and var.type == "identifier":
                 name = self.text(var)
                 if name not in self.int_params and name not in self.pointers:
@@ -575,7 +585,14 @@ class BodyAnalysis:
                         return inner
             return Poly.sym(name)
         if t == "field_expression":
-            return Poly.sym(self.text(node).replace(" ", ""))
+            name = self.text(node).replace(" ", "")
+            arg = strip(node.child_by_field_name("argument"))
+            if arg.type == "identifier" and "->" not in name and \
+                    self.substitutable(self.text(arg)):
+                loaded = self._vector_loaded_from(self.defs[self.text(arg)][0])
+                if loaded is not None:  # int4 r = INT4(a[i]); y[r.x]: r.x is read from a
+                    self.facts.loads[name] = loaded
+            return Poly.sym(name)
         if t == "qualified_identifier":
             v = self.qualified.get("".join(self.text(node).split()))
             return None if v is None else Poly.const(v)
@@ -693,6 +710,45 @@ class BodyAnalysis:
                 base = self.pointer_base(inner[0])
                 return base[0] if base is not None else None
         return None
+
+    def _vector_loaded_from(self, node: Optional[Node]) -> Optional[str]:
+        """The pointer parameter a vector local is loaded from in one piece:
+        ``reinterpret_cast<const int4*>(&a[i])[0]``, ``*reinterpret_cast<int4*>(a + i)`` or a
+        function-like macro whose replacement reinterprets its one argument
+        (``INT4(a[i])`` with ``#define INT4(v) (reinterpret_cast<const int4*>(&(v))[0])``);
+        else None."""
+        if node is None:
+            return None
+        node = strip(node)
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            inner = named_children(args) if args is not None else []
+            macro = self.macros.get(self.text(fn)) if fn is not None else None
+            if macro is not None and len(inner) == 1 and "reinterpret_cast" in macro[1]:
+                return self._loaded_from(inner[0]) or self._cast_base(inner[0])
+            return None
+        if node.type == "subscript_expression":
+            return self._cast_base(strip(node.child_by_field_name("argument")))
+        if node.type == "pointer_expression" and self.text(node).startswith("*"):
+            return self._cast_base(strip(node.child_by_field_name("argument")))
+        return None
+
+    def _cast_base(self, node: Node) -> Optional[str]:
+        """The pointer parameter under ``reinterpret_cast<T*>(p + i)`` (or ``&p[i]``), or
+        under ``p + i`` itself; else None."""
+        node = strip(node)
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            name = fn.child_by_field_name("name") if fn is not None and \
+                fn.type == "template_function" else None
+            args = node.child_by_field_name("arguments")
+            inner = named_children(args) if args is not None else []
+            if name is None or self.text(name) != "reinterpret_cast" or len(inner) != 1:
+                return None
+            node = strip(inner[0])
+        base = self.pointer_base(node)
+        return base[0] if base is not None else None
 
     # -- pointers through locals -----------------------------------------------------------
 
@@ -1108,6 +1164,7 @@ class BodyAnalysis:
 
     def finish_bounds(self) -> None:
         self.bounded = dict.fromkeys(v for v, _, _, _ in self.raw_bounds)
+        self._sum_bounds()
         for var, node, plus, scope in self.raw_bounds:
             p = self.poly(node)
             if p is None:
@@ -1133,6 +1190,41 @@ class BodyAnalysis:
                 p = self.poly(value) if value is not None else None
                 if p is not None:
                     self.facts.values[var] = p
+
+    def _sum_bounds(self) -> None:
+        """The checks of a sum against a bound (``idx + k < N``): each goes to
+        ``facts.expr_guards``, and bounds the sum's thread index (a local set from blockIdx
+        that appears alone in it, coefficient 1) by the bound less the rest of the sum
+        (``idx < N - k``; a loop variable's term drops out of its upper bound at 0)."""
+        for node, bound, plus, scope in self.raw_sum_bounds:
+            e, b = self.poly(node), self.poly(bound)
+            if e is None or b is None:
+                continue
+            b = b + Poly.const(plus)
+            self.facts.expr_guards.append((e, b, scope))
+            leaves: list[Node] = []
+            stack = [node]
+            while stack:
+                cur = strip(stack.pop())
+                if cur.type == "binary_expression" and operator(cur) == "+":
+                    stack += [cur.child_by_field_name("right"), cur.child_by_field_name("left")]
+                else:
+                    leaves.append(cur)
+            for leaf in leaves:
+                var = self.text(leaf)
+                if leaf.type != "identifier" or var in self.int_params or \
+                        var in self.pointers or self._axis(var) is None:
+                    continue
+                rest = [self.poly(o) for o in leaves if o is not leaf]
+                if any(r is None for r in rest):
+                    continue
+                limit = b
+                for r in rest:
+                    limit = limit - r
+                self.bounded.setdefault(var, None)
+                self.facts.bounds.setdefault(var, []).append(limit)
+                if scope is not None:
+                    self.facts.scoped.setdefault(var, []).append((scope, limit))
 
     def _starts_from(self, var: str, pointer: str) -> bool:
         """The first definition of ``var`` (a loop's ``int j = row_start``) is, or adds to, one

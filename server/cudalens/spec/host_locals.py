@@ -25,6 +25,38 @@ LOCAL_INT = (r"(?:(?:static|const|constexpr)\s+)*(?:unsigned\s+|signed\s+)?(?:lo
              r"(?:int|long|short|size_t|auto|unsigned)\s+(?:const\s+)?")
 
 
+_DECLARATION = re.compile(rf"\b{LOCAL_INT}([^;{{}}]+);")
+
+
+def declarations(text: str) -> list[tuple[str, str, int]]:
+    """``(name, initializer, end offset of its declaration)`` of each declarator with an
+    initializer of the integer declarations in ``text``, in order; every declarator of a
+    declaration counts (``int nx = 1 << 10, ny = 1 << 13;`` gives nx and ny), commas inside
+    parentheses or brackets are not separators (``int a = min(x, y), b = 2;``)."""
+    out = []
+    for m in _DECLARATION.finditer(text):
+        for part in _split_commas(m.group(1)):
+            d = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*(.+?)\s*", part, flags=re.S)
+            if d is not None:
+                out.append((d.group(1), d.group(2), m.end()))
+    return out
+
+
+def _split_commas(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses, brackets and braces."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
 def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
     """``expr`` with each name that is not in ``keep`` replaced by the initializer of its last
     integer declaration before offset ``before`` in the launching function (``int grid_size =
@@ -39,16 +71,16 @@ def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
             name = m.group(0)
             if name in keep:
                 return name
-            found = list(re.finditer(rf"\b{LOCAL_INT}{re.escape(name)}\s*=\s*([^;{{}}]+);",
-                                     source[start:before]))
+            found = [(init, end) for declared, init, end in declarations(source[start:before])
+                     if declared == name]
             if not found:
                 return name
-            last = found[-1]
-            later = source[start + last.end():before]
+            init, end = found[-1]
+            later = source[start + end:before]
             if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=)(?!=)", later):
                 return name
             changed = True
-            return f"({last.group(1).strip()})"
+            return f"({init})"
         expr = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", one, expr)
         if not changed:
             break

@@ -145,9 +145,12 @@ _TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
 
 
 def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[str]]]:
-    """An instance of template ``kernel`` to draft for when the file names none: ``float``
-    for each type parameter, 256 for each integer one (the default block), ``false`` for a
-    bool; None when the template's parameter list cannot be read."""
+    """An instance of template ``kernel`` to draft for when the file names none: a
+    parameter's default where the template gives one (``template <const int NT = 256 / 4>``
+    gives 64, ``typename T = half`` gives half), else ``float`` for each type parameter, the
+    first of 256, 128, ... 8 that keeps the body's block and static shared memory within
+    limits (:func:`_guess_fits`, defaults counted) for each integer one, ``false`` for a bool;
+    None when the template's parameter list cannot be read."""
     m = None
     pattern = re.compile(_TEMPLATE_HEAD + r"(?:__\w+__\s*)*(?:static\s+)?(?:__global__)[^;{]*?"
                          rf"(?<![\w:]){re.escape(kernel.name)}\s*\(")
@@ -159,11 +162,20 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
         return None
     args = []
     ints = []
+    defaults: dict[str, int] = {}
     for text in params:
         head = text.split("=")[0].split()
         if not head:
             return None
-        if head[0] in ("typename", "class"):
+        default = text.split("=", 1)[1].strip() if "=" in text else None
+        if default and head[0] in ("typename", "class"):
+            args.append(default)
+        elif default and head[0] == "bool" and default in ("true", "false"):
+            args.append(default)
+        elif default and const_value(default, source) is not None:
+            defaults[head[-1]] = const_value(default, source)
+            args.append(str(defaults[head[-1]]))
+        elif head[0] in ("typename", "class"):
             args.append("float")
         elif head[0] == "bool":
             args.append("false")
@@ -173,7 +185,8 @@ def _guessed_instance(kernel: Kernel, source: str) -> Optional[tuple[str, list[s
     if ints:
         body = _kernel_text(kernel, source)
         value = next((v for v in _INT_GUESSES
-                      if _guess_fits(body, {n: v for _, n in ints}, source)), None)
+                      if _guess_fits(body, {**defaults, **{n: v for _, n in ints}},
+                                     source)), None)
         for i, _ in ints:
             args[i] = str(value if value is not None else DEFAULT_BLOCK_1D[0])
     return templates.instance_text(kernel.name, args), args
@@ -199,6 +212,15 @@ def _square_block(body: str, name: str) -> bool:
                for op in ("/", "%"))
 
 
+def _block_stride(body: str, name: str) -> bool:
+    """The body writes a thread's index as ``blockIdx.x * NAME + threadIdx.x`` (either
+    order of each product and sum): each block covers ``name`` threads of it."""
+    n = re.escape(name)
+    prod = rf"(?:blockIdx\.x\s*\*\s*\(?\s*{n}\b\s*\)?|\(?\s*\b{n}\s*\)?\s*\*\s*blockIdx\.x)"
+    return re.search(rf"{prod}\s*\+\s*threadIdx\.x\b|threadIdx\.x\s*\+\s*{prod}(?!\s*\*)",
+                     body) is not None
+
+
 def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
     """Template values ``values`` keep the block the body implies (``name`` squared, see
     :func:`_square_block`) within 1024 threads and the static shared memory within 48 KiB."""
@@ -207,11 +229,14 @@ def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
             return False
     env: dict[str, object] = {**file_constants(source), **values}
     total = 0
-    for m in re.finditer(r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+[A-Za-z_]\w*\s*"
-                         r"((?:\[[^\[\]]+\]\s*)+);", body):
-        size = _sizeof(m.group(1))
+    arrays = [(m.group(1), dims) for m in re.finditer(
+        r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+([^;{}()=]+);", body)
+        for dims in re.findall(r"(?:^|,)\s*[A-Za-z_]\w*\s*((?:\[[^\[\]]+\]\s*)+)",
+                               m.group(2))]  # every declarator: s_a[BM][BK], s_b[BK][BN]
+    for ctype, dims in arrays:
+        size = _sizeof(ctype)
         count = 1
-        for dim in re.findall(r"\[([^\[\]]+)\]", m.group(2)):
+        for dim in re.findall(r"\[([^\[\]]+)\]", dims):
             try:
                 n = evaluate(dim, env)
             except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
@@ -443,7 +468,8 @@ class _Drafter:
             return None
         if asked is not None:
             return asked
-        found = templates.instances(k.name, self.source)
+        found = tuple(dict.fromkeys(self.valued_instance(f)
+                                    for f in templates.instances(k.name, self.source)))
         if not found:
             guessed = _guessed_instance(k, self.source)
             if guessed is None:
@@ -463,6 +489,28 @@ class _Drafter:
             self.notes.append(f"drafted for {found[0]}, the first of {len(found)} instances "
                               f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
         return found[0]
+
+    def valued_instance(self, inst: str) -> str:
+        """``inst`` with each template argument that is an integer expression of the file's
+        constants or of integer locals before a launch of the kernel written as its value
+        (``rsum<BS, PER>`` launched after ``const int PER = NTOTAL / blocks / BS;`` is
+        ``rsum<256, 16>``, as the compiled module names it); other arguments as written."""
+        head, _, rest = inst.partition("<")
+        args = templates.split_args(rest[:-1]) if rest.endswith(">") else []
+        if not args:
+            return inst
+        out = []
+        for arg in args:
+            value = const_value(arg, self.context) if re.fullmatch(r"[\w\s()+\-*/%<>]+", arg) \
+                else None
+            for site in self.sites if value is None and re.search(r"[A-Za-z_]", arg) else ():
+                at = offset_of(self.source, site.range.start.line, site.range.start.column)
+                value = const_value(locals_in(arg, self.source, at, set()), self.context)
+                if value is not None:
+                    break
+            out.append(str(value) if isinstance(value, int) and
+                       not re.fullmatch(r"(?:true|false)", arg.strip()) else arg)
+        return templates.instance_text(head, out)
 
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
         if name in self.int_params or name in self.table_of or name in self.csr_sizes.values():
@@ -751,6 +799,15 @@ class _Drafter:
         (``BodyFacts.scoped``): flow-insensitive bounds would give a variable checked against
         W here and H there its first check everywhere."""
         assert a.index is not None
+        written = a.index.substitute(lambda sym: self.facts.values.get(sym, Poly.sym(sym)))
+        for e, b, scope in self.facts.expr_guards:
+            offset = a.index - e
+            if not offset.is_const() and written is not None:
+                offset = written - e  # the guard's sum has its locals' definitions written in
+            if (scope is None or scope in a.branches) and offset.is_const():
+                top = self.upper(b)  # (idx + i) < N ? a[idx + i] : 0 reads below N
+                if top is not None:
+                    return top - Poly.const(1) + offset
         saved = {}
         for var, scoped in self.facts.scoped.items():
             here = [b for sid, b in scoped if sid in a.branches]
@@ -908,7 +965,8 @@ class _Drafter:
                               + (f"; made smaller so that no buffer has more than "
                                  f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
                                  f"overflow the kernel's 32-bit int indices)" if shrunk else ""))
-        shared = self.shared(rename, block)
+        shared = self.shared(rename, block, {q.name: q.expr for q in params
+                                             if isinstance(q, ScalarDecl)})
         name = k.qualified_name or k.name
         if self.instance:
             name = name + self.instance[self.instance.index("<"):]
@@ -1110,6 +1168,11 @@ class _Drafter:
                                           f"threadIdx.x into rows and columns of {name}")
             if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
                 return (value,), f"template argument {name} = {value} of {self.instance}"
+            if value is not None and 1 <= value <= 1024 and _block_stride(body, name) and \
+                    "threadIdx.y" not in self.facts.builtins:
+                return (value,), (f"template argument {name} = {value} of {self.instance}: "
+                                  f"the body steps blockIdx.x by {name} before adding "
+                                  f"threadIdx.x, so a block has {name} threads")
         body = self.source[self.kernel.start_byte:self.kernel.end_byte] \
             if self.source.isascii() else \
             self.source.encode()[self.kernel.start_byte:self.kernel.end_byte].decode(
@@ -1545,13 +1608,21 @@ class _Drafter:
                           f"site passes a value), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
 
-    def shared(self, rename: dict[str, str], block: tuple[int, ...]) -> str:
-        """Dynamic shared memory bytes as a spec expression (module doc), "0" when none."""
+    def shared(self, rename: dict[str, str], block: tuple[int, ...],
+               scalars: Optional[dict[str, str]] = None) -> str:
+        """Dynamic shared memory bytes as a spec expression (module doc), "0" when none.
+        ``scalars``: the drafted value of each scalar parameter, written in for a scalar
+        that is no size (``2 * T * d * sizeof(float)`` with ``scalar d = 64``)."""
         for site in self.sites:
             if len(site.config) < 3:
                 continue
             text = site.config[2].strip()
-            expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound)
+            fixed = {n: e for n, e in (scalars or {}).items() if n not in rename}
+            expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound,
+                                fixed)
+            used = sorted(n for n in fixed if expr is not None and
+                          re.search(rf"(?<![\w.]){re.escape(n)}(?![\w(])", text + " " +
+                                    " ".join(_local_chain(text, self.context))))
             where = f"the launch at line {site.range.start.line + 1}"
             if expr is not None:
                 try:
@@ -1560,7 +1631,9 @@ class _Drafter:
                     names = {"?"}
                 if names <= set(rename.values()) | {"block"}:
                     if expr != "0":
-                        self.notes.append(f"shared = {expr}: from {where} ('{text}')")
+                        written = "".join(f"; with scalar {n} = {fixed[n]} written in: change "
+                                          f"it here with {n}" for n in used)
+                        self.notes.append(f"shared = {expr}: from {where} ('{text}'){written}")
                     return expr
             size, _ = self.shared_element()
             self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
@@ -1746,12 +1819,13 @@ def _literal(text: str) -> Optional[str]:
 
 def _initializer(name: str, source: str) -> Optional[str]:
     """The initializer text of ``name`` when the file declares it exactly once with one
-    (``float lr = 1e-3f;``, ``const int n = 4;``, ``float b1 = 0.9f, b2 = 0.999f;``) and never
-    assigns it again; else None."""
+    (``float lr = 1e-3f;``, ``const int n = 4;``, ``float b1 = 0.9f, b2 = 0.999f;``, parentheses
+    two deep: ``int bytes = (2 * T * sizeof(float)) + 4;``) and never assigns it again; else
+    None."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return None
     decls = re.findall(rf"(?:\b(?:const\s+)?(?:float|double|int|unsigned|long|size_t|auto)\s+"
-                       rf"|,\s*){name}\s*=\s*((?:[^;,()]|\([^()]*\))+)[;,]", source)
+                       rf"|,\s*){name}\s*=\s*((?:[^;,()]|\((?:[^()]|\([^()]*\))*\))+)[;,]", source)
     assigns = re.findall(rf"(?<![\w.]){name}\s*(?:[-+*/]?=)(?!=)", source)
     return decls[0].strip() if len(decls) == 1 and len(assigns) == 1 else None
 
@@ -1808,13 +1882,28 @@ def _helpers(source: str) -> dict[str, tuple[list[str], str]]:
     return out
 
 
+def _local_chain(text: str, source: str) -> list[str]:
+    """The initializers of the names in ``text`` declared once in ``source``
+    (``_initializer``), a few rounds: the texts a shared-memory size is built from."""
+    out, todo = [], re.findall(r"(?<![\w.])[A-Za-z_]\w*", text)
+    for word in todo[:64]:
+        init = _initializer(word, source)
+        if init is not None and init not in out:
+            out.append(init)
+            todo += re.findall(r"(?<![\w.])[A-Za-z_]\w*", init)
+    return out
+
+
 def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
-                 rename: dict[str, str], bound: dict[str, str]) -> Optional[str]:
+                 rename: dict[str, str], bound: dict[str, str],
+                 scalars: Optional[dict[str, str]] = None) -> Optional[str]:
     """The launch's shared-memory text as a spec expression of the kernel's sizes, or None.
 
     Helper calls and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, the
-    kernel's by-value arguments become the sizes they are passed to, the block argument
-    ``block.x``, and the file's integer constants their values."""
+    kernel's by-value arguments become the sizes they are passed to (or, for a parameter in
+    ``scalars``, that scalar's drafted value), the block argument ``block.x``, and the file's
+    integer constants their values."""
+    scalars = scalars or {}
     args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
             if not p.is_pointer}
     block_text = site.config[1].strip() if len(site.config) > 1 else ""
@@ -1846,6 +1935,8 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
         def name(m: re.Match) -> str:
             word = m.group(0)
             if word in args:
+                if args[word] not in rename and args[word] in scalars:
+                    return f"({scalars[args[word]]})"
                 return rename.get(args[word], args[word])
             if word == block_text:  # block.x / block.y of a dim3 block stay what they say
                 return "block" if m.string[m.end():m.end() + 1] == "." else "block.x"

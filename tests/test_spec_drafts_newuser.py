@@ -1,0 +1,251 @@
+"""Drafts a new user's kernels showed to fault or mislead (the new-user report's
+reproductions, rewritten here): every declarator of a host declaration
+(``int nx = 1 << 10, ny = 1 << 13;``), integer locals inside a launch's ``dim3 block(dimx,
+dimy)``, template defaults, checks of a sum (``(idx + i) < N ? a[idx + i] : 0``,
+``if (idx + 2 < N)``), a dynamic shared size from host constants and a scalar, an instance
+launched with named arguments (``rsum<BS, PER>``), bins read through ``int4`` lanes. Each test asserts the drafted fields and notes, and that the draft is a valid spec
+for its kernel (through its text form)."""
+
+from __future__ import annotations
+
+from cudalens.source.parser import parse_source
+from cudalens.spec.host_locals import declarations
+from cudalens.spec.infer import infer_spec
+from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
+from cudalens.spec.output_lengths import check_lengths
+from cudalens.spec.parser import parse_spec, validate
+from cudalens.spec.resolve import build_problem
+from cudalens.spec.writer import format_spec
+
+
+def infer(source: str, name: str | None = None) -> KernelSpec:
+    sf = parse_source(source, "k.cu")
+    kernel = sf.kernels[0] if name is None else sf.kernel(name)
+    spec = infer_spec(kernel, source, sf.launch_sites)
+    reparsed = parse_spec(format_spec(spec), "draft.spec")[spec.kernel]
+    validate(reparsed, kernel, source)
+    check_lengths(reparsed, kernel, source)
+    build_problem(reparsed, kernel)
+    return spec
+
+
+def buffers(spec: KernelSpec) -> dict[str, tuple]:
+    return {p.name: (p.role, p.length, p.low, p.high)
+            for p in spec.params if isinstance(p, BufferDecl)}
+
+
+def scalars(spec: KernelSpec) -> dict[str, str]:
+    return {p.name: p.expr for p in spec.params if isinstance(p, ScalarDecl)}
+
+
+def sizes(spec: KernelSpec) -> dict[str, str]:
+    return {s.name: s.expr for s in spec.sizes}
+
+
+# -- host declarations -------------------------------------------------------------------------
+
+SCALE2D = """\
+__global__ void scale2d(const float* in, float* out, int nx, int ny) {
+    int ix = blockIdx.x * blockDim.x + threadIdx.x;
+    int iy = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ix < nx && iy < ny) out[iy * nx + ix] = 2.f * in[iy * nx + ix];
+}
+int main() {
+    int nx = 1 << 10, ny = 1 << 13;
+    DIMS
+    dim3 grid((nx - 1) / block.x + 1, (ny - 1) / block.y + 1);
+    scale2d<<<grid, block>>>(0, 0, nx, ny);
+}
+"""
+
+
+def test_every_declarator_of_a_host_declaration_gives_its_value():
+    spec = infer(SCALE2D.replace("DIMS", "dim3 block(16, 16);"))
+    assert sizes(spec) == {"nx": "1024", "ny": "8192"}
+    assert "size nx = 1024: from the host code (the launch at line 10 passes 'nx' = " \
+           "(1 << 10))" in spec.notes
+    assert spec.launch.block == ("16", "16")
+
+
+def test_declarations_split_at_top_level_commas_only():
+    assert declarations("int a = min(x, y), b = 2; long c; int d = 4;") == [
+        ("a", "min(x, y)", 25), ("b", "2", 25), ("d", "4", 44)]
+
+
+def test_a_dim3_block_of_integer_locals_is_their_values():
+    """``int dimx = 8, dimy = 8; dim3 block(dimx, dimy);``: the tile is 8x8, so a guessed
+    32x8 block would index shared memory past it."""
+    spec = infer(SCALE2D.replace("DIMS", "int dimx = 8, dimy = 4;\n    dim3 block(dimx, dimy);")
+                 .replace("10,", "11,"))
+    assert spec.launch.block == ("8", "4")
+    assert "block 8, 4: the launch at line 11" in spec.notes
+    assert spec.launch.grid == ("ceil_div(nx, block.x)", "ceil_div(ny, block.y)")
+
+
+# -- template defaults -------------------------------------------------------------------------
+
+def test_a_template_default_is_the_drafted_argument_and_its_block_stride_the_block():
+    """``NT = 256 / 4`` is 64: a block of 256 would index ``sh[NT]`` past its end."""
+    spec = infer("""\
+template <const int NT = 256 / 4>
+__global__ void sum_block(const float* x, float* y, int N) {
+    __shared__ float sh[NT];
+    int idx = blockIdx.x * NT + threadIdx.x;
+    sh[threadIdx.x] = idx < N ? x[idx] : 0.f;
+    __syncthreads();
+    if (threadIdx.x == 0) { float s = 0.f; for (int j = 0; j < NT; j++) s += sh[j]; y[blockIdx.x] = s; }
+}
+""")
+    assert spec.kernel == "sum_block<64>"
+    assert spec.launch.block == ("64",)
+    assert ("block 64: template argument NT = 64 of sum_block<64>: the body steps blockIdx.x "
+            "by NT before adding threadIdx.x, so a block has NT threads") in spec.notes
+    assert spec.launch.grid == ("ceil_div(N, 64)",)
+    assert buffers(spec) == {"x": ("in", "N", None, None),
+                             "y": ("out", "ceil_div(N, 64)", None, None)}
+
+
+SLICED = """\
+template <const int BM = DBM, const int BN = 32, const int BK = 32>
+__global__ void sliced(const float* a, const float* b, float* c, int M, int N, int K) {
+    __shared__ float s_a[BM][BK], s_b[BK][BN];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * BM + ty, col = blockIdx.x * BN + tx;
+    float sum = 0.f;
+    for (int bk = 0; bk < K / BK; ++bk) {
+        s_a[ty][tx] = a[row * K + bk * BK + tx];
+        s_b[ty][tx] = b[(bk * BK + ty) * N + col];
+        __syncthreads();
+        for (int k = 0; k < BK; ++k) sum += s_a[ty][k] * s_b[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) c[row * N + col] = sum;
+}
+"""
+
+
+def test_every_template_default_is_taken_and_guesses_count_every_shared_declarator():
+    assert infer(SLICED.replace("DBM", "32")).kernel == "sliced<32, 32, 32>"
+    # without defaults, 256 and 128 would need 512 and 128 KiB of s_a and s_b: 64 is 32 KiB
+    no_defaults = SLICED.replace(" = DBM", "").replace(" = 32", "")
+    assert infer(no_defaults).kernel == "sliced<64, 64, 64>"
+
+
+# -- checks of a sum: ``idx + k < N`` ----------------------------------------------------------
+
+def test_a_ternary_check_of_a_sum_bounds_the_read_it_guards():
+    """The only check is inside ``?:``: before, a was drafted 1 element long with N = 1."""
+    spec = infer("""\
+__global__ void sum8(const float* a, float* y, int N) {
+    int idx = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    float s = 0.f;
+    for (int i = 0; i < 8; ++i) s += ((idx + i) < N) ? a[idx + i] : 0.f;
+    atomicAdd(y, s);
+}
+""")
+    assert buffers(spec) == {"a": ("in", "N", None, None), "y": ("inout", "1", None, None)}
+    assert sizes(spec) == {"N": "1 << 24"}
+    assert scalars(spec) == {"N": "N"}
+    assert spec.launch.grid == ("ceil_div(N, 8 * block.x)",)
+    assert "grid.x: each block covers 8 * block.x of idx (blockIdx.x * 8 * block.x in its " \
+           "definition)" in spec.notes
+
+
+def test_if_checks_of_sums_bound_their_stores_and_the_index():
+    spec = infer("""\
+__global__ void add4(const float* a, float* c, int N) {
+    int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    if (idx + 0 < N) c[idx + 0] = a[idx];
+    if (idx + 2 < N) c[idx + 2] = a[idx + 2];
+}
+""")
+    assert buffers(spec)["c"] == ("out", "N", None, None)
+    assert buffers(spec)["a"] == ("in", "N", None, None)
+    assert spec.launch.grid == ("ceil_div(N, 4 * block.x)",)
+    assert "grid: idx has several bounds; the grid covers the smallest, N - 2" in spec.notes
+
+
+# -- dynamic shared memory from host expressions -----------------------------------------------
+
+TILES = """\
+__global__ void tiles(const float* q, float* o, int d) {
+    extern __shared__ float sram[];
+    float* qi = sram;
+    float* s = sram + 3 * 32 * d;
+    for (int x = 0; x < d; x++) qi[threadIdx.x * d + x] = q[blockIdx.x * 32 * d + threadIdx.x * d + x];
+    for (int y = 0; y < 16; y++) s[threadIdx.x * 16 + y] = qi[threadIdx.x * d];
+    __syncthreads();
+    o[blockIdx.x * 32 + threadIdx.x] = s[threadIdx.x * 16 + 15];
+}
+void run(const float* q, float* o, int nblocks, int d) {
+    const int Bc = 32; const int Br = 16;
+    const int sram_size = (3 * Bc * d * sizeof(float)) + (Bc * Br * sizeof(float));
+    tiles<<<nblocks, Bc, sram_size>>>(q, o, d);
+}
+"""
+
+
+def test_a_shared_size_built_from_host_constants_and_a_scalar_is_translated():
+    """Before, ``sram_size`` was left a GUESS of one float per thread (128 B; the kernel
+    needs (3 * 32 * d + 32 * 16) * 4 bytes)."""
+    spec = infer(TILES)
+    assert scalars(spec) == {"d": "1"}
+    assert spec.launch.block == ("32",)
+    assert spec.launch.shared == "3 * block.x * 1 * 4 + block.x * 16 * 4"
+    assert ("shared = 3 * block.x * 1 * 4 + block.x * 16 * 4: from the launch at line 13 "
+            "('sram_size'); with scalar d = 1 written in: change it here with d") in spec.notes
+
+
+# -- a template instance named by constants and locals -----------------------------------------
+
+def test_an_instance_launched_with_named_arguments_is_named_with_their_values():
+    """``rsum<BS, PER>`` is ``rsum<256, 16>`` in the compiled module; its reads reach
+    grid * B * PER elements of x (the fixed grid of 1024 blocks), not a default n."""
+    spec = infer("""\
+#define NTOTAL (1 << 22)
+#define BS 256
+template <unsigned int B, int PER>
+__global__ void rsum(const float* x, float* out, unsigned int n) {
+    unsigned int i = blockIdx.x * (B * PER) + threadIdx.x;
+    float s = 0.f;
+    for (int k = 0; k < PER; k++) s += x[i + k * B];
+    __shared__ float sh[B];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) { float t = 0.f; for (int j = 0; j < B; j++) t += sh[j]; out[blockIdx.x] = t; }
+}
+int main() {
+    const int blocks = 1024;
+    const int PER = NTOTAL / blocks / BS;
+    dim3 grid(blocks, 1), block(BS, 1);
+    rsum<BS, PER><<<grid, block>>>(0, 0, NTOTAL);
+}
+""")
+    assert spec.kernel == "rsum<256, 16>"
+    assert buffers(spec) == {"x": ("in", "4194304", None, None),
+                             "out": ("out", "1024", None, None)}
+    assert spec.launch.block == ("256",)
+    assert spec.launch.grid == ("1024",)
+    assert "length of x = 4194304: blockIdx.x in 'x[i + k * B]' runs over the launch's grid " \
+           "(1024 blocks along x, line 17)" in spec.notes
+
+
+# -- indices read through vector lanes ---------------------------------------------------------
+
+def test_bins_read_through_int4_lanes_give_the_input_a_range():
+    """``int4 r = INT4(a[idx]); atomicAdd(&y[r.x], 1)``: a's values index y, as the scalar
+    form ``int r = a[idx]; y[r]`` drafts; before, a had no range (negative bins)."""
+    spec = infer("""\
+#define INT4(v) (reinterpret_cast<const int4*>(&(v))[0])
+__global__ void hist4(const int* a, int* y, int N) {
+    int idx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    if (idx < N) {
+        int4 r = INT4(a[idx]);
+        atomicAdd(&y[r.x], 1); atomicAdd(&y[r.y], 1);
+        atomicAdd(&y[r.z], 1); atomicAdd(&y[r.w], 1);
+    }
+}
+""")
+    assert buffers(spec) == {"a": ("in", "N", "0", "n_y"), "y": ("inout", "n_y", None, None)}
+    assert sizes(spec) == {"N": "1 << 24", "n_y": "1024"}
+    assert "range of a set to [0, n_y): its values index rows of y" in spec.notes
