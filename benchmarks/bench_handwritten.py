@@ -44,8 +44,19 @@ def pairs(names: list[str]) -> list[tuple[Path, str]]:
         if not f.is_file():
             raise SystemExit(f"no hand-written file {f}")
         example, pass_name = f.stem.split(".", 1)
-        out.append((ROOT / "examples" / f"{example}.cu", pass_name))
+        out.append((_example_for(example, pass_name), pass_name))
     return out
+
+
+def _example_for(example: str, pass_name: str) -> Path:
+    """``examples/EXAMPLE.cu``, else the variant corpus's ``PASS/EXAMPLE.cu`` (a hand-written
+    version of a variant). Raises SystemExit naming both places when neither exists."""
+    for place in (ROOT / "examples" / f"{example}.cu",
+                  ROOT / "tests" / "data" / "variants" / pass_name / f"{example}.cu"):
+        if place.is_file():
+            return place
+    raise SystemExit(f"no kernel for the hand-written {example}.{pass_name}.cu: expected "
+                     f"examples/{example}.cu or tests/data/variants/{pass_name}/{example}.cu")
 
 
 def measure(runner, example: Path, pass_name: str) -> Optional[dict]:
