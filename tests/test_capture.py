@@ -436,8 +436,10 @@ def test_a_capture_of_another_kernel_is_refused(tmp_path):
     from cudalens.capture.replay import ReplayError, load_replay
     from cudalens.target import load_target
     ws, capture = _replay_workspace(tmp_path)
+    # a kernel that writes y (an empty body would be refused first: no output to verify)
     (ws / "scale.cu").write_text("__global__ void scale(int n, float a, const float* x, "
-                                 "float* y) { }\n")
+                                 "float* y) { int i = threadIdx.x; if (i < n) y[i] = a * x[i]; "
+                                 "}\n")
     with pytest.raises(ReplayError, match=r"is of kernel saxpy, not scale"):
         load_replay(capture, load_target(ws / "scale.cu", "scale"))
 

@@ -17,7 +17,8 @@ def _summary(cands):
 
 
 ALL_PASSES = ["restrict_const", "tiled_transpose", "regblock_matmul", "tiled_matmul",
-              "warp_reduce", "block_per_row", "warp_per_row", "stencil_tile", "vectorize_2d",
+              "warp_reduce", "block_per_row", "warp_per_row", "stencil_tile", "stencil_regs",
+              "vectorize_2d",
               "vectorize_gridstride", "gridstride", "hist_privatize", "coarsen_reduce",
               "column_reduce", "unroll", "fast_math", "launch_config", "launch_bounds"]
 
@@ -75,7 +76,7 @@ def _example_ctx(name):
     ("matmul", "restrict regblock-matmul tile=128x128x8 thread=8x8 block=16x16"),
     ("softmax", "restrict block-per-row+online unroll=4 block=256"),
     ("gemv", "restrict block-per-row unroll=4 block=256"),
-    ("stencil1d", "restrict stencil-tile unroll block=256"),
+    ("stencil1d", "restrict stencil-regs vec4 unroll block=512"),
 ])
 def test_structural_rewrites_lead_the_examples(name, first):
     cands = propose(_example_ctx(name), budget=24, seed=0)
