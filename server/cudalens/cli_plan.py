@@ -84,7 +84,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
         if problem:
             _fail(err, f"--json {json_path}: cannot write there ({problem})")
     try:
-        _, source = read_source(file)  # a parse error first: the spec is drafted from the tree
+        text, source = read_source(file)  # a parse error first: the spec is drafted from the tree
         kernel = select_kernel(source, kernel_name)
         inside = first_parse_error(source, kernel)
         anywhere = inside or first_parse_error(source)
@@ -99,7 +99,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
             err.print(escape(f"warning: {where}: the file does not parse as C++ from here "
                              f"(outside kernel {kernel.qualified_name}); the plan may be wrong "
                              f"({check})"), highlight=False, soft_wrap=True)
-        target = load_target(file, kernel_name)
+        target = load_target(file, kernel_name, read=(text, source))  # read once
     except CudalensError as exc:
         _fail(err, str(exc))
     plan = plan_for_target(target, seed=seed, batch=batch)

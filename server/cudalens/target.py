@@ -240,8 +240,9 @@ def first_parse_error(source: SourceFile, kernel: Optional[Kernel] = None):
     return None
 
 
-def load_target(path: Path, kernel_name: Optional[str] = None) -> Target:
-    text, source = read_source(path)
+def load_target(path: Path, kernel_name: Optional[str] = None,
+                read: Optional[tuple[str, SourceFile]] = None) -> Target:
+    text, source = read if read is not None else read_source(path)
     kernel = select_kernel(source, kernel_name)
     check_spec_sections(path, source)
     spec, origin = load_spec(path, source, kernel, template_instance(kernel_name))
