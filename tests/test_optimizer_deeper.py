@@ -92,7 +92,8 @@ def _outputs_match(v: Variant, params: dict, rel: float = 1e-5) -> None:
 
 @block_sim.needs_gxx
 @pytest.mark.parametrize("file,params", [
-    ("hist_privatize/bytes_sizet.cu", {"per_warp": True, "blocks_per_sm": 8}),
+    ("hist_privatize/bytes_sizet.cu", {"per_warp": True, "blocks_per_sm": 8, "vector": 1}),
+    ("hist_privatize/bytes_sizet.cu", {"per_warp": True, "blocks_per_sm": 16, "vector": 16}),
     ("hist_privatize/early_return_ptr.cu", {"per_warp": True, "blocks_per_sm": 16}),
     ("hist_privatize/weighted_float.cu", {"per_warp": False, "blocks_per_sm": 32}),
     ("column_reduce/max_abs.cu", {"tile": (16, 32)}),
@@ -170,6 +171,157 @@ __global__ void k(const int* x, unsigned int* h, int* y, int n) {
         "memory a block has")
     with pytest.raises(PassNotApplicable, match="hist_privatize on k: h has 20000 bins"):
         hist_privatize.apply(ctx)
+
+
+def test_histogram_vector_form_comes_first_with_int4_loads_and_the_alignment_test():
+    ctx = _example("histogram")
+    space = hist_privatize.parameter_space(ctx)
+    assert space[:2] == ({"per_warp": False, "blocks_per_sm": 8, "vector": 4},
+                         {"per_warp": False, "blocks_per_sm": 4, "vector": 4})
+    assert [s["vector"] for s in space] == [4] * 6 + [1] * 6
+    result = hist_privatize.apply(ctx, **space[0])
+    src = result.source
+    assert "    if (reinterpret_cast<size_t>(values) % 16 == 0) {\n" \
+           "        for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < (n) / 4; " \
+           "q += gridDim.x * blockDim.x) {\n" \
+           "            alignas(16) int elems[4];\n" \
+           "            *reinterpret_cast<int4*>(elems) = " \
+           "reinterpret_cast<const int4*>(values)[q];\n" in src
+    assert "            for (int j = 0; j < 4; ++j) {\n" \
+           "                atomicAdd(&s_bins[elems[j]], 1u);\n" in src
+    # the ragged tail, then the misaligned pointer's loop, both with the user's statement
+    assert "        for (int i = (n) / 4 * 4 + blockIdx.x * blockDim.x + threadIdx.x; i < n; " \
+           "i += gridDim.x * blockDim.x) {\n            atomicAdd(&s_bins[values[i]], 1u);\n" \
+           in src
+    assert "    } else {\n        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; " \
+           "i += gridDim.x * blockDim.x) {\n            atomicAdd(&s_bins[values[i]], 1u);\n" \
+           in src
+    assert src.count("atomicAdd(&s_bins[values[i]], 1u);") == 2
+    assert result.tags == ("hist-privatize", "grid=8*SMs", "vec4")
+    assert "loads 4 elements of values at a time (int4)" in result.explanation
+    # the default is the vector form; vector=1 the scalar loop alone
+    assert hist_privatize.apply(ctx).source == src
+    scalar = hist_privatize.apply(ctx, vector=1).source
+    assert "int4" not in scalar and "reinterpret_cast" not in scalar
+
+
+def test_histogram_vector_form_of_bytes_loads_sixteen_and_keeps_the_bin_expression():
+    ctx = context(Variant("hist_privatize", VARIANTS / "hist_privatize" / "image_bins_uint.cu"))
+    assert hist_privatize.parameter_space(ctx)[0] == {"per_warp": False, "blocks_per_sm": 8,
+                                                     "vector": 16}
+    src = hist_privatize.apply(ctx).source
+    assert "alignas(16) unsigned char elems[16];" in src
+    assert "*reinterpret_cast<int4*>(elems) = reinterpret_cast<const int4*>(pixels)[q];" in src
+    assert "for (unsigned int q = blockIdx.x * blockDim.x + threadIdx.x; q < (num_pixels) / 16;" \
+           in src
+    assert "                const unsigned int bin = elems[j] % NUM_BINS;\n" \
+           "                atomicAdd(&s_histo[bin], 1);\n" in src
+    # the index is not used but by the replaced read: no per-lane copy of it
+    assert "unsigned int tid = q * 16 + j;" not in src
+    with pytest.raises(ValueError, match="vector is 1 or 16 for pixels, not 4"):
+        hist_privatize.apply(ctx, vector=4)
+
+
+def test_histogram_vector_form_declares_the_index_where_the_statements_use_it():
+    text = """
+__global__ void k(const int* x, unsigned int* h, int* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&h[(x[i] + i) % 256], 1u);
+}"""
+    src = hist_privatize.apply(context_with_spec(text, "k", HIST_SPEC)).source
+    assert "                int i = q * 4 + j;\n" \
+           "                atomicAdd(&s_h[(elems[j] + i) % 256], 1u);\n" in src
+
+
+def test_histogram_vector_form_needs_one_input_read_at_the_index():
+    v = Variant("hist_privatize", VARIANTS / "hist_privatize" / "weighted_float.cu")
+    ctx = context(v)
+    assert all(s["vector"] == 1 for s in hist_privatize.parameter_space(ctx))
+    with pytest.raises(PassNotApplicable, match="hist_privatize on weighted_hist: vector loads: "
+                                                "the per-thread statements read label, weight; "
+                                                "the vector form loads one buffer"):
+        hist_privatize.apply(ctx, vector=4)
+    assert "int4" not in hist_privatize.apply(ctx).source
+    shifted = """
+__global__ void k(const int* x, unsigned int* h, int* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n - 1) atomicAdd(&h[x[i + 1]], 1u);
+}"""
+    with pytest.raises(PassNotApplicable, match=r"vector loads: the read 'x\[i \+ 1\]' \(line 4\) "
+                                                r"is not at blockIdx.x \* 256 \+ threadIdx.x"):
+        hist_privatize.apply(context_with_spec(shifted, "k", HIST_SPEC), vector=4)
+
+
+VECTOR_HISTS = ["example:histogram", "hist_privatize/bytes_sizet.cu",
+                "hist_privatize/image_bins_uint.cu", "hist_privatize/early_return_ptr.cu",
+                "hist_privatize/shift_bins_int.cu"]
+
+
+def _hist_case(file: str):
+    """(context, sizes with the element count 1003: not a multiple of 4 or 16)."""
+    if file.startswith("example:"):
+        ctx = _example(file.split(":")[1])
+        return ctx, {"n": 1003, "nbins": 256}
+    folder, name = file.split("/")
+    v = Variant(folder, VARIANTS / folder / name)
+    ctx = context(v)
+    sizes = sim_sizes(v, ctx)
+    return ctx, {**sizes, ctx.spec.sizes[0].name: 1003}
+
+
+def _input(ctx) -> str:
+    [name] = [d.name for d in ctx.spec.params if isinstance(d, BufferDecl) and d.role == "in"]
+    return name
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("shift", [0, 1, 3])
+@pytest.mark.parametrize("file", VECTOR_HISTS)
+def test_histogram_vector_form_counts_the_originals_bins_at_any_offset(file, shift):
+    """A ragged count and the input's pointer moved off 16 bytes by ``shift`` elements (the
+    program built with the alignment check: an int4 load at a misaligned address fails)."""
+    ctx, sizes = _hist_case(file)
+    kernel = ctx.kernel.qualified_name
+    result = hist_privatize.apply(ctx)
+    assert "int4" in result.source
+    moved = {_input(ctx): shift}
+    before = block_sim.run(ctx.text, kernel, ctx.spec, sizes, shift=moved)
+    after = block_sim.run(result.source, kernel, ctx.spec, sizes, result.launch, shift=moved)
+    assert after.buffers == before.buffers
+    [out] = [d.name for d in ctx.spec.params if isinstance(d, BufferDecl) and d.role != "in"]
+    assert sum(before.buffers[out][:-block_sim.GUARD]) == 1003  # every element counted once
+    block_sim.run(result.source, kernel, ctx.spec, sizes, ctx.spec.launch, checked=True,
+                  shift=moved)
+
+
+@block_sim.needs_gxx
+def test_histogram_vector_loop_and_tail_alone_count_every_element():
+    """With the alignment test forced true, the vector loop and the tail alone give the
+    original's bins on an aligned input (so the aligned runs above took them), and an input
+    moved by one element stops the program at the misaligned int4 load: the test is what
+    keeps the offset runs correct."""
+    ctx, sizes = _hist_case("example:histogram")
+    result = hist_privatize.apply(ctx)
+    test = "if (reinterpret_cast<size_t>(values) % 16 == 0) {"
+    assert result.source.count(test) == 1
+    forced = result.source.replace(test, "if (true) {")
+    before = block_sim.run(ctx.text, "histogram", ctx.spec, sizes)
+    after = block_sim.run(forced, "histogram", ctx.spec, sizes, result.launch)
+    assert after.buffers == before.buffers
+    block_sim.run(forced, "histogram", ctx.spec, sizes, result.launch, shift={"values": 4})
+    with pytest.raises(AssertionError, match="misaligned"):
+        block_sim.run(forced, "histogram", ctx.spec, sizes, result.launch, shift={"values": 1})
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("shift", [0, 1])
+def test_handwritten_histogram_tests_the_alignment(shift):
+    ctx, sizes = _hist_case("example:histogram")
+    hand = (ROOT / "benchmarks" / "handwritten" / "histogram.hist_privatize.cu").read_text()
+    launch = hist_privatize.apply(ctx).launch
+    before = block_sim.run(ctx.text, "histogram", ctx.spec, sizes, shift={"values": shift})
+    after = block_sim.run(hand, "histogram", ctx.spec, sizes, launch, shift={"values": shift})
+    assert after.buffers == before.buffers
 
 
 REDUCE_SPEC = """

@@ -59,7 +59,8 @@ class Histogram:
     ``hist_uses`` its identifier nodes (each the first argument of an ``atomicAdd``);
     ``element_type``: its C element type (``unsigned int``); ``element_bytes``; ``bins``: the
     number of bins (the spec's length of ``hist``, the larger of the nominal and ragged
-    runs); ``block``: the spec's block size; ``float_counts``: the bins hold floats.
+    runs); ``block``: the spec's block size; ``float_counts``: the bins hold floats;
+    ``index_decl``: the declaration of ``index`` (the body's first statement).
     """
 
     parsed: Parsed
@@ -76,6 +77,7 @@ class Histogram:
     bins: int
     block: int
     float_counts: bool
+    index_decl: Optional[tree_sitter.Node] = None
 
 
 def _fail(msg: str, line: Optional[int] = None) -> NotHistogram:
@@ -282,4 +284,4 @@ def match(ctx: PassContext) -> Histogram:
     return Histogram(parsed, index, index_type, parsed.text_of(init),
                      parsed.text_of(unparen(bound_node)), bound_spec, tuple(guarded), hist,
                      tuple(hist_uses[hist]), etype, nbytes, bins, block[0],
-                     dtypes.is_float(decl.type))
+                     dtypes.is_float(decl.type), stmts[0])

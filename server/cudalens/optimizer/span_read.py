@@ -115,14 +115,16 @@ def _conditions(read: tree_sitter.Node, top: tree_sitter.Node,
 
 
 def match(ctx, stmts: list[tree_sitter.Node], parsed: Parsed, tids: set[str],
-          block_x: int) -> Span:
+          block_x: int, ignore: frozenset[str] = frozenset()) -> Span:
     """The span read of the per-thread statements ``stmts`` (module doc) for blocks of
-    ``block_x`` threads; ``tids``: the locals equal to ``threadIdx.x``.
+    ``block_x`` threads; ``tids``: the locals equal to ``threadIdx.x``; ``ignore``: pointer
+    parameters whose uses are not reads to match (a histogram's ``atomicAdd`` target, which
+    the caller handles).
 
     Raises:
         NotSpan: the statements read another way (the message says how, with its line).
     """
-    pointers = {q.name for q in ctx.kernel.parameters if q.is_pointer}
+    pointers = {q.name for q in ctx.kernel.parameters if q.is_pointer} - set(ignore)
     uses = [u for s in stmts for u in pointer_uses(s, parsed, pointers)]
     if not uses:
         raise _fail("the per-thread statements read no pointer parameter")
