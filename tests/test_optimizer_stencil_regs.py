@@ -67,19 +67,74 @@ def test_example_rewrite_keeps_the_statements_once_and_loads_a_float4_window():
     assert result.launch.block == ("256",)
     assert result.launch.grid == ("ceil_div(ceil_div(n, block.x), 4)",)
     assert "const int total = ((n + 256 - 1) / 256) * 256;  // the original's threads" in src
-    assert "auto one = [&](int i, const float* in_at, int in_k) {" in src
+    assert "auto out_el = [](float* at, int k, unsigned& m, int s) -> float& { m |= 1u << s; " \
+           "return at[k]; };" in src
+    assert "auto one = [&](int i, const float* in_at, int in_k, float* out_at, int out_k, " \
+           "unsigned& out_m, int slot) {" in src
     assert src.count("if (i < RADIUS || i >= n - RADIUS) {") == 1  # one copy of the statements
     assert "acc += w[r + RADIUS] * in_at[in_k + r];" in src
-    assert "out[i] = in_at[in_k];" in src
+    assert "out_el(out_at, out_k, out_m, slot) = in_at[in_k];" in src
+    assert "out_el(out_at, out_k, out_m, slot) = acc;" in src
+    assert "out[i] =" not in src[src.index("__global__"):]  # every store through its slot
     assert "if (reinterpret_cast<size_t>(in) % 16 == 0 && i0 >= 3 && i0 + 6 < n) {" in src
     assert "const float4 in_v = *reinterpret_cast<const float4*>(&in[i0]);" in src
     assert "const float in_win[10] = {in[i0 - 3], in[i0 - 2], in[i0 - 1], in_v.x, in_v.y, " \
            "in_v.z, in_v.w, in[i0 + 4], in[i0 + 5], in[i0 + 6]};" in src
-    assert "for (int j = 0; j < 4; ++j) one(i0 + j, in_win, j + 3);" in src
-    assert "for (int j = 0; j < 4; ++j) one(i0 + j, in, i0 + j);" in src
+    assert "for (int j = 0; j < 4; ++j) one(i0 + j, in_win, j + 3, out_r, j, out_m, j);" in src
+    assert "for (int j = 0; j < 4; ++j) one(i0 + j, in, i0 + j, out, i0 + j, out_m, j);" in src
     assert "long long" not in src  # the spec's sizes fit int
     assert "bit for bit the original's" in result.explanation
     assert "also correct under the user's launch" in result.explanation
+    assert "4 results of out leave in one float4 store when all 4 outputs are stored and out " \
+           "is aligned" in \
+        result.explanation
+
+
+def test_example_fast_path_stores_the_four_results_with_one_float4():
+    src = stencil_regs.apply(_example()).source
+    fast = src[src.index("if (reinterpret_cast<size_t>(in) % 16 == 0"):src.index("} else {\n"
+                                                                                  "            unsigned")]
+    lines = [l.strip() for l in fast.splitlines()]
+    at = lines.index("float out_r[4];")
+    assert lines[at:at + 9] == [
+        "float out_r[4];",
+        "unsigned out_m = 0u;",
+        "#pragma unroll",
+        "for (int j = 0; j < 4; ++j) one(i0 + j, in_win, j + 3, out_r, j, out_m, j);",
+        # all four outputs stored (each took a branch that stores it) and out aligned too
+        "if (out_m == 0xfu && reinterpret_cast<size_t>(out) % 16 == 0) {",
+        "*reinterpret_cast<float4*>(&out[i0]) = float4{out_r[0], out_r[1], out_r[2], "
+        "out_r[3]};",
+        "} else {",
+        "#pragma unroll",
+        "for (int j = 0; j < 4; ++j) if (out_m >> j & 1u) out[i0 + j] = out_r[j];",
+    ]
+    assert fast.count("reinterpret_cast<float4*>") == 1
+
+
+def test_double_and_int_outputs_get_their_own_vector_store():
+    double = stencil_regs.apply(_ctx("stencil_regs/double_laplacian.cu")).source
+    assert "if (lap_m == 0x3u && reinterpret_cast<size_t>(lap) % 16 == 0) {" in double
+    assert "*reinterpret_cast<double2*>(&lap[i0]) = double2{lap_r[0], lap_r[1]};" in double
+    ints = stencil_regs.apply(_ctx("stencil_regs/int_box_loop.cu")).source
+    assert "*reinterpret_cast<int4*>(&sums[i0]) = int4{sums_r[0], sums_r[1], sums_r[2], " \
+           "sums_r[3]};" in ints
+    # a table read beside the window (the taps) does not stop the output's vector store
+    fir = stencil_regs.apply(_ctx("stencil_regs/fir_taps_param.cu")).source
+    assert "*reinterpret_cast<float4*>(&y[i0]) = float4{y_r[0], y_r[1], y_r[2], y_r[3]};" in fir
+
+
+def test_an_output_also_read_keeps_its_scalar_stores():
+    ctx = context_with_spec("""
+__global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 1 || i >= n - 1) return;
+    y[i] = x[i - 1] + x[i + 1];
+    y[i] = y[i] * 0.5f;
+}""", "k", SPEC.format(t="float"))
+    src = stencil_regs.apply(ctx).source
+    assert "reinterpret_cast<float4*>" not in src and "y_r" not in src
+    assert "y[i] = y[i] * 0.5f;" in src
 
 
 @needs_nvcc
@@ -93,6 +148,8 @@ def test_every_rewrite_compiles_with_a_vector_load_and_no_local_memory():
     for f, got in zip(files, results):
         assert got.ok, (f, got.stderr)
         assert re.search(r"ld\.global(\.nc)?\.v(4|2\.f64)", got.ptx), f
+        # the fast path's results leave in one vector store
+        assert len(re.findall(r"st\.global\.v(4\.(f32|u32|s32|b32)|2\.f64)", got.ptx)) == 1, f
         assert not re.search(r"(ld|st)\.local", got.ptx), f  # the window stays in registers
 
 
@@ -117,6 +174,49 @@ def test_every_output_is_bit_for_bit_the_originals_at_any_offset(file, shift):
     assert after.buffers == before.buffers  # the same reads in the same order per output
     out = next(d.name for d in ctx.spec.params if isinstance(d, BufferDecl) and d.role == "out")
     assert 77 not in before.buffers[out][:1003 - 8]
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("file", ["example"] + [f for f in FILES if f.startswith("stencil_regs/")])
+def test_a_misaligned_output_at_a_ragged_size_gets_the_originals_values_in_range(file):
+    # the input aligned (the window is used), the output one element off 16 bytes: the
+    # vector store must give way to the scalar ones (the alignment sanitizer stops a
+    # misaligned vector store); checked: every access inside the buffers
+    ctx = _ctx(file)
+    n = 1001
+    sizes = {ctx.spec.sizes[0].name: n}
+    bufs = [d for d in ctx.spec.params if isinstance(d, BufferDecl)]
+    out = next(d.name for d in bufs if d.role == "out")
+    moved = {out: 1}
+    result = stencil_regs.apply(ctx)
+    kernel = ctx.kernel.qualified_name
+    before = block_sim.run(ctx.text, kernel, ctx.spec, sizes, checked=True, shift=moved)
+    after = block_sim.run(result.source, kernel, ctx.spec, sizes, result.launch, checked=True,
+                          shift=moved)
+    assert after.buffers == before.buffers
+    assert 77 not in before.buffers[out][:n - 8]  # the original writes the outputs compared
+
+
+@block_sim.needs_gxx
+def test_outputs_the_original_skips_stay_untouched_beside_the_vector_store():
+    # y[i] is stored only where x[i] > 0.5: a chunk with a skipped output must not store its
+    # slot (nor the whole vector); the others are stored one by one
+    spec = SPEC.format(t="float").replace("in x: float[n]", "in x: float[n] range(0, 1)")
+    ctx = context_with_spec("""
+__global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 1 || i >= n - 1) return;
+    if (x[i] > 0.5f) y[i] = x[i - 1] + x[i + 1];
+}""", "k", spec)
+    result = stencil_regs.apply(ctx)
+    assert "*reinterpret_cast<float4*>(&y[i0]) = float4{y_r[0], y_r[1], y_r[2], y_r[3]};" in \
+        result.source
+    sizes = {"n": 1003}
+    before = block_sim.run(ctx.text, "k", ctx.spec, sizes, checked=True)
+    after = block_sim.run(result.source, "k", ctx.spec, sizes, result.launch, checked=True)
+    assert after.buffers == before.buffers
+    skipped = before.buffers["y"][1:1002].count(77)
+    assert 0 < skipped < 1001  # some outputs stored, some left as they were
 
 
 @block_sim.needs_gxx

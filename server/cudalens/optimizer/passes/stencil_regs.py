@@ -30,6 +30,19 @@ the original's thread), and calls it for ``i0 .. i0 + W - 1``:
   (loops over the offsets get ``#pragma unroll`` so the window stays in registers);
 - elsewhere (the buffer's ends, a misaligned pointer) through the original statements.
 
+On the window's path the outputs are stored together: where every pointer parameter the
+statements write is only written, as ``out[INDEX] = EXPR`` with ``INDEX`` the thread's index
+itself, and holds ``float``, ``double``, ``int`` or ``unsigned int``, each such store becomes
+``out_el(out_at, out_k, out_m, slot) = EXPR``: the element ``out_at[out_k]`` (the buffer at
+the index on the other path, a register array of the chunk's ``W`` results on the window's)
+with output ``slot``'s bit set in the mask ``out_m``. After the ``W`` outputs, when every bit
+is set (each output took a branch that stores it) and ``out`` is aligned to the vector
+(tested at run time), the results leave in one 16-byte vector store (``float4``, ``int4``,
+``uint4``, ``double2``; ``W * sizeof`` past 16 bytes: several), else the stored ones one by
+one. Each output then holds the value the original's thread left in it last; outputs the
+original does not store stay untouched. A written buffer that is also read or updated keeps
+every store where the original makes it.
+
 Each output gets the same values in the same order with the same weights (the original's own
 expressions), so the results are bit for bit the original's, boundary branches included. Reads
 of an index clamped with ``min``/``max`` keep reading memory. The threads step over the
@@ -52,6 +65,7 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.passes import stencil_tile
 from cudalens.optimizer.passes.coarsen_reduce import spec_to_c
+from cudalens.optimizer.pointer_uses import pointer_uses
 from cudalens.optimizer.reasons import Reason
 from cudalens.spec import expr as spec_expr
 
@@ -62,6 +76,61 @@ MAX_RADIUS = 8
 _VECTORS = {"float": ("float4", 4), "double": ("double2", 2), "int": ("int4", 4),
             "unsigned int": ("uint4", 4), "unsigned": ("uint4", 4)}
 _COMPONENTS = "xyzw"
+# element type -> (bytes, {elements: vector type}) for the stores of the outputs
+_STORES = {"float": (4, {1: "float", 2: "float2", 4: "float4"}),
+           "double": (8, {1: "double", 2: "double2"}),
+           "int": (4, {1: "int", 2: "int2", 4: "int4"}),
+           "unsigned int": (4, {1: "unsigned int", 2: "uint2", 4: "uint4"}),
+           "unsigned": (4, {1: "unsigned int", 2: "uint2", 4: "uint4"})}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Store:
+    """An output buffer whose ``width`` results of a chunk are stored as vectors: ``pieces``
+    vectors of type ``vec``, ``per`` elements each, ``align`` bytes each (``per * size``);
+    ``writes``: its ``buffer[index]`` nodes, each the left side of a plain ``=``."""
+
+    buffer: str
+    ctype: str
+    vec: str
+    per: int
+    pieces: int
+    align: int
+    writes: tuple
+
+
+def _vector_stores(ctx: PassContext, m, stmts, width: int) -> tuple[_Store, ...]:
+    """The output buffers the fast path stores as vectors (``_Store``): every pointer
+    parameter the statements write, when each is only written (never read or updated), as ``BUF[INDEX] = EXPR`` with
+    ``INDEX`` the thread's index itself, and holds a type of ``_STORES``; else ``()`` (every
+    write then stays a scalar store where the original makes it, as before)."""
+    p = m.parsed
+    tiled = {t.buffer for t in m.tiled}
+    out = []
+    for q in ctx.kernel.parameters:
+        if not q.is_pointer or q.name in tiled:
+            continue
+        uses = [u for s in stmts for u in pointer_uses(s, p, {q.name})]
+        if all(u.kind == "read" for u in uses):
+            continue  # not written (a table such as filter taps, read as written)
+        for u in uses:
+            parent = u.access.parent if u.access is not None else None
+            if u.kind != "write" or u.form != "subscript" or u.index is None or \
+                    parent is None or parent.type != "assignment_expression" or \
+                    parent.child_by_field_name("left") != u.access or \
+                    unparen(u.index).type != "identifier" or \
+                    p.text_of(unparen(u.index)) != m.index:
+                return ()
+        ctype = " ".join(q.type.split())
+        if ctype not in _STORES:
+            return ()
+        size, vecs = _STORES[ctype]
+        per = min(width, VECTOR_BYTES // size)
+        if per not in vecs or width % per:
+            return ()
+        out.append(_Store(q.name, ctype, vecs[per], per, width // per, per * size,
+                          tuple(u.access for u in uses)))
+    return tuple(out)
 
 
 def _plan(ctx: PassContext):
@@ -192,6 +261,13 @@ def apply(ctx: PassContext) -> PassResult:
     vecs = {t.buffer: w.fresh(f"{t.buffer}_v") for t in m.tiled}
     srcs = {t.buffer: w.fresh(f"{t.buffer}_at") for t in m.tiled}
     starts = {t.buffer: w.fresh(f"{t.buffer}_k") for t in m.tiled}
+    stores = _vector_stores(ctx, m, stmts, width)
+    results = {st.buffer: w.fresh(f"{st.buffer}_r") for st in stores}
+    masks = {st.buffer: w.fresh(f"{st.buffer}_m") for st in stores}
+    dsts = {st.buffer: w.fresh(f"{st.buffer}_at") for st in stores}
+    dks = {st.buffer: w.fresh(f"{st.buffer}_k") for st in stores}
+    els = {st.buffer: w.fresh(f"{st.buffer}_el") for st in stores}
+    slot = w.fresh("slot") if stores else None
     # one copy of the statements: each windowed read IN[IDX] from SRC[AT + (IDX - i)], SRC
     # the register window (AT the output's slot in it) or the buffer itself (AT = i); the
     # offset IDX - i stays a constant even where a branch pins i (if (i == 0) ...)
@@ -203,6 +279,13 @@ def apply(ctx: PassContext) -> PassResult:
             edits.append(Edit(read.start_byte, read.end_byte,
                               f"{srcs[t.buffer]}[{starts[t.buffer]}"
                               f"{_offset_text(p, idx, m.index)}]"))
+    # each stored element BUF[i] to EL(DST, K, M, SLOT): DST[K] (the buffer at i, or the
+    # chunk's result slot), marking the output's slot SLOT as written in the mask M
+    for st in stores:
+        for node in st.writes:
+            b = st.buffer
+            edits.append(Edit(node.start_byte, node.end_byte,
+                              f"{els[b]}({dsts[b]}, {dks[b]}, {masks[b]}, {slot})"))
     for n in (n for s in stmts for n in walk(s)):
         if n.type != "for_statement" or for_header(n, p) is None:
             continue
@@ -214,11 +297,19 @@ def apply(ctx: PassContext) -> PassResult:
     first_indent = line_indent(p.data, stmts[0].start_byte)
     text = _statements_text(p, stmts, edits)
     vec_name = _VECTORS[" ".join(m.tiled[0].ctype.split())][0]
-    args = ", ".join(f"const {t.ctype}* {srcs[t.buffer]}, {itype} {starts[t.buffer]}"
-                     for t in m.tiled)
+    args = ", ".join([f"const {t.ctype}* {srcs[t.buffer]}, {itype} {starts[t.buffer]}"
+                      for t in m.tiled] +
+                     [f"{st.ctype}* {dsts[st.buffer]}, {itype} {dks[st.buffer]}, "
+                      f"unsigned& {masks[st.buffer]}" for st in stores] +
+                     ([f"int {slot}"] if stores else []))
     w(1, f"// {width} outputs per thread: one {vec_name} load and the halo in registers serve "
          f"the neighbour reads")
     w(1, f"const {ctype} {total} = ({grid}) * {block};  // the original's threads")
+    for st in stores:
+        at, k, mk, s = w.fresh("at"), w.fresh("k"), w.fresh("m"), w.fresh("s")
+        w(1, f"auto {els[st.buffer]} = []({st.ctype}* {at}, {itype} {k}, unsigned& {mk}, "
+             f"int {s}) -> {st.ctype}& {{ {mk} |= 1u << {s}; return {at}[{k}]; }};  "
+             f"// the element, marked stored")
     w(1, f"auto {one} = [&]({itype} {m.index}, {args}) {{")
     w.lines += _reindent(text, w.base + w.unit * 2, first_indent)
     w(1, "};")
@@ -242,9 +333,35 @@ def apply(ctx: PassContext) -> PassResult:
              f"{{{', '.join(parts)}}};")
         calls.append(f"{wins[t.buffer]}, {j} + {below}" if below else f"{wins[t.buffer]}, {j}")
         plain.append(f"{t.buffer}, {i0} + {j}")
+    for st in stores:
+        b = st.buffer
+        w(3, f"{st.ctype} {results[b]}[{width}];")
+        w(3, f"unsigned {masks[b]} = 0u;")
+        calls.append(f"{results[b]}, {j}, {masks[b]}")
+        plain.append(f"{b}, {i0} + {j}, {masks[b]}")
+    if stores:
+        calls.append(j)
+        plain.append(j)
     w(3, "#pragma unroll")
     w(3, f"for (int {j} = 0; {j} < {width}; ++{j}) {one}({i0} + {j}, {', '.join(calls)});")
+    full = f"{(1 << width) - 1:#x}u"
+    for st in stores:
+        b, r = st.buffer, results[st.buffer]
+        # every output of the chunk stored (each took a branch that stores it) and the
+        # buffer aligned: one vector store per 16 bytes; else the stored ones, one by one
+        w(3, f"if ({masks[b]} == {full} && reinterpret_cast<size_t>({b}) % {st.align} == 0) {{")
+        for k in range(st.pieces):
+            at = f"{i0} + {k * st.per}" if k else i0
+            elems = ", ".join(f"{r}[{k * st.per + e}]" for e in range(st.per))
+            w(4, f"*reinterpret_cast<{st.vec}*>(&{b}[{at}]) = {st.vec}{{{elems}}};")
+        w(3, "} else {")
+        w(4, "#pragma unroll")
+        w(4, f"for (int {j} = 0; {j} < {width}; ++{j}) if ({masks[b]} >> {j} & 1u) "
+             f"{b}[{i0} + {j}] = {r}[{j}];")
+        w(3, "}")
     w(2, "} else {")
+    for st in stores:
+        w(3, f"unsigned {masks[st.buffer]} = 0u;  // unused: the outputs are stored in place")
     w(3, f"for (int {j} = 0; {j} < {width}; ++{j}) {one}({i0} + {j}, {', '.join(plain)});")
     w(2, "}")
     w(1, "}")
@@ -264,5 +381,11 @@ def apply(ctx: PassContext) -> PassResult:
                    f"(tested at run time), the original reads elsewhere; the threads step "
                    f"over the original's {block}-thread grid, so the kernel is also correct "
                    f"under the user's launch; grid ceil_div({grid_spec}, {width})")
+    for st in stores:
+        vecs = f"one {st.vec}" if st.pieces == 1 else f"{st.pieces} {st.vec}"
+        explanation += (f"; on the window's path the {width} results of {st.buffer} leave in "
+                        f"{vecs} store{'s' if st.pieces > 1 else ''} when all {width} outputs "
+                        f"are stored and {st.buffer} is aligned (tested at run time), else "
+                        f"one by one")
     return PassResult(source=source, launch=launch, tags=("stencil-regs", f"vec{width}"),
                       explanation=explanation)
