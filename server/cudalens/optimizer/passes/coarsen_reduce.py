@@ -37,6 +37,17 @@ time: the pointer may be an offset into an allocation) and the block is the rewr
 threads; each element still runs the user's statements. Other blocks (the ragged last one, a
 misaligned buffer, another launch's block) take the scalar loop. Offered besides the scalar
 form, not instead of it: the search times both.
+
+``warps_per_block`` ``W`` (8 and 4, with and without ``vector``): the grouped form. One-warp
+blocks cap an SM at its resident-block limit (32 on sm_90: 1024 of 2048 threads), so these
+launch blocks of ``32 * W`` threads over ``ceil_div(G, W)`` blocks (``G`` the original grid):
+warp ``w`` of block ``b`` does what original block ``b * W + w`` did, the same statements
+with ``blockIdx.x`` replaced by that number, and writes the same output; a warp whose number
+is past ``G`` (the last, partial group) returns, as does every block of another size
+(``structural.block_guard``'s contract). Needs ``G`` written over the scalar parameters
+(``spec_to_c``) and a final statement free of ``gridDim``. Where the result is per-block
+partials it comes first in the parameter space (8 warps with vector loads the expected
+best); after the loop forms where it is one atomic total.
 """
 
 from __future__ import annotations
@@ -207,7 +218,9 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     atomic per warp instead of one per original block), 32 first. Then each of those again
     with ``vector`` where the per-thread statements read one guarded span
     (``cudalens.optimizer.span_read``) and the block holds a whole number of vectors per
-    lane (``vector_width``): the scalar forms first, so both are timed."""
+    lane (``vector_width``): the scalar forms first, so both are timed. ``warps_per_block``
+    8 and 4 (vector forms first) where ``_grouped_reason`` allows: before all of those for
+    per-block outputs, after them for an atomic total."""
     reason, m, bx = _plan(ctx)
     atomic = m is not None and _atomic_total(m, m.parsed) and _blocks_c(ctx, bx)
     if atomic:
