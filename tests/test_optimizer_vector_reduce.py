@@ -42,25 +42,33 @@ def _example(name: str):
 def test_plan_offers_the_vector_form_beside_the_scalar_one_in_the_first_batch():
     plan = make_plan(_example("reduce_sum"))
     labels = {c.label: c for c in plan.candidates if "coarsen_reduce" in c.passes}
-    assert {"warp-per-block", "warp-per-block vec4", "restrict warp-per-block vec4"} <= \
-        set(labels)
-    assert labels["warp-per-block vec4"].first_batch
-    assert labels["warp-per-block"].first_batch
+    assert {"warp-per-block", "warp-per-block vec4", "restrict warp-per-block vec4",
+            "warp-per-block warps=8 vec4", "warp-per-block warps=8"} <= set(labels)
+    # the grouped forms (8 warps per block) are the expected best: they go first
+    assert labels["warp-per-block warps=8 vec4"].first_batch
+    assert labels["restrict warp-per-block warps=8 vec4"].first_batch
+    assert labels["warp-per-block warps=8"].first_batch
+    assert labels["warp-per-block warps=8 vec4"].launch.block == ("256",)
 
 
 def test_example_vector_form_tests_the_address_and_the_bound_then_loads_float4():
     ctx = _example("reduce_sum")
     assert coarsen_reduce.parameter_space(ctx) == (
+        {"blocks_per_sm": None, "warps_per_block": 8, "vector": True},
+        {"blocks_per_sm": None, "warps_per_block": 4, "vector": True},
+        {"blocks_per_sm": None, "warps_per_block": 8},
+        {"blocks_per_sm": None, "warps_per_block": 4},
         {"blocks_per_sm": None}, {"blocks_per_sm": None, "vector": True})
     result = coarsen_reduce.apply(ctx, vector=True)
     src = result.source
     assert result.tags == ("warp-per-block", "vec4")
     assert result.launch.block == ("32",) and result.launch.grid == ("ceil_div(n, 256)",)
-    assert "        unsigned int tid = 0;\n        unsigned int i = blockIdx.x * 256 + tid;\n" \
-           "        whole = blockDim.x == 32 && reinterpret_cast<size_t>(&in[i]) % 16 == 0;\n" in src
-    assert "        unsigned int tid = 255;\n        unsigned int i = blockIdx.x * 256 + tid;\n" \
-           "        whole = i < n;  // the original's bound, for the block's last thread\n" in src
-    assert "*reinterpret_cast<float4*>(elems) = *reinterpret_cast<const float4*>(&in[i]);" in src
+    assert "    bool whole = blockDim.x == 32 && " \
+           "reinterpret_cast<size_t>(&in[blockIdx.x * 256]) % 16 == 0;\n" in src
+    assert "    if (whole) { unsigned int tid = 255; unsigned int i = blockIdx.x * 256 + tid; " \
+           "whole = i < n; }  // the original's bound, for the block's last thread\n" in src
+    assert "*reinterpret_cast<float4*>(elems) = " \
+           "*reinterpret_cast<const float4*>(&in[blockIdx.x * 256 + t0]);" in src
     assert "for (int k = 0; k < 2; ++k) {" in src and "for (int k = 0; k < 8; ++k) {" in src
     assert "acc += (i < n) ? elems[j] : 0.0f;" in src  # the user's statement per element
     assert "acc += (i < n) ? in[i] : 0.0f;" in src  # the scalar loop for the other blocks
@@ -94,11 +102,16 @@ def test_atomic_total_offers_the_vector_form_for_each_grid():
     ctx = context(Variant("coarsen_reduce", CORPUS / "atomic_total.cu"))
     space = coarsen_reduce.parameter_space(ctx)
     assert space[:3] == ({"blocks_per_sm": 32}, {"blocks_per_sm": 16}, {"blocks_per_sm": None})
-    assert space[3:] == tuple({**s, "vector": True} for s in space[:3])
+    assert space[3:6] == tuple({**s, "vector": True} for s in space[:3])
+    # then the grouped forms: one atomic per original block, after the loops' one per warp
+    assert space[6:] == ({"blocks_per_sm": None, "warps_per_block": 8, "vector": True},
+                         {"blocks_per_sm": None, "warps_per_block": 4, "vector": True},
+                         {"blocks_per_sm": None, "warps_per_block": 8},
+                         {"blocks_per_sm": None, "warps_per_block": 4})
     result = coarsen_reduce.apply(ctx, blocks_per_sm=32, vector=True)
     assert result.tags == ("warp-per-block+loop", "vec4", "grid=32*SMs")
-    assert "whole = blockDim.x == 32 && reinterpret_cast<size_t>(&x[i]) % 16 == 0;" in \
-        result.source
+    assert "bool whole = blockDim.x == 32 && reinterpret_cast<size_t>(&x[b * 256]) % 16 == 0;" \
+        in result.source
     assert "int i = b * 256 + tid;" in result.source  # the looped block's number
 
 
@@ -235,7 +248,9 @@ __global__ void k(const float* x, const float* y, float* out, int n) {
 def test_loads_other_than_one_guarded_span_keep_the_scalar_form_only(text, reason, line):
     ctx = context_with_spec(text, "k", SPEC)
     assert coarsen_reduce.check(ctx) is None  # the scalar form applies
-    assert coarsen_reduce.parameter_space(ctx) == ({"blocks_per_sm": None},)
+    assert coarsen_reduce.parameter_space(ctx) == (  # the grouped forms, scalar
+        {"blocks_per_sm": None, "warps_per_block": 8},
+        {"blocks_per_sm": None, "warps_per_block": 4}, {"blocks_per_sm": None})
     why = coarsen_reduce._vector_plan(ctx, *coarsen_reduce._plan(ctx)[1:])[0]  # noqa: SLF001
     assert why == reason and line_of(why) == line
     with pytest.raises(PassNotApplicable, match="vector loads: "):

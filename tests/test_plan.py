@@ -109,12 +109,15 @@ def test_cli_prints_the_plan_and_writes_json(tmp_path):
     res = CliRunner().invoke(main, ["plan", str(src), "--json", str(out)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[0] == (f"plan for block_sum in {src} (no GPU used): 7 candidate(s), 8 per "
+    assert lines[0] == (f"plan for block_sum in {src} (no GPU used): 15 candidate(s), 8 per "
                         f"runner call")
     assert lines[1].startswith(" *  1. restrict warp-reduce") and \
         "passes: restrict_const, warp_reduce;  block (256), grid (ceil_div(n, 256))" in lines[1]
     assert lines[2].startswith("        why: __restrict__ on ")  # the passes' explanation
-    assert ("  * = the first batch (7 candidates), sent before anything is measured; later "
+    # coarsen_reduce's grouped form (8 warps per block) comes next in the first batch
+    assert lines[3].startswith(" *  2. restrict warp-per-block warps=8 vec4") and \
+        "block (256), grid (ceil_div(ceil_div(n, 256), 8))" in lines[3]
+    assert ("  * = the first batch (8 candidates), sent before anything is measured; later "
             "batches depend on the measurements") in lines
     assert f"  unroll                {src}:7 (the kernel): no loop to unroll: line 14 holds a " \
            f"barrier (its trips are the block's phases)" in lines

@@ -37,6 +37,17 @@ time: the pointer may be an offset into an allocation) and the block is the rewr
 threads; each element still runs the user's statements. Other blocks (the ragged last one, a
 misaligned buffer, another launch's block) take the scalar loop. Offered besides the scalar
 form, not instead of it: the search times both.
+
+``warps_per_block`` ``W`` (8 and 4, with and without ``vector``): the grouped form. One-warp
+blocks cap an SM at its resident-block limit (32 on sm_90: 1024 of 2048 threads), so these
+launch blocks of ``32 * W`` threads over ``ceil_div(G, W)`` blocks (``G`` the original grid):
+warp ``w`` of block ``b`` does what original block ``b * W + w`` did, the same statements
+with ``blockIdx.x`` replaced by that number, and writes the same output; a warp whose number
+is past ``G`` (the last, partial group) returns, as does every block of another size
+(``structural.block_guard``'s contract). Needs ``G`` written over the scalar parameters
+(``spec_to_c``) and a final statement free of ``gridDim``. Where the result is per-block
+partials it comes first in the parameter space (8 warps with vector loads the expected
+best); after the loop forms where it is one atomic total.
 """
 
 from __future__ import annotations
@@ -207,15 +218,44 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
     atomic per warp instead of one per original block), 32 first. Then each of those again
     with ``vector`` where the per-thread statements read one guarded span
     (``cudalens.optimizer.span_read``) and the block holds a whole number of vectors per
-    lane (``vector_width``): the scalar forms first, so both are timed."""
+    lane (``vector_width``): the scalar forms first, so both are timed. ``warps_per_block``
+    8 and 4 (vector forms first) where ``_grouped_reason`` allows: before all of those for
+    per-block outputs, after them for an atomic total."""
     reason, m, bx = _plan(ctx)
-    if m is not None and _atomic_total(m, m.parsed) and _blocks_c(ctx, bx):
+    atomic = m is not None and _atomic_total(m, m.parsed) and _blocks_c(ctx, bx)
+    if atomic:
         scalar = ({"blocks_per_sm": 32}, {"blocks_per_sm": 16}, {"blocks_per_sm": None})
     else:
         scalar = ({"blocks_per_sm": None},)
-    if m is None or _vector_plan(ctx, m, bx)[0] is not None:
-        return scalar
-    return scalar + tuple({**s, "vector": True} for s in scalar)
+    vector = m is not None and _vector_plan(ctx, m, bx)[0] is None
+    grouped: tuple[dict, ...] = ()
+    if m is not None and _grouped_reason(ctx, m, bx) is None:
+        grouped = tuple({"blocks_per_sm": None, "warps_per_block": g} for g in WARPS_PER_BLOCK)
+    if vector:
+        grouped = tuple({**g, "vector": True} for g in grouped) + grouped
+    space = scalar + (tuple({**s, "vector": True} for s in scalar) if vector else ())
+    # several warps per block, vector loads first: the expected best where the result is one
+    # output per original block; after the loop forms where it is one atomic total (the loop
+    # adds once per warp, the grouped form once per original block)
+    return space + grouped if atomic else grouped + space
+
+
+WARPS_PER_BLOCK = (8, 4)  # warps per block of the grouped form, the expected best first
+
+
+def _grouped_reason(ctx: PassContext, m, bx: int) -> Optional[str]:
+    """None when the grouped form (``warps_per_block``) applies, else why not: it needs the
+    original grid in C (each warp tests that its original block exists) and a final
+    statement free of ``gridDim`` (the grid changes)."""
+    if _blocks_c(ctx, bx) is None:
+        return (f"several warps per block: the spec's grid {ctx.launch.grid[0]} is not written "
+                f"over the scalar parameters")
+    p = m.parsed
+    for n in walk(m.final.child_by_field_name("consequence")):
+        if n.type == "identifier" and p.text_of(n) == "gridDim":
+            return Reason(f"several warps per block: the final statement uses gridDim (line "
+                          f"{p.line_of(n)})", p.line_of(n))
+    return None
 
 
 VECTOR_BYTES = 16  # widest load per thread: 128 bits (ld.global.v4)
@@ -266,7 +306,7 @@ def _combine(combine: str, v: str, other: str, temp: Optional[tuple[str, str]] =
 
 
 def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
-          vector: bool = False) -> PassResult:
+          vector: bool = False, warps_per_block: Optional[int] = None) -> PassResult:
     """The one-warp-per-block reduction; block 32, the spec's grid (``block.x`` replaced by
     the original block size), or with ``blocks_per_sm`` a grid of that many one-warp blocks
     per SM looping over the original blocks (``parameter_space`` says when).
@@ -278,14 +318,30 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
     each element; other blocks (the ragged last one, a misaligned buffer) take the scalar
     loop.
 
+    ``warps_per_block`` ``W``: blocks of ``32 * W`` threads over ``ceil_div(G, W)`` blocks
+    (``G`` the original grid); warp ``w`` of block ``b`` computes what original block
+    ``b * W + w`` computed and does nothing when that block is past ``G`` (the last, partial
+    group). The rewrite starts with ``structural.block_guard``: under another block size
+    (the user's launch) every block returns before touching memory.
+
     Raises:
         PassNotApplicable: the precondition fails, ``blocks_per_sm`` is given where the
             result is not one atomic total, or ``vector`` where the loads are not one guarded
-            span (the message says why).
+            span (the message says why), or ``warps_per_block`` with ``blocks_per_sm`` or
+            where ``_grouped_reason`` refuses it.
     """
     reason, m, bx = _plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {reason}")
+    group = warps_per_block or 1
+    if warps_per_block is not None:
+        why = _grouped_reason(ctx, m, bx)
+        if blocks_per_sm is not None:
+            why = "several warps per block and blocks_per_sm do not combine"
+        if not 1 <= warps_per_block <= 1024 // WARP:
+            why = f"warps_per_block {warps_per_block} is not 1 to {1024 // WARP}"
+        if why is not None:
+            raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {why}")
     span = None
     if vector:
         why, span, width, vtype, vec = _vector_plan(ctx, m, bx)
@@ -344,13 +400,27 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
                 reps.append((n, loop_var))
             elif f == "blockDim.x":
                 reps.append((n, str(bx)))
-            elif f == "blockIdx.x" and blocks is not None:
-                reps.append((n, b))
+            elif f == "blockIdx.x" and bidx != "blockIdx.x":
+                reps.append((n, bidx))
         reps += [(u, x) for u in m.load_uses if stmt.start_byte <= u.start_byte < stmt.end_byte
                  and x is not None]
         return structural.text_with(p, stmt, reps)
 
-    if blocks_per_sm is None:
+    lane, bidx = "threadIdx.x", "blockIdx.x"
+    if warps_per_block is not None:
+        lane, bidx = w.fresh("lane"), w.fresh("seg")
+        how = (f"{vec} loads where the block's inputs are all there and aligned, else one by "
+               f"one" if vector else "one by one")
+        w(1, f"// {group} warps per block: warp w of block b does what block b * {group} + w "
+             f"of {bx} threads did, {per_lane} inputs per lane ({how}), then shuffles.")
+        w(1, f"const unsigned int {lane} = threadIdx.x % {WARP};")
+        w(1, f"const unsigned int {bidx} = blockIdx.x * {group} + threadIdx.x / {WARP};  "
+             f"// the original block")
+        # structural.block_guard's test (under another block size every block returns before
+        # touching memory) and the last group's: a warp past the original grid leaves whole
+        w(1, f"if (blockDim.x != {WARP * group} || {bidx} >= {_blocks_c(ctx, bx)}) return;  "
+             f"// written for this block; past the original grid")
+    elif blocks_per_sm is None:
         w(1, f"// One warp per block of {bx} inputs: each lane combines {per_lane} of them in "
              f"a register, then warp shuffles.")
     else:
@@ -360,9 +430,10 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
     k = w.fresh("k")
     d = 1
     if blocks is not None:
-        nblocks, b = w.fresh("blocks"), w.fresh("b")
+        nblocks, bidx = w.fresh("blocks"), w.fresh("b")
         w(1, f"const unsigned int {nblocks} = {blocks};  // the original grid")
-        w(1, f"for (unsigned int {b} = blockIdx.x; {b} < {nblocks}; {b} += gridDim.x) {{")
+        w(1, f"for (unsigned int {bidx} = blockIdx.x; {bidx} < {nblocks}; "
+             f"{bidx} += gridDim.x) {{")
         d = 2
     def element(depth: int, extra=()) -> None:
         """One original thread's statements, combined into the register."""
@@ -376,36 +447,44 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
         if x is not None:
             w(depth, _combine(m.combine, v, x))
 
-    def scoped(depth: int, thread: str, last_line: str, head: str = "") -> None:
-        """``head { THREAD'S NUMBER; the index's declarations; last_line }``."""
+    def scoped(depth: int, thread: str, last_line: str, head: str = "", note: str = "") -> None:
+        """``head { THREAD'S NUMBER; the index's declarations; last_line }  // note``: on one
+        line where each declaration is one line, else one statement a line."""
+        deps = [subst(dep) for dep in span.deps if dep is not tid_decl]
+        after = f"  // {note}" if note else ""
+        if not any("\n" in t or "//" in t or "/*" in t for t in deps):
+            inner = " ".join([f"{loop_type} {loop_var} = {thread};", *deps, last_line])
+            w(depth, f"{head}{{ {inner} }}{after}")
+            return
         w(depth, head + "{")
         w(depth + 1, f"{loop_type} {loop_var} = {thread};")
-        for dep in span.deps:
-            if dep is not tid_decl:
-                w.text_block(depth + 1, subst(dep))
+        for dep in deps:
+            w.text_block(depth + 1, dep)
         w(depth + 1, last_line)
-        w(depth, "}")
+        w(depth, "}" + after)
 
     if span is not None:
         whole, t0, regs, j = w.fresh("whole"), w.fresh("t0"), w.fresh("elems"), w.fresh("j")
-        index = subst(span.index)
         nbytes = width * structural.element_bytes(ctx.spec.param(span.buffer).type)
-        w(d, f"// {vec} loads where the block's inputs are all there and start {nbytes}-byte "
-             f"aligned (the address is tested), else one by one")
-        w(d, f"bool {whole};")
+        if warps_per_block is None:  # the grouped form's header says it
+            w(d, f"// {vec} loads where the block's inputs are all there and start {nbytes}-byte "
+                 f"aligned (the address is tested), else one by one")
         # under another block (the user's launch) the lanes' vectors would pass the span
-        scoped(d, "0", f"{whole} = blockDim.x == {WARP} && "
-                       f"reinterpret_cast<size_t>(&{span.buffer}[{index}]) % {nbytes} == 0;")
+        # (the grouped form's block guard has tested the block already). span_read matched
+        # every read at blockIdx.x * B + threadIdx.x: thread t's element is at BLOCK * B + t
+        same = "" if warps_per_block is not None else f"blockDim.x == {WARP} && "
+        w(d, f"bool {whole} = {same}reinterpret_cast<size_t>(&{span.buffer}[{bidx} * {bx}]) "
+             f"% {nbytes} == 0;")
         if span.guard is not None:
-            scoped(d, str(bx - 1), f"{whole} = {subst(span.guard)};  // the original's "
-                                   f"bound, for the block's last thread", f"if ({whole}) ")
+            scoped(d, str(bx - 1), f"{whole} = {subst(span.guard)};", f"if ({whole}) ",
+                   "the original's bound, for the block's last thread")
         w(d, f"if ({whole}) {{")
         w(d + 1, "#pragma unroll")
         w(d + 1, f"for (int {k} = 0; {k} < {bx // (WARP * width)}; ++{k}) {{")
-        w(d + 2, f"const unsigned int {t0} = (threadIdx.x + {k} * {WARP}) * {width};")
+        w(d + 2, f"const unsigned int {t0} = ({lane} + {k} * {WARP}) * {width};")
         w(d + 2, f"alignas({nbytes}) {vtype} {regs}[{width}];")
-        scoped(d + 2, t0, f"*reinterpret_cast<{vec}*>({regs}) = "
-                          f"*reinterpret_cast<const {vec}*>(&{span.buffer}[{index}]);")
+        w(d + 2, f"*reinterpret_cast<{vec}*>({regs}) = "
+                 f"*reinterpret_cast<const {vec}*>(&{span.buffer}[{bidx} * {bx} + {t0}]);")
         w(d + 2, "#pragma unroll")
         w(d + 2, f"for (int {j} = 0; {j} < {width}; ++{j}) {{")
         w(d + 3, f"{loop_type} {loop_var} = {t0} + {j};")
@@ -416,7 +495,7 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
         d += 1
     w(d, "#pragma unroll")
     w(d, f"for (int {k} = 0; {k} < {per_lane}; ++{k}) {{")
-    w(d + 1, f"{loop_type} {loop_var} = threadIdx.x + {k} * {WARP};")
+    w(d + 1, f"{loop_type} {loop_var} = {lane} + {k} * {WARP};")
     element(d + 1)
     w(d, "}")
     if span is not None:
@@ -431,12 +510,25 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
     for n in walk(cons):
         if n.type == "field_expression" and builtin_field(n, p) == "blockDim.x":
             reps.append((n, str(bx)))
-    w.text_block(1, f"if (threadIdx.x == 0) {structural.text_with(p, cons, reps)}")
+        elif n.type == "field_expression" and builtin_field(n, p) == "blockIdx.x" and \
+                warps_per_block is not None:
+            reps.append((n, bidx))
+    final = structural.text_with(p, cons, reps)
+    inner = named_children(cons) if cons.type == "compound_statement" else []
+    if len(inner) == 1 and inner[0].type != "comment" and "\n" not in p.text_of(inner[0]):
+        # '{ one statement; }' on one line
+        final = structural.text_with(p, inner[0], [r for r in reps if
+                                                   inner[0].start_byte <= r[0].start_byte
+                                                   < inner[0].end_byte])
+    w.text_block(1, f"if ({lane} == 0) {final}")
     source = w.source()
     grid = tuple(re.sub(r"\bblock\s*\.\s*x\b", str(bx), g) for g in ctx.launch.grid)
     if blocks_per_sm is not None:
         grid = (f"min({grid[0]}, sm_count * {blocks_per_sm})",) + grid[1:]
-    launch = dataclasses.replace(ctx.launch, block=(str(WARP),) + tuple(ctx.launch.block[1:]),
+    if warps_per_block is not None:
+        grid = (f"ceil_div({grid[0]}, {group})",) + grid[1:]
+    launch = dataclasses.replace(ctx.launch,
+                                 block=(str(WARP * group),) + tuple(ctx.launch.block[1:]),
                                  grid=grid, shared="0")
     what = minmax.label(m.combine)
     order = (" Float sums are added in another order (pairs within each lane, then across "
@@ -470,6 +562,15 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = None,
         return PassResult(source=source, launch=launch,
                           tags=("warp-per-block+loop",) + vec_tags +
                           (f"grid={blocks_per_sm}*SMs",),
+                          explanation=explanation)
+    if warps_per_block is not None:
+        explanation += (f" Blocks of {group} warps ({WARP * group} threads) over "
+                        f"ceil_div(original grid, {group}) blocks: warp w of block b does what "
+                        f"original block b * {group} + w did and writes the same output; a "
+                        f"warp past the original grid does nothing. More threads resident "
+                        f"per SM than one-warp blocks allow.")
+        return PassResult(source=source, launch=launch,
+                          tags=("warp-per-block", f"warps={group}") + vec_tags,
                           explanation=explanation)
     return PassResult(source=source, launch=launch, tags=("warp-per-block",) + vec_tags,
                       explanation=explanation)
