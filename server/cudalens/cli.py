@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudalens.cli_agent import agent_options
-from cudalens.cli_exit import (  # noqa: F401 - the exit statuses are the CLI's, named here too
-    EXIT_FOUND_PROBLEMS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_NO_NVCC,
-    EXIT_ORIGINAL_UNSAFE, _fail, _unwritable,
+from cudalens.cli_exit import (
+    EXIT_FOUND_PROBLEMS, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_NO_NVCC, EXIT_ORIGINAL_UNSAFE,
+    _fail, _unwritable,
 )
 from cudalens.errors import CudalensError
 from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
