@@ -166,3 +166,25 @@ def test_the_capture_key_reads_the_file_and_keys_its_bytes(tmp_path):
     assert key != kernel_in_file(utf8, "saxpy").key  # other bytes (UTF-8's two for "ö")
     latin.write_bytes(DATA.replace(b"Rand pr\xfcfen", b"Rand pr\xf6fen"))  # inside the kernel
     assert kernel_in_file(latin, "saxpy").key != key
+
+
+def test_the_runner_gets_the_same_bytes_of_the_source_and_its_header_as_json(tmp_path):
+    from cudalens.build import build_for, request_files
+    from cudalens.spec.resolve import build_variant
+    from cudalens.target import load_target
+    from gpu_runner.service.schema import encode
+
+    (tmp_path / "util.cuh").write_bytes(b'#pragma once\n// Gr\xf6\xdfe\n#define MSG "caf\xe9"\n')
+    path = tmp_path / "saxpy.cu"
+    path.write_bytes(b'#include "util.cuh"\n' + DATA)
+    target = load_target(path)
+    build = request_files(path, target.text, build_for(path))
+    variant = build_variant("original", target.text, "saxpy", target.spec, target.spec.launch,
+                            132, options=build.options, files=build.files)
+    # C octal escapes: the same bytes in a string literal, comment text in a comment.
+    assert variant.files == {"util.cuh": '#pragma once\n// Gr\\366\\337e\n'
+                                         '#define MSG "caf\\351"\n'}
+    assert variant.source.splitlines()[1] == ("// Gr\\366\\337enangaben in Elementen; f\\374r "
+                                              "gro\\337e n siehe unten.")
+    assert variant.source.count("\n") == target.text.count("\n")  # nvcc's lines unchanged
+    assert json.loads(encode(variant))["files"] == variant.files  # JSON carries it
