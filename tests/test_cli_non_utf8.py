@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cudalens.cli import main
@@ -188,3 +189,32 @@ def test_the_runner_gets_the_same_bytes_of_the_source_and_its_header_as_json(tmp
                                               "gro\\337e n siehe unten.")
     assert variant.source.count("\n") == target.text.count("\n")  # nvcc's lines unchanged
     assert json.loads(encode(variant))["files"] == variant.files  # JSON carries it
+
+
+@pytest.mark.parametrize("example", ["stencil1d", "transpose", "reduce_sum"])
+def test_every_candidate_of_a_cp1252_file_is_the_utf8_files_candidate_in_its_bytes(
+        tmp_path, example):
+    import re
+
+    from cudalens.optimizer.context import make_context
+    from cudalens.optimizer.staged_search import ordered
+    from cudalens.target import load_target
+    from cudalens.textfile import to_bytes
+
+    text = (ROOT / "examples" / f"{example}.cu").read_text()
+    # Every // comment, inside the kernels too, ends in umlauts and a smart quote.
+    marked = re.sub(r"(//[^\n]*)", lambda m: m.group(1) + " Größe “", text)
+    pools = []
+    for encoding in ("cp1252", "utf-8"):
+        folder = tmp_path / encoding
+        folder.mkdir()
+        (folder / f"{example}.cu").write_bytes(marked.encode(encoding))
+        (folder / f"{example}.cu.spec").write_bytes(
+            (ROOT / "examples" / f"{example}.cu.spec").read_bytes())
+        t = load_target(folder / f"{example}.cu")
+        ctx = make_context(t.text, str(t.path), t.kernel.qualified_name, t.spec, source=t.source)
+        pools.append([(c.label, to_bytes(c.source)) for c in ordered(ctx, 0)])
+    cp1252, utf8 = pools
+    assert len(cp1252) == len(utf8) > 5
+    for (label, data), (label8, data8) in zip(cp1252, utf8):
+        assert label == label8 and data.decode("cp1252") == data8.decode("utf-8"), label
