@@ -1,5 +1,6 @@
-"""Side by side, per example: the naive kernel, cudalens's best candidate, the best block size
-Kernel Tuner finds for the naive kernel, and the PyTorch operator a user would call instead.
+"""Side by side, per example: the naive kernel, cudalens's result (its winner, else the
+original kept), the best block size Kernel Tuner finds for the naive kernel, and the PyTorch
+operator a user would call instead.
 
 Usage (on a machine with an NVIDIA GPU, pycuda, kernel_tuner and torch):
     python benchmarks/bench_optimizer.py --commit $(git rev-parse HEAD) \\
@@ -8,7 +9,10 @@ Usage (on a machine with an NVIDIA GPU, pycuda, kernel_tuner and torch):
 Per example:
 
 1. ``cudalens.optimize.optimize`` (the built-in search, ``--budget`` candidates) picks our
-   best: its winner, else the fastest verified candidate, else the baseline itself.
+   best: its winner (``OptimizeResult.winner``: verified and significantly faster, what
+   ``cudalens optimize`` offers), else the baseline itself ("original kept": the tool offers
+   nothing). Without a winner the fastest verified candidate is still timed in step 3 and
+   recorded apart, as ``best_candidate``, never as ours.
 2. Kernel Tuner (``kernel_tuner.tune_kernel``, brute force) tunes only the block size of the
    naive kernel: every 1D block of 32..1024 threads in steps of 32, or every 2D block with
    power-of-two sides from 32 to 1024 threads, with the spec's grid expressed as Kernel
@@ -289,12 +293,8 @@ def bench_one(path: Path, client, device, args) -> dict:
         run["copy_bandwidth_gbps"] = run.pop("device")["copy_bandwidth_gbps"]
         run["file"] = str(Path(run["file"]).resolve().relative_to(ROOT))
         args.recorded.append(run)
-    row = result.winner or result.best_verified
-    ours = row.candidate if row is not None else None
-    rec["ours"] = {"label": ours.label if ours else "baseline (nothing verified was faster)",
-                   "explanation": ours.explanation if ours else "",
-                   "significant": result.winner is not None,
-                   "candidates": len(result.rows)}
+    ours, best, fields = pick_ours(result)
+    rec.update(fields)
 
     print(f"[{name}] Kernel Tuner, block size only", flush=True)
     dims = max(i + 1 for i, b in enumerate(spec.launch.block) if b.strip() != "1")
@@ -312,10 +312,12 @@ def bench_one(path: Path, client, device, args) -> dict:
 
     print(f"[{name}] side by side: baseline, ours, Kernel Tuner's block", flush=True)
     variants, labels = [], []
-    if ours is not None:
-        variants.append(build_variant("ours", ours.source, target.kernel.qualified_name, spec,
-                                      ours.launch, device.sm_count, options=ours.options))
-        labels.append("ours")
+    for label, cand in (("ours", ours), ("best_candidate", best)):
+        if cand is not None:
+            variants.append(build_variant(label, cand.source, target.kernel.qualified_name,
+                                          spec, cand.launch, device.sm_count,
+                                          options=cand.options))
+            labels.append(label)
     if kt_variant is not None:
         variants.append(kt_variant)
         labels.append("kernel_tuner")
@@ -329,8 +331,7 @@ def bench_one(path: Path, client, device, args) -> dict:
             "timing": _timing(cr.timing),
             "speedup": dataclasses.asdict(cr.speedup) if cr.speedup else None})
     if ours is None:
-        rec["ours"].update({"timing": rec["baseline"], "speedup": {"value": 1.0, "ci_low": 1.0,
-                                                                   "ci_high": 1.0}})
+        rec["ours"].update(original_kept(rec["baseline"]))
     if kt_variant is None:
         rec["kernel_tuner"].update({"timing": rec["baseline"],
                                     "speedup": {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}})
@@ -349,6 +350,38 @@ def bench_one(path: Path, client, device, args) -> dict:
         rec["pytorch"] = {"note": f"no PyTorch equivalent listed for {name}"}
     rec["goals"] = goals(rec)
     return rec
+
+
+ORIGINAL_KEPT = "original kept (no candidate significantly faster)"
+
+
+def pick_ours(result) -> tuple[Any, Any, dict]:
+    """What a row shows as ours for ``result`` (a ``cudalens.optimize.OptimizeResult``): what
+    ``cudalens optimize`` would offer, its ``winner`` (verified, 95% CI of the speedup above
+    1), else the original (a best candidate at 0.95x was shown as ours before 2026-12-03).
+
+    Returns ``(ours, best, fields)``: ``ours`` the winner's ``Candidate`` or None (the original
+    kept); ``best`` without a winner the fastest verified candidate (``best_verified``), timed
+    side by side but recorded apart, else None; ``fields`` the record's ``ours`` entry and,
+    with ``best``, its ``best_candidate`` entry (label, explanation, the search's speedup)."""
+    ours = result.winner.candidate if result.winner is not None else None
+    fields: dict[str, Any] = {"ours": {"label": ours.label if ours else ORIGINAL_KEPT,
+                                       "explanation": ours.explanation if ours else "",
+                                       "significant": ours is not None,
+                                       "candidates": len(result.rows)}}
+    runner_up = result.best_verified if ours is None else None
+    best = runner_up.candidate if runner_up is not None else None
+    if best is not None:
+        fields["best_candidate"] = {
+            "label": best.label, "explanation": best.explanation,
+            "search_speedup": dataclasses.asdict(runner_up.result.speedup)}
+    return ours, best, fields
+
+
+def original_kept(baseline: Optional[dict]) -> dict:
+    """The ``timing`` and ``speedup`` of ours when the original is kept: the baseline's
+    timing (a dict of ``gpu_runner.report.Timing``), 1.00x exactly."""
+    return {"timing": baseline, "speedup": {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}}
 
 
 def goals(rec: dict) -> dict:
@@ -374,7 +407,10 @@ def goals(rec: dict) -> dict:
 
 
 def table(result: dict) -> str:
-    """A markdown table of a results file."""
+    """A markdown table of a results file (``main``'s JSON: ``runs`` of ``bench_one``'s
+    records). Ours is the original (``B us, 1.00x (original kept)``, the baseline's rate)
+    where the search found nothing significantly faster, whatever its best candidate
+    measured: ``cudalens optimize`` would offer nothing there."""
     lines = ["| kernel | baseline | ours | Kernel Tuner (block) | PyTorch | ours: % of copy / GFLOP/s |",
              "|---|---|---|---|---|---|"]
     for r in result["runs"]:
@@ -390,11 +426,13 @@ def table(result: dict) -> str:
             return f"{t:,.1f} us ({sp:.2f}x)" if t and sp else "n/a"
 
         kt_block = "x".join(map(str, r["kernel_tuner"].get("block") or [])) or "fixed"
-        ours_t = r["ours"].get("timing") or {}
+        kept = not r["ours"].get("significant")  # the tool offers nothing: the original
+        ours_t = (r["baseline"] if kept else r["ours"].get("timing")) or {}
+        ours_cell = f"{b:,.1f} us, 1.00x (original kept)" if kept else cell(r["ours"])
         perf = f"{ours_t.get('percent_of_copy', 0):.0f}%"
         if ours_t.get("gflops"):
             perf += f" / {ours_t['gflops']:,.0f}"
-        lines.append(f"| {r['kernel']} | {b:,.1f} us | {cell(r['ours'])} | "
+        lines.append(f"| {r['kernel']} | {b:,.1f} us | {ours_cell} | "
                      f"{cell(r['kernel_tuner'])} [{kt_block}] | {cell(r.get('pytorch', {}))} | "
                      f"{perf} |")
     return "\n".join(lines)

@@ -271,9 +271,10 @@ def test_a_spec_section_naming_no_kernel_is_refused(tmp_path):
                 f"of {tmp_path}/saxpy.cu (found: saxpy)") in proc.stderr
 
 
-def test_a_file_that_is_not_utf8_is_reported_at_its_line(tmp_path):
+def test_a_binary_file_is_reported_at_its_first_byte_that_is_not_utf8(tmp_path):
+    # A file that is not UTF-8 is read (tests/test_cli_non_utf8.py), one with a NUL is not.
     src = tmp_path / "latin1.cu"
-    src.write_bytes(b"// ok\n// caf\xe9\n__global__ void k(float* a) { a[0] = 1; }\n")
+    src.write_bytes(b"// ok\n// caf\xe9\x00\n__global__ void k(float* a) { a[0] = 1; }\n")
     proc = cudalens("spec", str(src))
     assert proc.returncode == 2
     assert f"{src}:2: expected UTF-8 text, found byte 0xe9 at column 7" in proc.stderr

@@ -47,14 +47,12 @@ def test_plan_json_dash_prints_only_the_json(tmp_path, monkeypatch):
 
 
 @needs_nvcc
-def test_check_compiles_a_text_file_with_a_latin1_byte_and_warns_at_its_line(tmp_path):
+def test_check_compiles_a_text_file_with_a_latin1_byte_as_spec_reads_it(tmp_path):
     src = tmp_path / "latin1.cu"
     src.write_bytes(b"// ok\n// caf\xe9\n__global__ void k(float* a) { a[0] = 1; }\n")
     res = CliRunner().invoke(main, ["check", str(src)])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
-    assert (f"warning: {src}:2: expected UTF-8 text, found byte 0xe9 at column 7; save the file "
-            f"as UTF-8; cudalens spec, plan and optimize refuse the file until then (nvcc "
-            f"compiles it)") in out
+    assert "warning:" not in out and "UTF-8" not in out, out
     assert f"{src}: compile ok for sm_90: 0 errors, 0 warnings, 1 kernel (" in out
     assert src.read_bytes().count(b"\xe9") == 1  # the file is untouched

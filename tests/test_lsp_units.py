@@ -27,6 +27,7 @@ from cudalens.lsp.positions import LineIndex  # noqa: E402
 from cudalens.lsp.results import KernelStatus  # noqa: E402
 from cudalens.store.records import LaunchRecord  # noqa: E402
 from cudalens.target import load_target  # noqa: E402
+from cudalens.textfile import from_bytes  # noqa: E402
 
 # "é" is 2 UTF-8 bytes and 1 UTF-16 unit; "🚀" is 4 UTF-8 bytes and 2 UTF-16 units.
 LINE = "a/*é🚀*/ bad_name;"
@@ -43,6 +44,18 @@ def test_positions_convert_bytes_and_characters_to_the_negotiated_encoding(encod
     assert index.to_byte(types.Position(1, units)) == (1, byte_col)
     assert index.token_range(1, char_col) == types.Range(types.Position(1, units),
                                                          types.Position(1, units + 8))
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_positions_count_a_byte_that_is_not_utf8_as_one_character(encoding):
+    # A file read from disk that is not UTF-8 (cudalens.textfile): "\xe9" is one byte and one
+    # character of its text, as an editor reading it as Latin-1 has it.
+    text = from_bytes(b"first\na/*\xe9*/ bad_name;\n")
+    index = LineIndex(text, encoding)
+    assert index.from_byte(1, 7) == types.Position(1, 7)  # after the byte
+    assert index.from_byte(1, 4) == types.Position(1, 4)
+    assert index.to_byte(types.Position(1, 7)) == (1, 7)
+    assert index.to_char(types.Position(1, 4)) == (1, 4)
 
 
 def test_positions_line_range_skips_indentation_and_clamps():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -104,3 +105,105 @@ def test_goals_for_one_record():
     assert bench.goals(rec)["sgemm_50_percent_of_cublas"] is True
     rec["pytorch"]["median_us"] = 240.0  # cuBLAS more than twice as fast
     assert bench.goals(rec)["sgemm_50_percent_of_cublas"] is False
+
+
+# -- the row of a kernel the search could not speed up (stencil_1d, 2026-12-02: its best
+# candidate measured 0.95x and was shown as ours) --------------------------------------------
+
+def _row(label: str, speedup: tuple[float, float, float]):
+    from cudalens.optimize import Row
+    from cudalens.optimizer.candidate import Candidate
+    from cudalens.spec.model import LaunchDecl
+    from gpu_runner.report import CandidateResult, CompileReport, Speedup, Timing, Verdict
+
+    cand = Candidate(label=label, explanation=f"{label}: why",
+                     source="__global__ void k() {}\n", kernel="k", launch=LaunchDecl(("512",), ("ceil_div(n, block.x)",)),
+                     passes=("launch_config",))
+    median = 111.0 / speedup[0]
+    result = CandidateResult(compile=CompileReport(variant=label, ok=True),
+                             verdict=Verdict(variant=label, status="passed", reason="ok"),
+                             timing=Timing(variant=label, median_us=median, q1_us=median,
+                                           q3_us=median, min_us=median, samples=7,
+                                           achieved_gbps=2400.0, percent_of_copy=55.0),
+                             speedup=Speedup(*speedup))
+    return Row(candidate=cand, result=result)
+
+
+def _search(rows, winner=None):
+    """The parts of an ``OptimizeResult`` ``pick_ours`` reads, ``best_verified`` its own."""
+    import types
+
+    from cudalens.optimize import OptimizeResult
+
+    result = types.SimpleNamespace(rows=tuple(rows), winner=winner)
+    result.best_verified = OptimizeResult.best_verified.fget(result)
+    return result
+
+
+def _record(fields: dict, ours_measured: Optional[dict] = None) -> dict:
+    """A kernel's record as ``bench_one`` makes it from ``fields`` and the side-by-side run."""
+    base = {"median_us": 111.0, "percent_of_copy": 61.0, "gflops": 3940.0}
+    rec = {"kernel": "stencil_1d", "baseline": base, **fields,
+           "kernel_tuner": {"block": [192], "timing": {"median_us": 114.4},
+                            "speedup": {"value": 0.97, "ci_low": 0.97, "ci_high": 0.98}},
+           "pytorch": {"median_us": 328.1, "speedup": 0.34}}
+    if ours_measured is None:
+        rec["ours"].update(bench.original_kept(base))
+    else:
+        rec["ours"].update(ours_measured)
+    return rec
+
+
+def test_a_slower_best_candidate_is_recorded_apart_and_the_original_is_ours():
+    slower = _row("restrict block=512", (0.95, 0.94, 0.96))
+    ours, best, fields = bench.pick_ours(_search([_row("block=128", (0.90, 0.89, 0.91)),
+                                                   slower]))
+    assert ours is None and best is slower.candidate
+    assert fields["ours"] == {"label": "original kept (no candidate significantly faster)",
+                              "explanation": "", "significant": False, "candidates": 2}
+    assert fields["best_candidate"] == {
+        "label": "restrict block=512", "explanation": "restrict block=512: why",
+        "search_speedup": {"value": 0.95, "ci_low": 0.94, "ci_high": 0.96}}
+    rec = _record(fields)
+    rec["best_candidate"].update({"timing": {"median_us": 116.8},
+                                  "speedup": {"value": 0.95, "ci_low": 0.94, "ci_high": 0.96}})
+    row = bench.table({"runs": [rec]}).splitlines()[2]
+    assert row == ("| stencil_1d | 111.0 us | 111.0 us, 1.00x (original kept) | "
+                   "114.4 us (0.97x) [192] | 328.1 us (0.34x) | 61% / 3,940 |")
+    assert bench.goals(rec)["at_least_kernel_tuner"] is True  # 1.00 against 0.97
+    # A record holding the slower candidate as ours (files before 2026-12-03) prints the same.
+    old = _record({"ours": {"label": "restrict block=512", "significant": False}},
+                  {"timing": {"median_us": 116.8, "percent_of_copy": 58.0, "gflops": 3744.0},
+                   "speedup": {"value": 0.95, "ci_low": 0.94, "ci_high": 0.96}})
+    assert bench.table({"runs": [old]}).splitlines()[2] == row
+
+
+def test_a_significant_winner_is_ours_with_its_measured_speedup():
+    win = _row("restrict vec4 block=512", (1.30, 1.28, 1.32))
+    ours, best, fields = bench.pick_ours(_search([win], winner=win))
+    assert ours is win.candidate and best is None and "best_candidate" not in fields
+    assert fields["ours"]["significant"] is True
+    rec = _record(fields, {"timing": {"median_us": 85.4, "percent_of_copy": 79.3},
+                           "speedup": {"value": 1.30, "ci_low": 1.28, "ci_high": 1.32}})
+    assert bench.table({"runs": [rec]}).splitlines()[2] == (
+        "| stencil_1d | 111.0 us | 85.4 us (1.30x) | 114.4 us (0.97x) [192] | "
+        "328.1 us (0.34x) | 79% |")
+
+
+def test_the_readme_table_keeps_the_original_of_an_older_file_too(tmp_path):
+    # Files before 2026-12-03 hold the slower best candidate as ours, not significant.
+    import json
+
+    import readme_table
+
+    rec = _record({"ours": {"label": "restrict block=512", "significant": False}},
+                  {"timing": {"median_us": 116.8, "percent_of_copy": 58.0},
+                   "speedup": {"value": 0.95, "ci_low": 0.94, "ci_high": 0.96}})
+    path = tmp_path / "h200-optimizer-x.json"
+    path.write_text(json.dumps({
+        "device": {"name": "NVIDIA H200", "driver_version": "580", "copy_bandwidth_gbps": 4378},
+        "commit": "b2167f7aaaa", "date": "2026-12-02T00:00:00", "runs": [rec],
+        "settings": {"budget": 16, "repetitions": 50}}))
+    assert readme_table.side_by_side(path).splitlines()[2] == (
+        "| `stencil_1d` | 111.0 us | 1.00x (original kept) | none significant | "
+        "0.97x [0.97, 0.98] (192) | ahead | 328.1 us (0.34x) | 61% / 3,940 |")

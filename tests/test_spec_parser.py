@@ -385,7 +385,7 @@ def test_load_spec_for_unreadable_file(tmp_path):
         load_spec_for(cu, "k")
     assert info.value.line == 2
     assert info.value.message == ("cannot read the spec file: expected UTF-8 text, found byte "
-                                  "0xff at column 1; save the file as UTF-8")
+                                  "0xff at column 1 (outside a comment); save the file as UTF-8")
     (tmp_path / "k.cu.spec").unlink()
     (tmp_path / "k.cu.spec").mkdir()
     with pytest.raises(SpecError) as info:

@@ -25,6 +25,7 @@ from cudalens.dropin import launch_words
 from cudalens.host_launch import LaunchPlan, plan_launches, workspace_root
 from cudalens.optimize import OptimizeResult
 from cudalens.spec.model import KernelSpec, LaunchDecl
+from cudalens.textfile import from_bytes
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def plan_accept(result: OptimizeResult, accept_launch_change: bool) -> Acceptanc
     # The spec keeps describing what was measured (as the editor's apply does).
     spec_file = Path(target.spec_origin) if not target.spec_inferred else None
     if spec_file is not None and spec_file.is_file():
-        text = spec_file.read_bytes().decode("utf-8")  # line endings kept
+        text = from_bytes(spec_file.read_bytes())  # line endings kept
         new_spec = spec_with_launch(text, target.spec, change.launch)
         if new_spec != text:
             writes[spec_file.resolve()] = new_spec

@@ -14,12 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudalens.cli_agent import agent_options
-from cudalens.cli_exit import (  # noqa: F401 - the exit statuses are the CLI's, named here too
-    EXIT_FOUND_PROBLEMS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_NO_NVCC,
-    EXIT_ORIGINAL_UNSAFE, _fail, _unwritable,
+from cudalens.cli_exit import (
+    EXIT_FOUND_PROBLEMS, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_NO_NVCC, EXIT_ORIGINAL_UNSAFE,
+    _fail, _unwritable,
 )
 from cudalens.errors import CudalensError
-from cudalens.textfile import TextFileError, has_bom, read_text_file, same_line_endings
+from cudalens.textfile import (TextFileError, has_bom, printable, read_text_file,
+                               same_line_endings, to_bytes)
 from gpu_runner.service.schema import encode
 
 def _finite(param, value):
@@ -236,15 +237,15 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
         for path, text in acceptance.writes.items():
             if path == file.resolve():
                 bom = b"\xef\xbb\xbf" if has_bom(file) else b""
-                file.write_bytes(bom + same_line_endings(text, target.text).encode("utf-8"))
+                file.write_bytes(bom + to_bytes(same_line_endings(text, target.text)))
                 written.append(file)
                 applied = True
             else:
-                path.write_bytes(text.encode("utf-8"))
+                path.write_bytes(to_bytes(text))
         host_lines = acceptance.lines
     print_result(console, result, applied, suggest_apply=not apply_)
-    for line in host_lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    for line in host_lines:  # launch sites quoted from the files
+        console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
     if agent_result is not None:
         for line in summary_lines(agent_result):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -324,16 +325,17 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
         header = (f"# written spec, from {origin}" if origin != "inferred" else
                   draft_header(file))
         texts.append(header + "\n" + format_spec(kspec))
+    # printable: a file that is not UTF-8 shows its bytes as \xHH (``textfile``).
     if kernels and len(failures) == len(kernels):
-        click.echo("\n".join(refused), nl=False)
+        click.echo(printable("\n".join(refused)), nl=False)
         for message in failures[:-1]:
-            err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
-                      soft_wrap=True)
+            err.print(f"[bold red]error:[/bold red] {escape(printable(message))}",
+                      highlight=False, soft_wrap=True)
         _fail(err, failures[-1])
     for message in failures:
-        err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
+        err.print(f"[bold red]error:[/bold red] {escape(printable(message))}", highlight=False,
                   soft_wrap=True)
-    click.echo("\n".join(texts), nl=False)
+    click.echo(printable("\n".join(texts)), nl=False)
 
 
 @main.command()
@@ -378,14 +380,10 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
         _fail(err, f"{file}: expected a CUDA source file, found a directory or special file")
     if compdb is not None and not compdb.is_file():
         _fail(err, f"{compdb}: no such compilation database (--compile-commands)")
-    try:  # nvcc compiles a non-UTF-8 file (bytes in comments): warn, as spec, plan refuse it
+    try:  # a file that is not UTF-8 is read all the same (textfile); a binary one is refused
         read_text_file(file)
     except TextFileError as exc:
-        if not exc.line or _binary(file):
-            _fail(err, f"{file}:{exc.line}: {exc}" if exc.line else f"{file}: {exc}")
-        err.print(escape(f"warning: {file}:{exc.line}: {exc}; cudalens spec, plan and optimize "
-                         f"refuse the file until then (nvcc compiles it)"),
-                  highlight=False, soft_wrap=True)
+        _fail(err, f"{file}:{exc.line}: {exc}" if exc.line else f"{file}: {exc}")
     if gpu:
         _check_gpu(file, kernel_name, err)
         return
@@ -415,16 +413,6 @@ def check(file: Path, arch: str, nvcc: str, timeout_s: float, gpu: bool,
                    f"compiled: {_template_why(t.name)}")
     if not result.ok:
         sys.exit(EXIT_FOUND_PROBLEMS)
-
-
-def _binary(file: Path) -> bool:
-    """Whether ``file`` holds control bytes no source text has (NUL, or below 0x20 other than
-    tab, line feed, vertical tab, form feed and carriage return): not a source to compile."""
-    try:
-        data = file.read_bytes()
-    except OSError:
-        return True
-    return any(b < 0x20 and b not in (9, 10, 11, 12, 13) for b in data)
 
 
 def _template_why(name: str) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from cudalens.textfile import printable
+
 # Exit codes: 0 success, 1 the command ran and found problems (compile errors; with check
 # --gpu, compute-sanitizer's findings), 2 usage or input errors, 3 no GPU runner available
 # (check --gpu: or no compute-sanitizer report could be made), 4 optimize refused the original
@@ -56,5 +58,7 @@ def _unwritable(path: Path) -> str:
 
 
 def _fail(console: Console, message: str, code: int = EXIT_INPUT) -> None:
-    console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
+    # A message quoting a file that is not UTF-8 shows its bytes as \xHH (``textfile``).
+    console.print(f"[bold red]error:[/bold red] {escape(printable(message))}", highlight=False,
+                  soft_wrap=True)
     sys.exit(code)

@@ -73,6 +73,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
     from cudalens.engine.plan import plan_for_target
     from cudalens.spec.parser import spec_path_for
     from cudalens.target import first_parse_error, load_target, read_source, select_kernel
+    from cudalens.textfile import printable
 
     err = Console(stderr=True)
     to_stdout = json_path is not None and str(json_path) == "-"
@@ -106,8 +107,8 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
     if to_stdout:  # --json -: the JSON alone on standard output, for a pipe
         click.echo(json.dumps(plan.record(), indent=2))
         return
-    for line in describe(plan, file):
-        click.echo(line)
+    for line in describe(plan, file):  # a quoted byte that is not UTF-8 as \xHH (textfile)
+        click.echo(printable(line))
     if json_path is not None:
         try:
             json_path.absolute().parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from cudalens.textfile import printable
+
 
 @dataclass(frozen=True)
 class LineChange:
@@ -24,10 +26,12 @@ class LineChange:
 
 def unified_diff(old: str, new: str, fromfile: str, tofile: str) -> str:
     """The unified diff (3 lines of context) from ``old`` to ``new``, headed ``--- fromfile``
-    and ``+++ tofile``; "" when they are equal."""
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
+    and ``+++ tofile``; "" when they are equal. A byte of a file that is not UTF-8 (escaped
+    in its text: ``textfile``) is written ``\\xHH`` (``textfile.printable``), so the diff can
+    be printed on any terminal and sent as JSON."""
+    return printable("".join(difflib.unified_diff(old.splitlines(keepends=True),
                                         new.splitlines(keepends=True),
-                                        fromfile=fromfile, tofile=tofile))
+                                        fromfile=fromfile, tofile=tofile)))
 
 
 def changed_lines(old: str, new: str) -> list[LineChange]:

@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from cudalens.textfile import from_bytes, to_bytes
+
 STYLE_FILES = (".clang-format", "_clang-format")
 TIMEOUT_S = 30
 
@@ -76,7 +78,7 @@ def format_lines(text: str, source_path: str | Path, lines: LineRange,
     cmd = [exe, "--style=file", f"--assume-filename={Path(source_path).resolve()}",
            f"--lines={lines.first}:{lines.last}"]
     try:
-        proc = subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True,
+        proc = subprocess.run(cmd, input=to_bytes(text), capture_output=True,
                               timeout=TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise FormatError(f"clang-format on {source_path} lines {lines.first}-{lines.last} "
@@ -84,7 +86,7 @@ def format_lines(text: str, source_path: str | Path, lines: LineRange,
     if proc.returncode != 0:
         raise FormatError(f"clang-format on {source_path} lines {lines.first}-{lines.last} "
                           f"exited {proc.returncode}: {proc.stderr.decode('utf-8', 'replace')}")
-    return proc.stdout.decode("utf-8")
+    return from_bytes(proc.stdout)
 
 
 def kernel_lines(text: str, source_path: str | Path, kernel: str) -> LineRange:
@@ -93,7 +95,7 @@ def kernel_lines(text: str, source_path: str | Path, kernel: str) -> LineRange:
     from cudalens.source.parser import parse_source
 
     k = parse_source(text, str(source_path)).kernel(kernel)
-    data = text.encode("utf-8")
+    data = to_bytes(text)
     first = data.count(b"\n", 0, k.start_byte) + 1
     last = data.count(b"\n", 0, k.end_byte) + 1
     return LineRange(first, last)

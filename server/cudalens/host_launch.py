@@ -33,6 +33,7 @@ from cudalens.source.launches import launch_site_from_call, launches_kernel
 from cudalens.source.model import Kernel
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import KernelSpec, LaunchDecl, ScalarDecl
+from cudalens.textfile import from_bytes, to_bytes
 
 HOST_SUFFIXES = (".cu", ".cuh", ".cpp")
 # Folders never searched for launch sites: version control, build outputs, cudalens' own state.
@@ -100,10 +101,10 @@ class LaunchPlan:
         """Each edited file's text with its sites rewritten."""
         out: dict[Path, str] = {}
         for path in dict.fromkeys(e.path for e in self.edits):
-            data = self.texts[path].encode("utf-8")
+            data = to_bytes(self.texts[path])
             for e in sorted((e for e in self.edits if e.path == path), key=lambda e: -e.start):
-                data = data[:e.start] + e.new.encode("utf-8") + data[e.end:]
-            out[path] = data.decode("utf-8")
+                data = data[:e.start] + to_bytes(e.new) + data[e.end:]
+            out[path] = from_bytes(data)
         return out
 
 
@@ -297,7 +298,7 @@ def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDe
             text = texts[path]
         else:
             try:
-                text = path.read_bytes().decode("utf-8")  # line endings kept
+                text = from_bytes(path.read_bytes())  # line endings kept
             except (OSError, UnicodeDecodeError):
                 continue
         if "<<<" not in text:
@@ -308,18 +309,18 @@ def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDe
                                                                errors="replace"), kernel.name)}
             if (_defines(text, kernel.name) or others) and own not in _includes(path, text):
                 continue  # it launches a namesake defined elsewhere
-        src = text.encode("utf-8")
+        src = to_bytes(text)
         for call in captures(_CALL_QUERY, parser.parse(src).root_node, "launch"):
             site = launch_site_from_call(src, call)
             if not launches_kernel(site, kernel):
                 continue
             node = next(c for c in call.children if c.type == "kernel_call_syntax")
             line, column = node.start_point
-            config_text = src[node.start_byte:node.end_byte].decode("utf-8")
+            config_text = from_bytes(src[node.start_byte:node.end_byte])
             try:
                 new = site_config(spec, kernel, launch, site.config, site.arguments)
             except Unmappable as exc:
-                call_text = " ".join(src[call.start_byte:call.end_byte].decode("utf-8").split())
+                call_text = " ".join(from_bytes(src[call.start_byte:call.end_byte]).split())
                 unmapped.append(UnmappedSite(path, *call.start_point, call_text, str(exc)))
                 continue
             used[path] = text

@@ -34,6 +34,7 @@ import tree_sitter
 from cudalens.source.model import Kernel, Parameter
 from cudalens.source.parser import parse_source
 from cudalens.kernel_model.syntax import new_parser, squeeze, text_of
+from cudalens.textfile import to_bytes
 from gpu_runner.includes import find_includes
 
 # CUDA toolkit headers a kernel may need, and the C/C++ headers of constants and math.
@@ -334,7 +335,7 @@ def check_candidate(code: str, kernel: Kernel, file_includes: Iterable[str] = ()
             found.append(Refusal("inline asm declares a variable or function; asm may use only "
                                  "its operands (%0, %1, ...)", _line(code, offset)))
             break
-    src = code.encode("utf-8")
+    src = to_bytes(code)
     root = new_parser().parse(src).root_node
     includes_ok = {squeeze(i) for i in file_includes}
     seen: set[str] = set()

@@ -69,6 +69,7 @@ from cudalens.spec.errors import SpecError
 from cudalens.spec.resolve import build_variant
 from cudalens.spec.writer import format_spec
 from cudalens.target import Target
+from cudalens.textfile import from_bytes, to_bytes, wire_text
 
 PrecheckFn = Callable[[Spliced, str, str, str, str], Optional[Precheck]]
 PRECHECK_WORKERS = 4
@@ -169,10 +170,12 @@ class AgentLoop:
 
     def _task(self) -> str:
         t, k = self.target, self.kernel
-        data = t.text.encode("utf-8")
+        data = to_bytes(t.text)
+        # A byte that is not UTF-8 (``textfile``) as a C octal escape: JSON cannot send it.
         return prompts.render(
-            "task", kernel_name=k.name, file_name=t.path.name, file_text=t.text.rstrip("\n"),
-            kernel_text=data[k.start_byte:k.end_byte].decode("utf-8"),
+            "task", kernel_name=k.name, file_name=t.path.name,
+            file_text=wire_text(t.text.rstrip("\n")),
+            kernel_text=wire_text(from_bytes(data[k.start_byte:k.end_byte])),
             kernel_first_line=k.range.start.line + 1, kernel_last_line=k.range.end.line + 1,
             spec_text=format_spec(t.spec).rstrip("\n"), device_facts=device_facts(self.device),
             baseline_facts=baseline_facts(self.problem, self.base_eval.baseline,

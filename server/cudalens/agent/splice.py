@@ -16,6 +16,7 @@ from typing import Optional
 
 from cudalens.agent.guard import includes_of
 from cudalens.source.model import Kernel
+from cudalens.textfile import from_bytes, to_bytes
 
 _INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b")
 
@@ -40,9 +41,9 @@ class Spliced:
 
 def splice(original: str, kernel: Kernel, code: str) -> Spliced:
     """``original`` with ``kernel``'s definition replaced by ``code`` (see the module doc)."""
-    data = original.encode("utf-8")
-    before = data[:kernel.start_byte].decode("utf-8")
-    after = data[kernel.end_byte:].decode("utf-8")
+    data = to_bytes(original)
+    before = from_bytes(data[:kernel.start_byte])
+    after = from_bytes(data[kernel.end_byte:])
     present = set(includes_of(original))
 
     kept: list[tuple[str, Optional[int]]] = []  # (line text, its code line)

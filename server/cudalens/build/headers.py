@@ -26,6 +26,7 @@ from gpu_runner.includes import (
 from cudalens.build.flags import BuildFlags
 from cudalens.build.project import ProjectBuild, build_for
 from cudalens.errors import CudalensError
+from cudalens.textfile import ERRORS
 
 
 class HeaderError(CudalensError):
@@ -110,7 +111,8 @@ def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
             if size > MAX_FILE_BYTES:
                 raise HeaderError(f"{where}: header {found} has {size} bytes; the runner takes "
                                   f"at most {MAX_FILE_BYTES} bytes a file")
-            with open(found, encoding="utf-8", errors="replace", newline="") as f:
+            # Bytes that are not UTF-8 kept (``textfile``; build_variant escapes them for JSON).
+            with open(found, encoding="utf-8", errors=ERRORS, newline="") as f:
                 content = f.read()
             files[os.path.relpath(found, root).replace(os.sep, "/")] = content
             if len(files) > MAX_FILES:

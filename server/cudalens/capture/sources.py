@@ -19,7 +19,7 @@ from typing import Iterator, Optional
 from cudalens.source.model import Kernel, SourceFile
 from cudalens.source.parser import parse_source
 from cudalens.store.keys import kernel_context, normalize_space
-from cudalens.textfile import TextFileError, read_text_file
+from cudalens.textfile import TextFileError, read_text_file, to_bytes
 
 CAPTURE_KEY_VERSION = "cudalens-capture-1"
 SOURCE_SUFFIXES = (".cu", ".cuh")
@@ -46,7 +46,7 @@ def capture_key(source: SourceFile, kernel: Kernel) -> str:
     context = normalize_space(kernel_context(source, kernel))
     h = hashlib.sha256()
     for part in (CAPTURE_KEY_VERSION, kernel.qualified_name or kernel.name, context):
-        data = part.encode("utf-8", errors="surrogateescape")
+        data = to_bytes(part)
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.hexdigest()

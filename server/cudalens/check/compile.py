@@ -14,6 +14,7 @@ from cudalens.check.nvcc import build_command, check_options, find_nvcc, run_nvc
 from cudalens.check.ptx_lines import ptx_source_location
 from cudalens.check.ptxas_report import parse_ptxas_report
 from cudalens.check.report import CheckResult, Diagnostic
+from cudalens.textfile import ERRORS
 
 _SOURCE_NAME = "source.cu"
 _WRAPPER_NAME = "header-check.cu"
@@ -79,7 +80,7 @@ def compile_check(path: str, text: str | None = None, *, arch: str = "sm_90",
             source = os.path.join(workdir, "text", name) if header else \
                 os.path.join(workdir, _SOURCE_NAME)
             os.makedirs(os.path.dirname(source), exist_ok=True)
-            with open(source, "w", encoding="utf-8", newline="") as f:
+            with open(source, "w", encoding="utf-8", errors=ERRORS, newline="") as f:
                 f.write(_line_directive(path))
                 f.write(text)
             # As given (relative stays relative) so headers are named as an in-place

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable
+from cudalens.textfile import from_bytes, to_bytes
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,10 @@ def apply_edits(data: bytes, edits: Iterable[Edit]) -> str:
         if e.start < pos:
             raise ValueError(f"overlapping edits at byte {e.start} (previous edit ends at {pos})")
         out.append(data[pos:e.start])
-        out.append(e.text.encode("utf-8"))
+        out.append(to_bytes(e.text))
         pos = e.end
     out.append(data[pos:])
-    return b"".join(out).decode("utf-8")
+    return from_bytes(b"".join(out))
 
 
 def fresh_name(base: str, taken: set[str]) -> str:
@@ -53,4 +54,4 @@ def line_indent(data: bytes, byte: int) -> str:
     end = start
     while end < len(data) and data[end:end + 1] in (b" ", b"\t"):
         end += 1
-    return data[start:end].decode("utf-8")
+    return from_bytes(data[start:end])

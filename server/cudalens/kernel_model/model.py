@@ -13,6 +13,7 @@ from typing import Callable, Hashable, Optional, TypeVar
 
 from cudalens.kernel_model.syntax import Node, Parsed, first_error, parse
 from cudalens.source.model import Kernel
+from cudalens.textfile import from_bytes
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class KernelModel:
         if self.loose_body is not None:
             return self.parsed, self.loose_body
         k = self.kernel
-        alone = parse(self.parsed.data[k.start_byte:k.end_byte].decode("utf-8"))
+        alone = parse(from_bytes(self.parsed.data[k.start_byte:k.end_byte]))
         node = _compound_at(alone, k.body_start_byte - k.start_byte,
                             k.body_end_byte - k.start_byte)
         if node is None:

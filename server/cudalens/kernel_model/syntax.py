@@ -20,6 +20,7 @@ import tree_sitter_cuda
 
 from cudalens.kernel_model.text_diff import edit_between
 from cudalens.source.model import Position, Range
+from cudalens.textfile import from_bytes, to_bytes
 
 Node = tree_sitter.Node
 
@@ -189,7 +190,7 @@ def parse(text: str) -> Parsed:
     before and the trees given to ``remember``), else parsed now and kept there."""
     hit = PARSES.get(text)
     if hit is None:
-        data = text.encode("utf-8")
+        data = to_bytes(text)
         hit = Parsed(text=text, data=data, tree=_thread_parser().parse(data))
         PARSES.parsed.put(text, hit)
     return hit
@@ -207,7 +208,7 @@ def parse_near(text: str, near: Parsed) -> Parsed:
         return hit
     if near.tree.root_node.has_error:
         return parse(text)
-    data = text.encode("utf-8")
+    data = to_bytes(text)
     old = near.tree.copy()  # ``near``'s own tree stays as it is
     old.edit(**edit_between(near.data, data))
     tree = _thread_parser().parse(data, old)
@@ -235,7 +236,7 @@ def remember(text: str, tree: tree_sitter.Tree, data: Optional[bytes] = None) ->
     Raises:
         ValueError: the tree does not span ``text`` (it was parsed from other bytes).
     """
-    data = text.encode("utf-8") if data is None else data
+    data = to_bytes(text) if data is None else data
     root = tree.root_node
     if root.end_byte > len(data) or data[root.end_byte:].strip():
         raise ValueError(f"syntax.remember: expected a tree of the {len(data)}-byte text, "
@@ -249,8 +250,9 @@ def remember(text: str, tree: tree_sitter.Tree, data: Optional[bytes] = None) ->
 
 
 def text_of(src: bytes, node: Node) -> str:
-    """The source text of ``node`` (decoded from the UTF-8 bytes it covers)."""
-    return src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+    """The source text of ``node`` (decoded from the UTF-8 bytes it covers, bytes that are
+    not UTF-8 escaped: ``textfile.from_bytes``)."""
+    return from_bytes(src[node.start_byte : node.end_byte])
 
 
 def squeeze(text: str) -> str:

@@ -36,6 +36,7 @@ from cudalens.spec.parser import spec_path_for
 from cudalens.spec.writer import format_spec
 from cudalens.store.keys import MaterialCache, sha256_text, source_materials
 from cudalens.target import FileContext, Target, file_context, load_spec
+from cudalens.textfile import to_bytes
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 
@@ -97,7 +98,7 @@ class DocumentSnapshot:
     @cached_property
     def data(self) -> bytes:
         """``text`` as UTF-8 (the source model's byte offsets index this), encoded once."""
-        return self.text.encode("utf-8")
+        return to_bytes(self.text)
 
     def kernel(self, name: str) -> KernelView:
         """The kernel called ``name`` (plain or qualified).
@@ -198,7 +199,7 @@ class SpecCache:
         ``source.text`` as UTF-8 when the caller has it (else it is encoded here); ``around``
         gives the file's ``target.FileContext`` (headers, build defines) when a kernel's spec
         must be loaded, the same for every kernel of the text (else it is read per kernel)."""
-        data = source.text.encode("utf-8") if data is None else data
+        data = to_bytes(source.text) if data is None else data
         key = (str(path), kernel.qualified_name, data[kernel.start_byte:kernel.end_byte],
                tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat,
                outside_inputs(kernel, source.text))
@@ -240,7 +241,7 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
     Never raises for bad source or specs: a spec problem is kept in ``KernelView.spec_error``.
     """
     source = parser.parse(text, str(path)) if parser is not None else parse_source(text, str(path))
-    data = text.encode("utf-8")
+    data = to_bytes(text)
     cache = specs or SpecCache()
     if parser is not None:
         _share_tree(text, data, parser)

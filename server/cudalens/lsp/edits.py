@@ -42,7 +42,7 @@ from cudalens.source.parser import parse_source
 from cudalens.spec.model import KernelSpec, LaunchDecl
 from cudalens.spec.writer import format_spec
 from cudalens.store.keys import kernel_context, sha256_text, source_materials
-from cudalens.textfile import same_line_endings
+from cudalens.textfile import from_bytes, to_bytes, same_line_endings
 from cudalens.store.records import CandidateRecord, LaunchRecord, RunRecord
 from cudalens.lsp.documents import RUNNER_FLAGS
 
@@ -110,9 +110,9 @@ def candidate_text(snapshot: DocumentSnapshot, view: KernelView, run: RunRecord,
         cand_kernel = cand_source.kernel(view.name)
     except KeyError:
         raise Refused(f"the candidate {cand.label!r} no longer holds kernel {view.name}") from None
-    data = snapshot.text.encode("utf-8")
-    new_def = cand.source.encode("utf-8")[cand_kernel.start_byte:cand_kernel.end_byte]
-    merged = (data[:view.kernel.start_byte] + new_def + data[view.kernel.end_byte:]).decode("utf-8")
+    data = to_bytes(snapshot.text)
+    new_def = to_bytes(cand.source)[cand_kernel.start_byte:cand_kernel.end_byte]
+    merged = from_bytes(data[:view.kernel.start_byte] + new_def + data[view.kernel.end_byte:])
     merged_source = parse_source(merged, str(snapshot.path))
     try:
         merged_kernel = merged_source.kernel(view.name)

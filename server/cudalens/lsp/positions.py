@@ -17,16 +17,37 @@ from __future__ import annotations
 from lsprotocol import types
 
 from cudalens.source.model import Range as ModelRange
+from cudalens.textfile import to_bytes
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
 
 def _units(text: str, encoding: str) -> int:
-    if encoding == UTF8:
-        return len(text.encode("utf-8", errors="surrogatepass"))
+    if encoding == UTF8:  # an escaped byte (``textfile``) is one byte, as in the file
+        try:
+            return len(to_bytes(text))
+        except UnicodeEncodeError:  # a lone surrogate the client sent
+            return len(text.encode("utf-8", errors="surrogatepass"))
     if encoding == UTF32:
         return len(text)
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def _chars_in(text: str, byte_column: int) -> str:
+    """The longest prefix of ``text`` whose bytes (``to_bytes``: a byte that is not UTF-8 is
+    one character of one byte) fit in ``byte_column`` bytes: a column inside a character
+    stops before it."""
+    prefix = to_bytes(text)[:max(byte_column, 0)]
+    try:
+        return prefix.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    used = 0
+    for i, ch in enumerate(text):
+        used += len(to_bytes(ch))
+        if used > len(prefix):
+            return text[:i]
+    return text
 
 
 class LineIndex:
@@ -53,8 +74,7 @@ class LineIndex:
         text = self.line(line)
         if text.isascii():  # one byte, one code unit in every encoding
             return types.Position(line, min(max(byte_column, 0), len(text)))
-        prefix = text.encode("utf-8")[:max(byte_column, 0)]
-        return types.Position(line, _units(prefix.decode("utf-8", errors="ignore"), self.encoding))
+        return types.Position(line, _units(_chars_in(text, byte_column), self.encoding))
 
     def from_char(self, line: int, char_column: int) -> types.Position:
         """The LSP position of a zero-based (line, character column)."""
@@ -76,7 +96,7 @@ class LineIndex:
     def to_byte(self, position: types.Position) -> tuple[int, int]:
         """Zero-based (line, UTF-8 byte column) of an LSP position."""
         line, char = self.to_char(position)
-        return line, len(self.line(line)[:char].encode("utf-8"))
+        return line, len(to_bytes(self.line(line)[:char]))
 
     def range(self, r: ModelRange) -> types.Range:
         """An LSP range from a source-model range (byte columns)."""

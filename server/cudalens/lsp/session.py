@@ -41,6 +41,7 @@ from cudalens.source.incremental import IncrementalParser
 from cudalens.store.keys import device_id
 from cudalens.store.records import RunRecord
 from cudalens.store.sqlite import ResultsStore, StoreError
+from cudalens.textfile import TextFileError, read_text_file
 
 log = logging.getLogger(__name__)
 
@@ -226,11 +227,11 @@ class Session:
         if self.is_open(uri):
             doc = self.server.workspace.get_text_document(uri)
             return SpecFile(uri=uri, text=doc.source, version=doc.version)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not Path(path).exists():
             return None
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # bytes that are not UTF-8 kept as they are (``textfile``)
+            text = read_text_file(Path(path))
+        except TextFileError as exc:
             log.warning("cannot read %s: %s", path, exc)
             return None
         return SpecFile(uri=uri, text=text, version=None)

@@ -42,6 +42,7 @@ from .model import Kernel, LaunchSite, Position, Range, SourceFile
 from .parser import parse_tree
 from cudalens.kernel_model.syntax import captures_outside_tables, new_parser, parse, parse_near, text_of
 from cudalens.kernel_model.text_diff import edit_between
+from cudalens.textfile import to_bytes
 
 _GLOBAL_QUERY = f'"{GLOBAL}" @keyword'
 _LAUNCH_QUERY = "(call_expression (kernel_call_syntax)) @launch"
@@ -92,7 +93,7 @@ class IncrementalParser:
         if not isinstance(text, str):
             raise TypeError(f"{path}: IncrementalParser.parse expects the source text as str, "
                             f"found {type(text).__name__}")
-        src = text.encode("utf-8")
+        src = to_bytes(text)
         if self._tree is not None and self._src is not None:
             if src != self._src:
                 self._tree.edit(**edit_between(self._src, src))

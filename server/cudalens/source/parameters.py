@@ -15,6 +15,7 @@ import tree_sitter
 
 from .model import Parameter
 from cudalens.kernel_model.syntax import range_of, squeeze, text_of
+from cudalens.textfile import from_bytes, to_bytes
 
 RESTRICT_SPELLINGS = frozenset({"restrict", "__restrict", "__restrict__"})
 
@@ -83,7 +84,7 @@ def _declarator_chain(
         if kind == _ARRAY:
             inner = node.child_by_field_name("declarator")
             start = inner.end_byte if inner is not None else node.start_byte
-            derivation.suffix = squeeze(src[start : node.end_byte].decode("utf-8", "replace"))
+            derivation.suffix = squeeze(from_bytes(src[start : node.end_byte]))
         chain.append(derivation)
         inner = node.child_by_field_name("declarator")
         if inner is None and kind in (_PACK, _REFERENCE):  # these hold their declarator unnamed
@@ -117,8 +118,8 @@ def parameter_from_node(src: bytes, node: tree_sitter.Node) -> Parameter:
         if name_node is not None:
             cut_start = name_node.start_byte - node.start_byte
             cut_end = name_node.end_byte - node.start_byte
-            encoded = whole.encode("utf-8")
-            whole = (encoded[:cut_start] + encoded[cut_end:]).decode("utf-8", "replace")
+            encoded = to_bytes(whole)
+            whole = from_bytes(encoded[:cut_start] + encoded[cut_end:])
         return Parameter(
             name=name,
             type=squeeze(whole),

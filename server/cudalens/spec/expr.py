@@ -21,6 +21,8 @@ import math
 from collections.abc import Mapping
 from typing import NamedTuple, Union
 
+from cudalens.textfile import printable
+
 Number = Union[int, float]
 
 FUNCTIONS = ("ceil_div", "min", "max")
@@ -94,6 +96,9 @@ def parse(text: str) -> ast.expr:
     except (RecursionError, MemoryError):
         raise ExprError(f"expression nested too deeply: '{source[:40]}...'; name parts of it "
                         f"with 'size' lines") from None
+    except UnicodeEncodeError:  # a byte of a file that is not UTF-8 (``textfile``)
+        raise ExprError(f"invalid expression '{printable(source)}': expected UTF-8 text, found "
+                        f"a byte that is not") from None
     return tree.body
 
 

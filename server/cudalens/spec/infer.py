@@ -101,6 +101,7 @@ from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDec
                                  SizeDecl)
 from cudalens.spec.poly import Poly
 from cudalens.spec.tile_step import tile_step
+from cudalens.textfile import from_bytes, to_bytes
 
 INFERRED = "inferred"
 SIZE_1D = "1 << 24"
@@ -201,7 +202,7 @@ _MAX_STATIC_SHARED = 48 * 1024
 def _kernel_text(kernel: Kernel, source: str) -> str:
     if source.isascii():
         return source[kernel.start_byte:kernel.end_byte]
-    return source.encode()[kernel.start_byte:kernel.end_byte].decode(errors="replace")
+    return from_bytes(to_bytes(source)[kernel.start_byte:kernel.end_byte])
 
 
 def _square_block(body: str, name: str) -> bool:
@@ -1175,8 +1176,7 @@ class _Drafter:
                                   f"threadIdx.x, so a block has {name} threads")
         body = self.source[self.kernel.start_byte:self.kernel.end_byte] \
             if self.source.isascii() else \
-            self.source.encode()[self.kernel.start_byte:self.kernel.end_byte].decode(
-                errors="replace")
+            from_bytes(to_bytes(self.source)[self.kernel.start_byte:self.kernel.end_byte])
         step = tile_step(body, self.constants, self.kernel.range.start.line + 1)
         if step is not None and "threadIdx.y" not in self.facts.builtins:
             return (step.value,), (f"the loop at line {step.line} steps {step.var} by "

@@ -44,7 +44,7 @@ from cudalens.spec.model import (BufferDecl, CheckDecl, KernelSpec, LaunchDecl, 
                                  ScalarDecl, SizeDecl)
 from cudalens.spec.resolve import check_values
 from cudalens.spec.validate import validate
-from cudalens.textfile import TextFileError, read_text_file
+from cudalens.textfile import TextFileError, escaped_byte, read_text_file
 
 __all__ = ["parse_spec", "load_spec_for", "validate", "spec_path_for"]
 
@@ -126,6 +126,11 @@ def load_spec_for(source_path: Union[str, Path], kernel: Union[str, Kernel],
         text = read_text_file(path)
     except TextFileError as exc:
         raise SpecError(str(path), exc.line, f"cannot read the spec file: {exc}") from None
+    try:
+        _check_bytes(text, str(path))
+    except SpecError as exc:
+        raise SpecError(str(path), exc.line, f"cannot read the spec file: {exc.message}") \
+            from None
     constants = file_constants(context if context is not None else source_text or "", defines)
     specs = _parsed_file(text, str(path), tuple(sorted(constants.items())))
     if isinstance(kernel, Kernel):
@@ -570,9 +575,22 @@ def parse_spec(text: str, path: str = "<spec>",
 
     Raises:
         SpecError: at the first malformed line, undefined name, duplicate declaration, missing
-            ``block``/``grid``, or value that cannot be used (see the module docstring).
+            ``block``/``grid``, or value that cannot be used (see the module docstring);
+            also at a byte that is not UTF-8 outside a comment (``textfile``: a file read so
+            keeps its bytes, which a comment may hold).
     """
+    _check_bytes(text, path)
     return _Reader(path, constants).read(text)
+
+
+def _check_bytes(text: str, path: str) -> None:
+    """Raises ``SpecError`` at the first byte of ``text`` that is not UTF-8 outside a ``#``
+    comment."""
+    bad = escaped_byte(text, comment="#")
+    if bad is not None:
+        line, column, byte = bad
+        raise SpecError(path, line, f"expected UTF-8 text, found byte 0x{byte:02x} at column "
+                                    f"{column} (outside a comment); save the file as UTF-8")
 
 
 def split_top_level(text: str) -> list[str]:

@@ -37,6 +37,7 @@ from cudalens.spec.errors import SpecError
 from cudalens.spec.expr import Dim3, ExprError, Number, evaluate, names_in
 from cudalens.spec.model import BufferDecl, KernelSpec, LaunchDecl, ScalarDecl
 from cudalens.spec.validate import validate
+from cudalens.textfile import wire_text
 from gpu_runner.problem import Buffer, Case, Launch, Problem, Scalar, Tolerance, Variant
 
 LABELS = ("nominal", "ragged")
@@ -482,8 +483,10 @@ def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
         resolved = _launch(ctx, launch, sm_count, (launch.line,) * 3)
         _check_lengths_unchanged(ctx, spec, Dim3(*resolved.block))
         launches.append(resolved)
-    return Variant(label=label, source=source, name=kernel_name, launches=tuple(launches),
-                   options=tuple(options), files=dict(files or {}))
+    # JSON (the runner's requests) cannot hold a byte that is not UTF-8 (``textfile``).
+    return Variant(label=label, source=wire_text(source), name=kernel_name,
+                   launches=tuple(launches), options=tuple(options),
+                   files={name: wire_text(text) for name, text in (files or {}).items()})
 
 
 def instance_name(kernel_name: str, spec: KernelSpec) -> str:

@@ -27,14 +27,15 @@ from typing import Optional
 
 from gpu_runner.report import DeviceInfo
 from cudalens.source.model import Kernel, SourceFile
+from cudalens.textfile import from_bytes, to_bytes
 
 # Bump when the meaning of a key changes, so old results stop matching instead of lying.
 KEY_VERSION = "cudalens-results-1"
 
 
 def sha256_text(text: str) -> str:
-    """Hex sha256 of ``text`` encoded as UTF-8."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """Hex sha256 of ``text`` encoded as UTF-8 (escaped bytes as themselves: ``to_bytes``)."""
+    return hashlib.sha256(to_bytes(text)).hexdigest()
 
 
 def kernel_context(source: SourceFile, kernel: Kernel) -> str:
@@ -46,7 +47,7 @@ def kernel_context(source: SourceFile, kernel: Kernel) -> str:
     of ``source.kernels`` (compared by byte range); offsets are into
     ``source.text.encode("utf-8")``.
     """
-    data = source.text.encode("utf-8")
+    data = to_bytes(source.text)
     pieces: list[bytes] = []
     at = 0
     for other in source.kernels:
@@ -62,7 +63,7 @@ def kernel_context(source: SourceFile, kernel: Kernel) -> str:
         pieces.append(data[at:start] + b"\n")
         at = end
     pieces.append(data[at:])
-    return b"".join(pieces).decode("utf-8", errors="surrogateescape")
+    return from_bytes(b"".join(pieces))
 
 
 _BLANK = (b" ", b"\t", b"\r", b"\n")
@@ -134,7 +135,7 @@ def source_materials(source: SourceFile, specs: Mapping[tuple[int, int], str],
     from one version of the text to the next), only the pieces not seen before are
     normalized and only the keys with new inputs hashed.
     """
-    data = source.text.encode("utf-8")
+    data = to_bytes(source.text)
     cache = cache if cache is not None else MaterialCache()
     outside: list[str] = []
     length = 0
@@ -177,7 +178,7 @@ def material_key(context: str, kernel_name: str, spec_text: str,
     """Hex sha256 of everything in a key except the device (see ``result_key``)."""
     h = hashlib.sha256()
     for part in (KEY_VERSION, kernel_name, context, spec_text, "\x1f".join(flags)):
-        data = part.encode("utf-8", errors="surrogateescape")
+        data = to_bytes(part)
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.hexdigest()

@@ -21,6 +21,7 @@ import cattrs
 from gpu_runner.ncu_csv import Profile
 from gpu_runner.report import CandidateResult, CompileReport, DeviceInfo, Timing
 from cudalens.sanitizer_status import SanitizerStatus
+from cudalens.textfile import to_bytes
 
 # A candidate is offered only when the low end of its speedup's 95% confidence interval is
 # above this (the CLI's rule, ``cudalens.optimize.SIGNIFICANT_SPEEDUP``).
@@ -168,7 +169,7 @@ def candidate_id(source: str, launch: LaunchRecord) -> str:
     """A short stable id of a candidate: the first 16 hex digits of sha256 over its source
     and launch expressions."""
     h = hashlib.sha256()
-    h.update(source.encode("utf-8"))
+    h.update(to_bytes(source))
     h.update(b"\0" + "\x1f".join(launch.block).encode() + b"\0" + "\x1f".join(launch.grid).encode()
              + b"\0" + launch.shared.encode())
     return h.hexdigest()[:16]

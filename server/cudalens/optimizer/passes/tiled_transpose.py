@@ -149,7 +149,7 @@ def _tile_loop(ctx: PassContext, first: index2d.NoMatch) -> index2d.Grid2D:
         axes[axis] = (parsed.text_of(decls[0].child_by_field_name("declarator")),
                       " ".join(parsed.text_of(type_node).split()), coef.constant)
     head = for_header(stmts[2], parsed)
-    (xv, xt, tx), (yv, yt, ty) = axes["x"], axes["y"]
+    (xv, _, tx), (yv, _, ty) = axes["x"], axes["y"]  # the types: made below
     if head is None or tx != bx or by <= 0 or ty % by or \
             _const(head.start, parsed, scope) != 0 or head.body is None:
         raise first
