@@ -26,6 +26,7 @@ import tree_sitter
 
 from cudalens.kernel_model.model import UnreadableBody, readable_body
 from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text as _short
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.context import PassContext
@@ -80,11 +81,6 @@ class Histogram:
 
 def _fail(msg: str, line: Optional[int] = None) -> NotHistogram:
     return NotHistogram(msg, line)
-
-
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _atomic_target(ident: tree_sitter.Node, parsed: Parsed) -> Optional[tree_sitter.Node]:

@@ -49,6 +49,7 @@ from cudalens.optimizer.reasons import LocatedError, reason_of
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text as _short
 
 name = "column_reduce"
 
@@ -96,11 +97,6 @@ class ColumnReduction:
 
 def _fail(msg: str, line: Optional[int] = None) -> NotColumnReduction:
     return NotColumnReduction(msg, line)
-
-
-def _short(p: Parsed, n: tree_sitter.Node) -> str:
-    t = " ".join(p.text_of(n).split())
-    return t if len(t) <= 60 else t[:57] + "..."
 
 
 def _kind(fn: str) -> str:

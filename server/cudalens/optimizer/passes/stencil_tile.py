@@ -68,6 +68,7 @@ from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
 from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
                                           written_target)
+from cudalens.kernel_model.syntax import short_text as _short
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 from cudalens.spec.poly import Poly
@@ -103,11 +104,6 @@ class _Match:
 
 def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
     return NoMatch(msg, line)
-
-
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _assigned(body: tree_sitter.Node, parsed: Parsed) -> set[str]:

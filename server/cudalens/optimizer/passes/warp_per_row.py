@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import partial
 from typing import Optional
 
 import tree_sitter
@@ -67,6 +68,7 @@ from cudalens.kernel_model.loops import for_header, less_than_bound
 from cudalens.kernel_model.model import UnreadableBody, readable_body
 from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
                                           written_target)
+from cudalens.kernel_model.syntax import short_text
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
 
@@ -82,9 +84,7 @@ def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
     return NoMatch(msg, line)
 
 
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 70 else text[:67] + "..."
+_short = partial(short_text, limit=70)  # reasons here quote up to 70 characters
 
 
 def _at_most(head, p: Parsed) -> bool:
