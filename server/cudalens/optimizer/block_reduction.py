@@ -40,7 +40,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.loops import for_header
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.kernel_model.syntax import short_text
 from cudalens.optimizer import minmax, structural
@@ -341,10 +341,7 @@ def match(ctx: PassContext, block_x: int, constant_limits: bool = True) -> TreeR
     Raises:
         NotTreeReduction: the kernel does not fit; the message says why, with the line.
     """
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     stmts = named_children(body)
     decl, shared, etype = _shared_declaration(stmts, body, parsed)
     view = _typed_view(stmts, decl, shared, body, parsed)

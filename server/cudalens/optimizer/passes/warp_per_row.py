@@ -65,7 +65,7 @@ from cudalens.optimizer.row_group import online_pair, reindent as _reindent, rew
 from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header, less_than_bound
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import UnreadableBody, readable_body, readable_body_or
 from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
                                           written_target)
 from cudalens.kernel_model.syntax import short_text
@@ -431,10 +431,7 @@ class _Analysis:
 
 
 def _match(ctx: PassContext) -> _Match:
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     stmts = named_children(body)
     expected = "expected the body to start with 'int row = blockIdx.x * blockDim.x + threadIdx.x;'"
     if not stmts or stmts[0].type != "declaration":
