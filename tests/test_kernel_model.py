@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from cudalens.cli import main
 from cudalens.kernel_model import syntax
-from cudalens.kernel_model.model import kernel_model, readable_body, UnreadableBody
+from cudalens.kernel_model.model import (kernel_model, readable_body, readable_body_or,
+                                         UnreadableBody)
 from cudalens.optimizer.context import make_context
 from cudalens.source.parser import parse_source
 from cudalens.spec import infer as infer_module
@@ -102,6 +103,33 @@ def test_a_body_with_a_parse_error_is_unreadable_for_the_passes_and_salvaged_for
     parsed, body = model.salvaged_body()
     assert parsed is model.parsed and body is not None and body.type == "compound_statement"
     assert kernel.has_errors
+
+
+def test_readable_body_or_raises_the_recognizers_own_exception_with_the_reason():
+    class NotMine(Exception):
+        pass
+
+    text = SAXPY.replace("int i =", "int i = FOO(;\n    int j =")
+    spec = infer_spec(parse_source(SAXPY).kernels[0], SAXPY, ())
+    with pytest.raises(NotMine) as raised:
+        readable_body_or(make_context(text, "k.cu", "saxpy", spec), NotMine)
+    assert raised.value.args == ("tree-sitter cannot read the body of saxpy at line 2 (often a "
+                                 "macro); the pass needs the whole body",)
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    ctx = make_context(SAXPY, "k.cu", "saxpy", spec)
+    assert readable_body_or(ctx, NotMine) == readable_body(ctx)
+
+
+def test_short_text_folds_white_space_and_cuts_at_the_limit():
+    parsed = syntax.parse("int f() {\n    return  alpha\t+\n beta;\n}\n"
+                          "int g() { return " + " + ".join(f"v{i}" for i in range(30)) + "; }\n")
+    f_body, g_body = (fn.child_by_field_name("body") for fn in parsed.tree.root_node.children)
+    assert syntax.short_text(parsed, f_body) == "{ return alpha + beta; }"
+    assert len(parsed.text_of(g_body)) == 179  # one line: nothing to fold
+    assert syntax.short_text(parsed, g_body) == parsed.text_of(g_body)[:57] + "..."
+    assert syntax.short_text(parsed, g_body, 70) == parsed.text_of(g_body)[:67] + "..."
+    assert syntax.short_text(parsed, g_body, 179) == parsed.text_of(g_body)
+    assert syntax.short_text(parsed, g_body, 178) == parsed.text_of(g_body)[:175] + "..."
 
 
 def test_the_same_text_is_one_parsed_value_and_remembered_trees_come_first():

@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
 
 from cudalens.errors import CudalensError
-from cudalens.lsp.background import Background, Words
+from cudalens.lsp.background import Background, Words, open_kernel
+from cudalens.lsp.commands import KernelArgs
+from cudalens.lsp.documents import analyze
 
 pytestmark = pytest.mark.asyncio
 
@@ -130,3 +133,20 @@ async def test_a_refusal_is_a_warning_and_the_answer():
     assert told.calls == [("show", "cudalens: cannot check: saxpy is being checked already",
                            types.MessageType.Warning)]
     bg.shutdown()
+
+
+async def test_open_kernel_finds_the_documents_kernel_or_says_why_not():
+    text = ("__global__ void scale(int n, float a, float* y) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) y[i] = a * y[i];\n"
+            "}\n")
+    uri = "file:///w/scale.cu"
+    snap = analyze(uri, Path("/w/scale.cu"), 3, text, "utf-16")
+    found, view = open_kernel(snap, KernelArgs(uri, "scale"))
+    assert found is snap and view.name == "scale" and view.kernel.range.start.line == 0
+    with pytest.raises(KeyError) as missing:
+        open_kernel(snap, KernelArgs(uri, "saxpy"))
+    assert missing.value.args == ("scale.cu has no __global__ kernel 'saxpy' (kernels: scale)",)
+    with pytest.raises(KeyError) as closed:
+        open_kernel(None, KernelArgs("file:///w/other.cu", "scale"))
+    assert closed.value.args == ("file:///w/other.cu is not an open CUDA document",)

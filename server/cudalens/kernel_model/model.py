@@ -175,3 +175,17 @@ def readable_body(ctx) -> tuple[Parsed, Node]:
                              f"{parsed.line_of(bad)} (often a macro); the pass needs the whole "
                              f"body")
     return parsed, model.body
+
+
+def readable_body_or(ctx, fail: Callable[[str], Exception]) -> tuple[Parsed, Node]:
+    """``readable_body(ctx)``, for a recognizer whose reason for an unreadable body is its own
+    exception: ``fail(message)`` is raised, the message ``UnreadableBody``'s (its cause and
+    context suppressed, as ``raise ... from None``).
+
+    Raises:
+        Exception: what ``fail`` returns, when ``readable_body`` raises ``UnreadableBody``.
+    """
+    try:
+        return readable_body(ctx)
+    except UnreadableBody as exc:
+        raise fail(str(exc)) from None

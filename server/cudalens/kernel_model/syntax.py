@@ -255,6 +255,14 @@ def text_of(src: bytes, node: Node) -> str:
     return from_bytes(src[node.start_byte : node.end_byte])
 
 
+def short_text(parsed: Parsed, node: Node, limit: int = 60) -> str:
+    """``node``'s text with each run of white space (``str.split``) folded to one space, for
+    quoting in a reason or message: whole when it has at most ``limit`` characters (``limit``
+    at least 4), else its first ``limit - 3`` characters and ``...``."""
+    text = " ".join(parsed.text_of(node).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def squeeze(text: str) -> str:
     """``text`` with every run of whitespace replaced by one space, stripped."""
     return _WHITESPACE.sub(" ", text).strip()

@@ -4,7 +4,8 @@
 A run that fails ends with a message and the progress' end, never the server; one that is
 cancelled ends its progress saying so; once the part is shut down (``shutdown``) nothing more
 is told. ``lsp/capture_action.py`` (``Captures``) and ``lsp/sanitize_action.py``
-(``SanitizerChecks``) each hold one; ``Words`` says how their messages name the work.
+(``SanitizerChecks``) each hold one; ``Words`` says how their messages name the work;
+``open_kernel`` finds the document and kernel their ``start`` runs on.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import itertools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lsprotocol import types
 
 from cudalens.errors import CudalensError
 
 if TYPE_CHECKING:
+    from cudalens.lsp.commands import KernelArgs
+    from cudalens.lsp.documents import DocumentSnapshot, KernelView
     from cudalens.lsp.notifier import Notifier
 
 
@@ -34,6 +37,20 @@ class Words:
     done: str
     doing: str
     failure: types.MessageType
+
+
+def open_kernel(snapshot: Optional["DocumentSnapshot"],
+                args: "KernelArgs") -> tuple["DocumentSnapshot", "KernelView"]:
+    """``snapshot`` (the session's snapshot of ``args.uri``, None when the client has no CUDA
+    document open there) and its kernel ``args.kernel``: what a part's ``start`` runs on.
+
+    Raises:
+        KeyError: ``args[0]`` says why: ``URI is not an open CUDA document``, or the document
+            has no such kernel (``DocumentSnapshot.kernel``'s message).
+    """
+    if snapshot is None:
+        raise KeyError(f"{args.uri} is not an open CUDA document")
+    return snapshot, snapshot.kernel(args.kernel)
 
 
 class Background:

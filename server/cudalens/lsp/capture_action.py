@@ -46,7 +46,7 @@ from lsprotocol import types
 
 from cudalens.errors import CudalensError
 from cudalens.lsp import commands as cmd
-from cudalens.lsp.background import Background, Words
+from cudalens.lsp.background import Background, Words, open_kernel
 from cudalens.lsp.commands import KernelArgs
 from cudalens.lsp.documents import DocumentSnapshot, KernelView, path_to_uri
 
@@ -283,10 +283,8 @@ class Captures:
     async def start(self, args: KernelArgs) -> dict[str, Any]:
         """Starts capturing ``args``' kernel; the answer says whether it started and why not."""
         snapshot = self._snapshot(args.uri)
-        if snapshot is None:
-            return self._bg.refuse(f"{args.uri} is not an open CUDA document")
         try:
-            view = snapshot.kernel(args.kernel)
+            snapshot, view = open_kernel(snapshot, args)
         except KeyError as exc:
             return self._bg.refuse(str(exc.args[0]))
         try:

@@ -29,7 +29,7 @@ from lsprotocol import types
 
 from cudalens.errors import CudalensError
 from cudalens.lsp import commands as cmd
-from cudalens.lsp.background import Background, Words
+from cudalens.lsp.background import Background, Words, open_kernel
 from cudalens.lsp.commands import KernelArgs
 from cudalens.lsp.documents import DocumentSnapshot, KernelView
 from cudalens.lsp.positions import overlaps
@@ -127,10 +127,8 @@ class SanitizerChecks:
     async def start(self, args: KernelArgs) -> dict[str, Any]:
         """Starts a check of ``args``' kernel; the answer says whether it started."""
         snapshot = self._snapshot(args.uri)
-        if snapshot is None:
-            return self._bg.refuse(f"{args.uri} is not an open CUDA document")
         try:
-            view = snapshot.kernel(args.kernel)
+            snapshot, view = open_kernel(snapshot, args)
             target = snapshot.target(view)
         except KeyError as exc:
             return self._bg.refuse(str(exc.args[0]))

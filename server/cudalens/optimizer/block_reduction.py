@@ -34,13 +34,15 @@ combination of the ``B`` values stored in ``s[tid]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
 import tree_sitter
 
 from cudalens.kernel_model.loops import for_header
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text
 from cudalens.optimizer import minmax, structural
 from cudalens.optimizer.affine import Scope, builtin_field, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
@@ -141,9 +143,7 @@ def _fail(msg: str, line: Optional[int] = None) -> NotTreeReduction:
     return NotTreeReduction(msg, line)
 
 
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 70 else text[:67] + "..."
+_short = partial(short_text, limit=70)  # reasons here quote up to 70 characters
 
 
 def _is_barrier(stmt: tree_sitter.Node, parsed: Parsed) -> bool:
@@ -341,10 +341,7 @@ def match(ctx: PassContext, block_x: int, constant_limits: bool = True) -> TreeR
     Raises:
         NotTreeReduction: the kernel does not fit; the message says why, with the line.
     """
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     stmts = named_children(body)
     decl, shared, etype = _shared_declaration(stmts, body, parsed)
     view = _typed_view(stmts, decl, shared, body, parsed)

@@ -27,6 +27,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text as _short
 from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.reasons import LocatedError
@@ -89,11 +90,6 @@ class Footprint:
             return text + (f" + {m}" if m > 0 else f" - {-m}" if m < 0 else "")
         parts = [one(k, m) for k, m, _ in self.terms]
         return parts[0] if len(parts) == 1 else f"max({', '.join(parts)})"
-
-
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_extern_shared(decl: tree_sitter.Node, parsed: Parsed) -> bool:

@@ -27,7 +27,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.file_facts import fact, file_nodes
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
 from cudalens.optimizer.context import PassContext
@@ -406,10 +406,7 @@ def match(ctx: PassContext) -> Elementwise:
             the reason in a CUDA developer's words, with the line where it applies.
     """
     k = ctx.kernel
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     text = parsed.text_of(body)
     for dim in ("y", "z"):
         if re.search(rf"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*{dim}\b", text):

@@ -24,8 +24,9 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text as _short
 from cudalens.optimizer import elementwise
 from cudalens.optimizer.affine import Scope, poly_of
 from cudalens.optimizer.context import PassContext
@@ -82,11 +83,6 @@ class Histogram:
 
 def _fail(msg: str, line: Optional[int] = None) -> NotHistogram:
     return NotHistogram(msg, line)
-
-
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _atomic_target(ident: tree_sitter.Node, parsed: Parsed) -> Optional[tree_sitter.Node]:
@@ -172,10 +168,7 @@ def match(ctx: PassContext) -> Histogram:
         NotHistogram: the kernel or its spec do not fit; the message says why, with the line.
     """
     k = ctx.kernel
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     if re.search(r"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*[yz]\b", parsed.text_of(body)):
         raise _fail("the kernel indexes along y or z; the pass rewrites 1D histograms")
     stmts = named_children(body)

@@ -21,7 +21,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
@@ -192,10 +192,7 @@ def match(ctx: PassContext) -> Grid2D:
     Raises:
         NoMatch: the kernel does not fit; the message says why, with the line.
     """
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     macros = file_macros(parsed)
     scope = Scope(macros=macros)
     stmts = named_children(body)

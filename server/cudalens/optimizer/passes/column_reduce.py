@@ -47,8 +47,9 @@ from cudalens.optimizer.passes.launch_config import baseline_block
 from cudalens.optimizer.pointer_uses import pointer_uses
 from cudalens.optimizer.reasons import LocatedError, reason_of
 from cudalens.kernel_model.loops import for_header
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text as _short
 
 name = "column_reduce"
 
@@ -98,11 +99,6 @@ def _fail(msg: str, line: Optional[int] = None) -> NotColumnReduction:
     return NotColumnReduction(msg, line)
 
 
-def _short(p: Parsed, n: tree_sitter.Node) -> str:
-    t = " ".join(p.text_of(n).split())
-    return t if len(t) <= 60 else t[:57] + "..."
-
-
 def _kind(fn: str) -> str:
     return "max" if "max" in fn else "min"
 
@@ -145,10 +141,7 @@ def _combine(stmt: tree_sitter.Node, p: Parsed, acc: str) -> tuple[str, tree_sit
 
 def match(ctx: PassContext) -> ColumnReduction:
     """Matches ``ctx``'s kernel (module doc). Raises ``NotColumnReduction`` with the reason."""
-    try:
-        p, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    p, body = readable_body_or(ctx, _fail)
     if re.search(r"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*[yz]\b", p.text_of(body)):
         raise _fail("the kernel indexes along y or z; the pass rewrites a 1D grid of columns")
     if any(n.type == "__shared__" for n in walk(body)):

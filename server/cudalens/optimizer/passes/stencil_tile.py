@@ -65,9 +65,10 @@ from cudalens.kernel_model.accesses import accesses
 from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
                                           written_target)
+from cudalens.kernel_model.syntax import short_text as _short
 from cudalens.spec import expr as spec_expr
 from cudalens.spec.model import BufferDecl, ScalarDecl
 from cudalens.spec.poly import Poly
@@ -103,11 +104,6 @@ class _Match:
 
 def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
     return NoMatch(msg, line)
-
-
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _assigned(body: tree_sitter.Node, parsed: Parsed) -> set[str]:
@@ -342,10 +338,7 @@ def _gather(ctx: PassContext, index: str) -> Optional[NoMatch]:
 
 
 def _match(ctx: PassContext) -> _Match:
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     stmts = named_children(body)
     scope0 = Scope(macros=file_macros(parsed))
     expected = "expected the body to start with 'int i = blockIdx.x * blockDim.x + threadIdx.x;'"

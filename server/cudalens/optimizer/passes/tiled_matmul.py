@@ -34,6 +34,7 @@ import re
 
 import dataclasses
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
 import tree_sitter
@@ -45,6 +46,7 @@ from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.pointer_uses import pointer_uses
 from cudalens.kernel_model.loops import for_header, less_than_bound
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import short_text
 from cudalens.spec import dtypes
 from cudalens.spec.model import ScalarDecl
 from cudalens.spec.poly import Poly
@@ -79,9 +81,7 @@ def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
     return index2d.NoMatch(msg, line)
 
 
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 70 else text[:67] + "..."
+_short = partial(short_text, limit=70)  # reasons here quote up to 70 characters
 
 
 def _loop_parts(loop: tree_sitter.Node, parsed: Parsed, scope: Scope) -> tuple[str, tree_sitter.Node]:

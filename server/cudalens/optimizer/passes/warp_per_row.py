@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import partial
 from typing import Optional
 
 import tree_sitter
@@ -64,9 +65,10 @@ from cudalens.optimizer.row_group import online_pair, reindent as _reindent, rew
 from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header, less_than_bound
-from cudalens.kernel_model.model import UnreadableBody, readable_body
+from cudalens.kernel_model.model import UnreadableBody, readable_body, readable_body_or
 from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
                                           written_target)
+from cudalens.kernel_model.syntax import short_text
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
 
@@ -82,9 +84,7 @@ def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
     return NoMatch(msg, line)
 
 
-def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
-    text = " ".join(parsed.text_of(node).split())
-    return text if len(text) <= 70 else text[:67] + "..."
+_short = partial(short_text, limit=70)  # reasons here quote up to 70 characters
 
 
 def _at_most(head, p: Parsed) -> bool:
@@ -431,10 +431,7 @@ class _Analysis:
 
 
 def _match(ctx: PassContext) -> _Match:
-    try:
-        parsed, body = readable_body(ctx)
-    except UnreadableBody as exc:
-        raise _fail(str(exc)) from None
+    parsed, body = readable_body_or(ctx, _fail)
     stmts = named_children(body)
     expected = "expected the body to start with 'int row = blockIdx.x * blockDim.x + threadIdx.x;'"
     if not stmts or stmts[0].type != "declaration":
