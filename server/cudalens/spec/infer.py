@@ -80,6 +80,7 @@ from __future__ import annotations
 import ast
 import functools
 import keyword
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -139,6 +140,12 @@ class _Length:
     draft_axes: tuple[str, ...] = ()
     why: str = ""
     reach: tuple[str, ...] = ()  # for each of ``polys``, the access text that gives it
+    # unknown lengths of ``c * (blockIdx.x * blockDim.x + threadIdx.x) + k`` reaching L
+    # elements: the draft's main size counts threads, so the buffer is c * main + extra long
+    # (extra = k + L - c when positive), with the access that needs it
+    scale: int = 1
+    extra: int = 0
+    scaled_by: str = ""
 
 
 _TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
@@ -434,6 +441,11 @@ class _Drafter:
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_grid = self.launch_grid()
         self.site_block = block_from_file(kernel, sites, self.context, source)
+        # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
+        self.site_block_params: dict[str, Poly] = {}
+        self.site_block_line = 0
+        if self.site_block is None:
+            self.site_block_params, self.site_block_line = self.launch_block_params()
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
         self.host_given: set[str] = set()  # sizes whose values come from the host code
@@ -443,6 +455,8 @@ class _Drafter:
         # axes whose grid a bounded index variable sets (the draft's grid is known there)
         self.draft_grid_axes: set[str] = set()
         self.const_grid_notes: dict[str, str] = {}  # buffer -> why its rows follow the grid
+        # loop variable -> (start, step) of the loop around the access being bounded
+        self.loop_steps: dict[str, tuple[int, int]] = {}
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -500,16 +514,34 @@ class _Drafter:
         if not args:
             return inst
         out = []
+        differ: list[tuple[str, int, list[tuple[int, int]]]] = []
         for arg in args:
             value = const_value(arg, self.context) if re.fullmatch(r"[\w\s()+\-*/%<>]+", arg) \
                 else None
+            per_site: list[tuple[int, int]] = []  # (line, value) at each site that gives one
             for site in self.sites if value is None and re.search(r"[A-Za-z_]", arg) else ():
                 at = offset_of(self.source, site.range.start.line, site.range.start.column)
-                value = const_value(locals_in(arg, self.source, at, set()), self.context)
-                if value is not None:
-                    break
+                v = const_value(locals_in(arg, self.source, at, set()), self.context)
+                if isinstance(v, int):
+                    per_site.append((site.range.start.line + 1, v))
+            if per_site:
+                value = per_site[0][1]
+                if len({v for _, v in per_site}) > 1:
+                    differ.append((arg.strip(), value, per_site))
             out.append(str(value) if isinstance(value, int) and
                        not re.fullmatch(r"(?:true|false)", arg.strip()) else arg)
+        if differ:
+            line = differ[0][2][0][0]
+            cond = _enclosing_if(self.source, line)
+            listed = "; ".join(f"{a} = " + ", ".join(f"{v} (line {ln})" for ln, v in sites)
+                               for a, _, sites in differ)
+            note = (f"template arguments of {inst} differ between the launches ({listed}): "
+                    f"drafted for the first, at line {line}"
+                    + (f", under 'if ({cond})'" if cond else "")
+                    + "; GUESS: the host picks one by the sizes, so set sizes that take that "
+                      "branch or name the instance with --kernel 'NAME<ARGS>'")
+            if note not in self.notes:
+                self.notes.append(note)
         return templates.instance_text(head, out)
 
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
@@ -539,6 +571,8 @@ class _Drafter:
         8)`` ends at 24, not 31."""
         start, step = self.facts.steps.get(name, ("", ""))
         a, s = self._int_text(start), self._int_text(step)
+        if name in self.loop_steps:
+            a, s = self.loop_steps[name]
         if a is None or s is None or s < 2:
             return top
         if not top.is_const() and name in self.facts.iterations and a == 0:
@@ -588,6 +622,9 @@ class _Drafter:
             shape = self.site_block[0]
             extent = shape[i] if i < len(shape) else 1
             return Poly.const(extent - 1 if kind == "threadIdx" else extent)
+        if kind in ("threadIdx", "blockDim") and self.site_block_params:
+            extent = self.site_block_params.get(axis, Poly.const(1))
+            return extent - Poly.const(1) if kind == "threadIdx" else extent
         if kind == "blockIdx" and axis in self.site_grid:
             self.launch_bounded.add(axis)
             extent, step, _ = self.site_grid[axis]
@@ -623,7 +660,16 @@ class _Drafter:
                     size = _single_symbol(extent)
                     if size is None:
                         return None
-                    self.multiples[size] = step
+                    before = self.multiples.get(size, step)
+                    self.multiples[size] = math.lcm(before, step)
+                    why = self.multiple_why.get(size)
+                    if why is not None and self.multiples[size] != before:
+                        # the vectors' multiple (8) and the launch's whole blocks (2048)
+                        self.multiple_why[size] = (
+                            f"multiple {size} = {self.multiples[size]}: "
+                            f"{why.split(': ', 1)[1]}; and the launch covers {size} with whole "
+                            f"blocks of {step} elements with no bounds check on some access, "
+                            f"so the ragged size stays a multiple of that")
             out = out + term
         return out
 
@@ -653,6 +699,36 @@ class _Drafter:
                 return out
         return {}
 
+    def launch_block_params(self) -> tuple[dict[str, Poly], int]:
+        """The first launch site's block, per axis, when it is a polynomial of the kernel's
+        integer parameters (``<<<B * T, C>>>`` with ``C`` passed as the kernel's ``C``: x ->
+        ``C``), with that site's 1-based line; ({}, 0) when no site's block translates, or one
+        axis is a constant only (a literal block is ``block_from_file``'s)."""
+        from cudalens.spec.block_shape import split_top
+
+        for site in self.sites:
+            if len(site.config) < 2:
+                continue
+            args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
+                    if q.name in self.int_params}
+            text = site.config[1].strip()
+            m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
+            parts = split_top(m.group(1)) if m is not None and text.startswith(("dim3", "{")) \
+                else [text]
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            keep = {a.strip() for a in site.arguments}
+            out: dict[str, Poly] = {}
+            for axis, part in zip("xyz", parts[:3]):
+                found = _grid_axis(locals_in(part, self.source, at, keep), args, self.constants)
+                if found is None or found[1] != 1:
+                    out = {}
+                    break
+                if not (found[0].is_const() and found[0].constant == 1):
+                    out[axis] = found[0]
+            if out and any(not p.is_const() for p in out.values()):
+                return out, site.range.start.line + 1
+        return {}, 0
+
     def csr_size(self, row_ptr: str) -> str:
         """The size of non-zeros of CSR row pointers ``row_ptr`` (``nnz``, or ``nnz_ROWPTR``
         when a parameter or another row-pointer array has that name)."""
@@ -666,6 +742,9 @@ class _Drafter:
         ``b >= 1``: ``a % b <= max(b) - 1`` (else ``max(a)``); ``a / b <= (max(a) + 1) / b - 1``
         when that divides exactly as polynomials, else ``max(a)``."""
         op, a, b = self.facts.divisions[name]
+        exact = self.const_of(Poly.sym(name))
+        if exact is not None:  # (BN)/(TN) of the instance's constants: its value
+            return Poly.const(exact)
         ua = self.upper(a, depth + 1)
         if op == "%":
             ub = self.upper(b, depth + 1)
@@ -687,6 +766,7 @@ class _Drafter:
         known: list[Poly] = []
         reach: dict[Poly, str] = {}  # length -> the access that reaches its last element
         why = ""
+        scale, extra_at, scaled_by = 1, 0, ""
         for a in accesses:
             only = _single_symbol(a.index)
             if only is not None and only.startswith("blockIdx."):
@@ -724,6 +804,12 @@ class _Drafter:
                     self.unchecked_builtins = True
                 why = why or (f"no bounds check found on {', '.join(free)} in '{a.text}'"
                               if free else f"no bounds check found for '{a.text}'")
+                strided = _thread_stride(a.index)
+                if strided is not None:
+                    c, k = strided
+                    extra = max(0, k + self.access_lanes(a) - c)
+                    if (c, extra) > (scale, extra_at):
+                        scale, extra_at, scaled_by = c, extra, a.text
                 continue
             length = u + Poly.const(self.lanes_past(a))
             if any(sym.startswith("GRID.") for sym in length.symbols):
@@ -742,11 +828,21 @@ class _Drafter:
                 known = [k for k in known if not length.dominates(k)] + [length]
                 reach[length] = a.text
         if not known:
-            return _Length(why=why or "not accessed in the body")
+            return _Length(why=why or "not accessed in the body", scale=scale, extra=extra_at,
+                           scaled_by=scaled_by)
         axes = tuple(sorted({sym[-1] for k in known for sym in k.symbols
                              if sym.startswith("DRAFTGRID.")}))
         return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known),
                        draft_axes=axes)
+
+    def access_lanes(self, a: Access) -> int:
+        """The elements of its parameter one access moves: ``a.width`` bytes over the
+        element size (8 for a 16-byte load of bf16), else 1."""
+        if a.width <= 1:
+            return 1
+        param = next((q for q in self.kernel.parameters if q.name == a.param), None)
+        st = self.spec_type(param)[0] if param is not None else None
+        return max(1, a.width // dtypes.itemsize(dtypes.numpy_dtype(st))) if st else 1
 
     def lanes_past(self, a: Access) -> int:
         """How many elements past its index's largest value plus one ``a`` reaches, plus
@@ -764,6 +860,24 @@ class _Drafter:
         lanes = max(1, a.width // dtypes.itemsize(dtypes.numpy_dtype(st)))
         if lanes == 1:
             return 1
+        for e, b, scope in self.facts.expr_guards:
+            # if (idx * 8 < N) ... reinterpret_cast<const Packed*>(in)[idx]: the vector starts
+            # at the guarded product, a multiple of its lanes, so N kept a multiple of them
+            # ends the last vector at N
+            if a.index is None or a.index != e or (scope is not None and
+                                                   scope not in a.branches) or \
+                    any(c % lanes for _, c in e.terms):
+                continue
+            last = [n for n in self.order if n in b.symbols]
+            if len(b.symbols) == 1 and last and _single_symbol(b) == last[-1] and \
+                    b == Poly.sym(last[-1]):
+                self.multiples.setdefault(last[-1], lanes)
+                self.multiple_why.setdefault(last[-1], (
+                    f"multiple {last[-1]} = {lanes}: '{a.text}' moves {lanes} elements "
+                    f"({a.width} bytes) from an index checked against {last[-1]} in steps of "
+                    f"{lanes}, so {last[-1]} stays a multiple of {lanes} (whole vectors: a "
+                    f"ragged {last[-1]} would read or write past its end)"))
+                return 1
         for var, value in self.facts.values.items():
             if not value.terms or any(c % lanes for _, c in value.terms) or \
                     value.constant % lanes:
@@ -814,10 +928,46 @@ class _Drafter:
             if here and var in self.facts.bounds:
                 saved[var] = self.facts.bounds[var]
                 self.facts.bounds[var] = here + [b for b in saved[var] if b not in here]
+        # the loops around the access, by their headers: a name two loops reuse takes the
+        # bound and step of the one it sits in (BodyFacts.loop_ranges)
+        steps_saved = dict(self.loop_steps)
+        for var, header in a.loops:
+            start, bound, step = self.facts.loop_ranges.get((var, header), (None, None, None))
+            if bound is not None and var in self.facts.bounds:
+                saved.setdefault(var, self.facts.bounds[var])
+                self.facts.bounds[var] = [bound] + [b for b in saved[var] if b != bound]
+            first = self.const_of(start) if start is not None else None
+            by = self.const_of(step) if step is not None else None
+            if first is not None and by is not None and by >= 1:
+                self.loop_steps[var] = (first, by)
         try:
             return self.upper(a.index)
         finally:
             self.facts.bounds.update(saved)
+            self.loop_steps = steps_saved
+
+    def const_of(self, poly: Poly, depth: int = 0) -> Optional[int]:
+        """The value of ``poly`` when every symbol is a constant of the file or the instance
+        (``BM``) or a quotient or remainder of such (``((BM * BN)/(TM * TN))/(BK)``, from
+        ``BodyFacts.divisions``, C's integer division of non-negative values), else None."""
+        if depth > _MAX_DEPTH:
+            return None
+        total = 0
+        for m, c in poly.terms:
+            term = c
+            for sym in m:
+                if sym in self.constants:
+                    term *= self.constants[sym]
+                    continue
+                div = self.facts.divisions.get(sym)
+                if div is None:
+                    return None
+                a, b = self.const_of(div[1], depth + 1), self.const_of(div[2], depth + 1)
+                if a is None or b is None or b < 1 or a < 0:
+                    return None
+                term *= a // b if div[0] == "/" else a % b
+            total += term
+        return total
 
     def name_tables(self, a: Access) -> None:
         """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
@@ -901,13 +1051,22 @@ class _Drafter:
         main_text = main[0]
 
         block, block_from = self.block()
+        block_texts: Optional[tuple[str, ...]] = None
+        if self.site_block_params:
+            block_texts = tuple(_render(self.site_block_params.get(a, Poly.const(1)), rename)
+                                for a in "xyz"[:max("xyz".index(a) for a in
+                                                   self.site_block_params) + 1])
+            block_from = (f"from the launch at line {self.site_block_line}, which passes the "
+                          f"kernel's own argument{'s' if len(block_texts) > 1 else ''} as "
+                          f"the block, so threadIdx is below it")
         fixed = any(ln.grid_axis or ln.draft_axes for ln in lengths.values())
         grid = self.grid(grid_vars, block, fixed, rename, main_text)
-        if fixed:
+        if fixed and block_texts is None:
             self.launch_notes.append(f"block fixed at {', '.join(map(str, block))} in grid and "
                                      f"lengths: a buffer is indexed by blockIdx, so its length "
                                      f"follows the grid")
-        self.launch_notes.append(f"block {', '.join(map(str, block))}: {block_from}")
+        self.launch_notes.append(f"block {', '.join(block_texts or map(str, block))}: "
+                                 f"{block_from}")
 
         elements: dict[str, str] = {}  # length in the pointer's own elements (float4s)
         assumed: dict[str, str] = {}  # why the length is assumed ("" when known)
@@ -991,7 +1150,8 @@ class _Drafter:
                               if n.startswith(old) else n for n in self.notes]
         return KernelSpec(
             kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
-            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
+            launch=LaunchDecl(block=block_texts or tuple(str(b) for b in block), grid=grid,
+                              shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
 
     def role(self, p: Parameter, accesses: list[Access]) -> str:
@@ -1096,6 +1256,8 @@ class _Drafter:
         for bs in self.facts.bounds.values():
             for b in bs:
                 bound_syms |= b.symbols
+        for _, b, _ in self.facts.expr_guards:
+            bound_syms |= b.symbols
         grid_syms: set[str] = set()
         for var, _ in grid_vars.values():
             b = self.bound_of(var)
@@ -1104,10 +1266,19 @@ class _Drafter:
             grid_syms |= self.site_grid[axis][0].symbols
         dims = [n for n in names if n in grid_syms] + \
             [n for n in names if n not in grid_syms and n in bound_syms]
+        threads = {_single_symbol(p): a for a, p in self.site_block_params.items()
+                   if _single_symbol(p) is not None and p == Poly.sym(_single_symbol(p))}
+        dims = [n for n in dims if n not in threads]
         strides = [n for n in names if n not in dims]
         out: dict[str, str] = {}
         for i, n in enumerate(dims):
             out[n] = SIZE_1D if len(dims) == 1 else (SIZE_2D if i < 2 else SIZE_OTHER)
+        for n in [n for n in strides if n in threads]:
+            out[n] = str(DEFAULT_BLOCK_1D[0])
+            self.notes.append(f"size {rename[n]} = {out[n]}: the launch's block.{threads[n]} "
+                              f"(line {self.site_block_line}), so at most 1024; GUESS, set it")
+        strides = [n for n in strides if n not in threads]
+        dims = dims + [n for n in names if n in threads]
         for n in strides:
             inner = self.inner_size(n, dims)
             if inner is not None:
@@ -1328,6 +1499,12 @@ class _Drafter:
             return _render_length(ln.polys[0], rename), ""
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
+        if ln.scale > 1 or ln.extra:
+            shown = f"({main})" if " " in main else main
+            text = (f"{ln.scale} * {shown}" if ln.scale > 1 else main) + \
+                (f" + {ln.extra}" if ln.extra else "")
+            return text, (f"{ln.why}; each of the {main} threads the draft's grid covers "
+                          f"reaches {ln.scale} elements on ('{ln.scaled_by}')")
         return main, ln.why
 
     def lowest(self, poly: Poly) -> Optional[int]:
@@ -1736,8 +1913,47 @@ def _grid_axis(text: str, args: dict[str, str],
                 and not a.is_const():
             return a, b.constant, "ceil"
         return None
+    def quotient(node: ast.AST) -> Optional[tuple[Poly, int]]:
+        """``P / a`` with a constant ``a`` >= 1 and a polynomial ``P`` with no constant term
+        (``N / 8``, the vectors of N elements): (P, a)."""
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+            return None
+        p, d = poly(node.left), poly(node.right)
+        if p is None or d is None or not d.is_const() or d.constant < 1 or p.is_const() \
+                or p.constant != 0:
+            return None
+        return p, d.constant
+
     if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Div):
         a, b = poly(tree.left), poly(tree.right)
+        # a grid over vectors of elements: N / 8 / 256 and (N / 8 + 255) / 256 cover N with
+        # whole steps of 8 * 256 (ceil: the ragged N kept a multiple of that, see
+        # grid_resolved, which also makes the inner floor exact)
+        terms: list[tuple[int, ast.AST]] = []
+
+        def flatten(node: ast.AST, sign: int) -> None:
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                flatten(node.left, sign)
+                flatten(node.right, sign if isinstance(node.op, ast.Add) else -sign)
+            else:
+                terms.append((sign, node))
+
+        flatten(tree.left, 1)
+        quotients = [(sg, q) for sg, q in ((sg, quotient(t)) for sg, t in terms)
+                     if q is not None]
+        rest = [(sg, poly(t)) for sg, t in terms if quotient(t) is None]
+        inner, bump = None, 0
+        if len(quotients) == 1 and quotients[0][0] == 1 and all(
+                p is not None and p.is_const() for _, p in rest):
+            inner = quotients[0][1]
+            bump = sum(sg * p.constant for sg, p in rest if p is not None)
+        if inner is not None and b is not None and b.is_const() and b.constant >= 1:
+            step = inner[1] * b.constant
+            if bump == 0:
+                return inner[0], step, "floor"
+            if bump == b.constant - 1:
+                return inner[0], step, "ceil"
+            return None
         if a is None or b is None or not b.is_const() or b.constant < 1 or a.is_const():
             return None
         step = b.constant
@@ -1748,6 +1964,43 @@ def _grid_axis(text: str, args: dict[str, str],
     if a is not None and a.is_const() and a.constant < 1:
         return None
     return (a, 1, "floor") if a is not None else None
+
+
+def _enclosing_if(source: str, line: int) -> str:
+    """The condition of the innermost ``if (...) {`` whose braces hold 1-based ``line`` of
+    ``source`` (read from the text: the host function's branch around a launch), else ""."""
+    at = offset_of(source, line - 1, 0)
+    depth = 0
+    i = at
+    while i > 0:
+        i -= 1
+        ch = source[i]
+        if ch == "}":
+            depth += 1
+        elif ch == "{":
+            if depth == 0:
+                head = source[max(0, i - 400):i].rstrip()
+                m = re.search(r"\bif\s*\((.*)\)\s*$", head, flags=re.S)
+                if m is None:
+                    return ""
+                cond = " ".join(m.group(1).split())
+                return cond if cond.count("(") == cond.count(")") and "{" not in cond else ""
+            depth -= 1
+    return ""
+
+
+def _thread_stride(index: Optional[Poly]) -> Optional[tuple[int, int]]:
+    """(c, k) when ``index`` is ``c * (blockIdx.x * blockDim.x + threadIdx.x) + k`` with
+    integers c >= 1 and k >= 0, else None."""
+    if index is None:
+        return None
+    terms = dict(index.terms)
+    k = terms.pop((), 0)
+    c = terms.get(("threadIdx.x",))
+    if c is None or c < 1 or k < 0 or terms != {("threadIdx.x",): c,
+                                               ("blockDim.x", "blockIdx.x"): c}:
+        return None
+    return c, k
 
 
 def _same_loops(write: Access, read: Access) -> bool:
