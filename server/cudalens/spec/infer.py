@@ -411,8 +411,12 @@ class _Drafter:
         self.context = "\n".join(headers + (source,)) if headers else source
         self.sites = sites
         self.notes: list[str] = []  # about parameters, in parameter order
+        # (condition, launch, note) of the host's if around the launch an instance's template
+        # arguments were taken from, when the launches disagree (``valued_instance``)
+        self.branch: Optional[tuple[str, LaunchSite, str]] = None
         self.fills: dict[str, tuple[str, tuple[str, ...]]] = {}  # buffer -> (fill, args)
         self.instance = self.pick_instance(instance)
+        self.sites = self.sites_of_instance()
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
         self.constants = dict(file_constants(self.context, defines))
         # const/constexpr integers of the file (``static const uint PARTIAL_COUNT = 240;``, a
@@ -440,7 +444,7 @@ class _Drafter:
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_grid = self.launch_grid()
-        self.site_block = block_from_file(kernel, sites, self.context, source)
+        self.site_block = block_from_file(kernel, self.sites, self.context, source)
         # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
         self.site_block_params: dict[str, Poly] = {}
         self.site_block_line = 0
@@ -504,6 +508,33 @@ class _Drafter:
                               f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
         return found[0]
 
+    def sites_of_instance(self) -> tuple[LaunchSite, ...]:
+        """The launch sites that launch the drafted instance, when the instance's template
+        arguments are names with a value per launch (an if/else that launches ``<BM, BN>``
+        with 128 in one branch and 64 in the other): the grid and block are read from those;
+        all sites when none or every one matches."""
+        if not self.instance or len(self.sites) < 2:
+            return self.sites
+        from cudalens.spec.parser import instance_key
+
+        head, _, rest = self.instance.partition("<")
+        want = instance_key(self.instance)
+        texts = tuple(dict.fromkeys(templates.instances(self.kernel.name, self.source)))
+        kept = []
+        for site in self.sites:
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            for text in texts:
+                args = templates.split_args(text.partition("<")[2][:-1])
+                values = [const_value(locals_in(a, self.source, at, set()), self.context)
+                          for a in args]
+                valued = templates.instance_text(head, [str(v) if isinstance(v, int) and
+                                                        not re.fullmatch(r"true|false", a.strip())
+                                                        else a for a, v in zip(args, values)])
+                if instance_key(valued) == want:
+                    kept.append(site)
+                    break
+        return tuple(kept) if kept else self.sites
+
     def valued_instance(self, inst: str) -> str:
         """``inst`` with each template argument that is an integer expression of the file's
         constants or of integer locals before a launch of the kernel written as its value
@@ -519,7 +550,9 @@ class _Drafter:
             value = const_value(arg, self.context) if re.fullmatch(r"[\w\s()+\-*/%<>]+", arg) \
                 else None
             per_site: list[tuple[int, int]] = []  # (line, value) at each site that gives one
-            for site in self.sites if value is None and re.search(r"[A-Za-z_]", arg) else ():
+            # each launch's own locals first: a name declared in both branches of an if/else
+            # (const uint BM = 128; ... else ... const uint BM = 64;) has a value per launch
+            for site in self.sites if re.search(r"[A-Za-z_]", arg) else ():
                 at = offset_of(self.source, site.range.start.line, site.range.start.column)
                 v = const_value(locals_in(arg, self.source, at, set()), self.context)
                 if isinstance(v, int):
@@ -542,6 +575,8 @@ class _Drafter:
                       "branch or name the instance with --kernel 'NAME<ARGS>'")
             if note not in self.notes:
                 self.notes.append(note)
+                site = next(x for x in self.sites if x.range.start.line + 1 == line)
+                self.branch = (cond, site, note)
         return templates.instance_text(head, out)
 
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
@@ -1117,6 +1152,8 @@ class _Drafter:
                               f"depend on the order threads run in")
         before = {d.name: d.expr for d in sizes}
         sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
+        if self.branch is not None and self.branch[0]:
+            self.branch_note(sizes, rename)
         defaulted = [s for s in sizes if s.name not in self.host_given]
         if defaulted:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in defaulted)
@@ -1153,6 +1190,40 @@ class _Drafter:
             launch=LaunchDecl(block=block_texts or tuple(str(b) for b in block), grid=grid,
                               shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
+
+    def branch_note(self, sizes: list[SizeDecl], rename: dict[str, str]) -> None:
+        """Says in the instance's note whether the drafted ``sizes`` take the host's branch
+        (``if (M >= 128 && N >= 128)``) the instance was read from: the condition's names are
+        the launch's arguments, each the size its kernel parameter is drafted as."""
+        from cudalens.spec.expr import evaluate
+
+        assert self.branch is not None
+        cond, site, note = self.branch
+        values: dict[str, object] = dict(self.constants)
+        for d in sizes:
+            try:
+                values[d.name] = evaluate(d.expr, dict(self.constants))
+            except ExprError:
+                pass
+        env = {}
+        for arg, q in zip(site.arguments, self.kernel.parameters):
+            size = rename.get(q.name)
+            if re.fullmatch(r"[A-Za-z_]\w*", arg.strip()) and size in values:
+                env[arg.strip()] = values[size]
+        holds = _condition_holds(cond, {**values, **env})
+        if holds is None:
+            return
+        shown = ", ".join(f"{n} = {env[n]}" for n in sorted(env) if re.search(
+            rf"(?<![\w.]){re.escape(n)}\b", cond))
+        tail = "; GUESS: the host picks one by the sizes"
+        head = note.split(tail)[0]
+        if holds:
+            new = (f"{head}: the drafted sizes ({shown}) take that branch; other sizes take "
+                   f"another instance (name it with --kernel 'NAME<ARGS>')")
+        else:
+            new = (f"{head}; GUESS: the drafted sizes ({shown}) do not take that branch, so set "
+                   f"sizes that do or name the instance with --kernel 'NAME<ARGS>'")
+        self.notes = [new if n == note else n for n in self.notes]
 
     def role(self, p: Parameter, accesses: list[Access]) -> str:
         if p.is_const:
@@ -1964,6 +2035,39 @@ def _grid_axis(text: str, args: dict[str, str],
     if a is not None and a.is_const() and a.constant < 1:
         return None
     return (a, 1, "floor") if a is not None else None
+
+
+def _condition_holds(cond: str, env: dict) -> Optional[bool]:
+    """The truth of a C condition of comparisons joined by ``&&``/``||`` (``M >= 128 && N >=
+    128``) under ``env``, each side a spec expression; None when it is not of that form or a
+    side does not evaluate."""
+    from cudalens.spec.expr import evaluate
+
+    text = cond.replace("&&", " and ").replace("||", " or ")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    ops = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+           ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b,
+           ast.NotEq: lambda a, b: a != b}
+
+    def truth(node: ast.AST) -> Optional[bool]:
+        if isinstance(node, ast.BoolOp):
+            parts = [truth(v) for v in node.values]
+            if any(p is None for p in parts):
+                return None
+            return all(parts) if isinstance(node.op, ast.And) else any(parts)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+            try:
+                a = evaluate(ast.unparse(node.left), env)
+                b = evaluate(ast.unparse(node.comparators[0]), env)
+            except ExprError:
+                return None
+            return bool(ops[type(node.ops[0])](a, b))
+        return None
+
+    return truth(tree)
 
 
 def _enclosing_if(source: str, line: int) -> str:
