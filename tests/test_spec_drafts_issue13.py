@@ -188,18 +188,24 @@ __global__ void k(float* out, const float* in, float s, int n) {{
                              "in": ("in", length, None, None)}
 
 
-def test_an_index_reassigned_after_its_check_follows_the_new_value():
-    spec = infer("""\
-__global__ void spread(float* out, const float* in, int n) {
+@pytest.mark.parametrize("change, length", [
+    ("i = i * 2;", "2 * n - 1"),  # after the check: the check bounds the old value
+    ("i *= 2;", "2 * n - 1"),
+    ("i *= 2; i += 1;", "2 * n"),
+    ("i <<= 2;", "4 * n - 3"),
+])
+def test_an_index_reassigned_after_its_check_follows_the_new_value(change, length):
+    spec = infer(f"""\
+__global__ void spread(float* out, const float* in, int n) {{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        i = i * 2;
+    if (i < n) {{
+        {change}
         out[i] = in[i];
-    }
-}
+    }}
+}}
 """)
-    assert buffers(spec) == {"out": ("out", "2 * n - 1", None, None),
-                             "in": ("in", "2 * n - 1", None, None)}
+    assert buffers(spec) == {"out": ("out", length, None, None),
+                             "in": ("in", length, None, None)}
 
 
 # -- d. elements passed by reference ----------------------------------------------------------

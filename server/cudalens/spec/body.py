@@ -577,7 +577,9 @@ class BodyAnalysis:
             if name in self.bounded and self._changed_since_check(name, node):
                 # if (i < n) { i = i * 2; out[i] ... }: the check bounds the old value only
                 value = self.reaching(name, node)
-                return self.poly(value, depth + 1) if value is not None else None
+                if value is not None:
+                    return self.poly(value, depth + 1)
+                return self._changed_in_place(name, node, depth)
             if name in self.bounded or name in self.int_params:
                 return Poly.sym(name)
             if name not in self.pointer_locals and self.substitutable(name):
@@ -671,17 +673,58 @@ class BodyAnalysis:
         return _expand_macro(name, polys, self.macros, 0)
 
     def _changed_since_check(self, name: str, use: Node) -> bool:
-        """A bounds check of local ``name`` (``raw_bounds``) comes before ``use`` with a
-        definition, compound assignment or ``++``/``--`` of ``name`` between them that ends
-        before ``use``: the value ``use`` reads is not the one checked."""
+        """The last bounds check of local ``name`` (``raw_bounds``) before ``use`` has a
+        definition, compound assignment or ``++``/``--`` of ``name`` after it that ends before
+        ``use`` (not a ``for``'s own initializer or update): the value ``use`` reads is not the
+        one checked. Textual order, which is execution order in the straight-line code this
+        is asked about."""
         checks = [b.start_byte for var, b, _, _ in self.raw_bounds
                   if var == name and b.start_byte < use.start_byte]
         if not checks:
             return False
         changes = [n for n, _ in self.def_sites.get(name, [])] + \
             [n for n, _, _ in self.local_bumps.get(name, [])]
-        return any(min(checks) < n.end_byte <= use.start_byte and not _in_for_header(n)
+        return any(max(checks) < n.end_byte <= use.start_byte and not _in_for_header(n)
                    for n in changes)
+
+    def _changed_in_place(self, name: str, use: Node, depth: int) -> Optional[Poly]:
+        """The value of ``name`` at ``use`` when its last check is followed only by compound
+        assignments in straight-line code around ``use`` (``if (i < n) { i *= 2; i += 1;
+        out[i] ... }``): the checked value (the symbol, bounded by the check) with each
+        ``+=``, ``-=``, ``*=`` (by polynomials) or ``<<=`` (by a constant) applied in order;
+        None when another change intervenes."""
+        last = max(b.start_byte for var, b, _, _ in self.raw_bounds
+                   if var == name and b.start_byte < use.start_byte)
+        if any(last < n.end_byte <= use.start_byte for n, _ in self.def_sites.get(name, [])):
+            return None
+        value = Poly.sym(name)
+        for n, _, right in sorted(self.local_bumps.get(name, []), key=lambda b: b[0].start_byte):
+            if not last < n.end_byte <= use.start_byte or _in_for_header(n):
+                continue
+            stmt = n
+            while stmt.parent is not None and stmt.parent.type != "compound_statement":
+                stmt = stmt.parent
+            block = stmt.parent
+            if block is None or not block.start_byte <= use.start_byte < block.end_byte or \
+                    any(a.type in ("for_statement", "while_statement", "do_statement")
+                        and a.start_byte > block.start_byte for a in _ancestors_to(use, block)):
+                return None
+            r = self.poly(right, depth + 1) if right is not None else Poly.const(1)
+            op = operator(n) if n.type == "assignment_expression" else \
+                ("+=" if "++" in self.text(n) else "-=")
+            if r is None:
+                return None
+            if op == "+=":
+                value = value + r
+            elif op == "-=":
+                value = value - r
+            elif op == "*=":
+                value = value * r
+            elif op == "<<=" and r.is_const() and 0 <= r.constant < 31:
+                value = value * Poly.const(1 << r.constant)
+            else:
+                return None
+        return value
 
     def reaching(self, name: str, use: Node) -> Optional[Node]:
         """The value of the one definition of local ``name`` that reaches ``use`` in
@@ -1583,3 +1626,13 @@ def _in_for_header(node: Node) -> bool:
             return False
         cur = p
     return False
+
+
+def _ancestors_to(node: Node, top: Node) -> list[Node]:
+    """The ancestors of ``node`` below ``top``, innermost first."""
+    out = []
+    cur = node.parent
+    while cur is not None and cur.id != top.id:
+        out.append(cur)
+        cur = cur.parent
+    return out
