@@ -515,7 +515,8 @@ class _Drafter:
         all sites when none or every one matches."""
         if not self.instance or len(self.sites) < 2:
             return self.sites
-        from cudalens.spec.parser import instance_key
+        def instance_key(text: str) -> str:
+            return "".join(text.split())
 
         head, _, rest = self.instance.partition("<")
         want = instance_key(self.instance)
