@@ -169,6 +169,35 @@ def test_an_embedding_takes_its_block_from_the_launch_and_bounds_its_ids():
     assert "range of ids set to [0, n_wte): its values index rows of wte" in spec.notes
 
 
+def test_an_embedding_checking_its_ids_against_a_vocabulary_size_ranges_them_below_it():
+    spec = infer("""\
+__global__ void embed(float* out, const int* ids, const float* wte, int B, int T, int C, int V) {
+    int token = blockIdx.x;
+    int id = ids[token];
+    if (id < V) out[token * C + threadIdx.x] = wte[id * C + threadIdx.x];
+}
+void embed_forward(float* out, const int* ids, const float* wte, int B, int T, int C, int V) {
+    embed<<<B * T, C>>>(out, ids, wte, B, T, C, V);
+}
+""")
+    assert spec.launch.block == ("C",) and spec.launch.grid == ("B * T",)
+    assert buffers(spec) == {"out": ("out", "B * T * C", None, None),
+                             "ids": ("in", "B * T", "0", "V"),
+                             "wte": ("in", "C * V", None, None)}
+    assert "range of ids set to [0, V): its values are checked against V before they index " \
+        "wte ('wte[id * C + threadIdx.x]'), and a negative one would pass the check" in spec.notes
+
+
+def test_an_embedding_launched_with_literal_sizes_keeps_its_block_symbolic():
+    spec = infer(ENCODER.replace(
+        "void embed_forward(float* out, const int* ids, const float* wte, int B, int T, int C) {",
+        "int main() {\n    int B = 8, T = 1024, C = 768;\n    float *out, *wte; int* ids;"))
+    assert spec.launch.block == ("C",)
+    assert sizes(spec) == {"B": "8", "T": "1024", "C": "768", "n_wte": "1024"}
+    assert buffers(spec)["out"] == ("out", "B * T * C", None, None)
+    assert buffers(spec)["wte"] == ("in", "C * n_wte", None, None)
+
+
 # -- c. indices reassigned around their check -------------------------------------------------
 
 @pytest.mark.parametrize("change, length", [

@@ -1321,6 +1321,10 @@ class BodyAnalysis:
             if scope is not None:
                 self.facts.scoped.setdefault(var, []).append((scope, p + Poly.const(plus)))
         for var in self.bounded:
+            value = self.defs[var][0] if self.substitutable(var) else None
+            loaded = self._loaded_from(value) if value is not None else None
+            if loaded is not None:  # int id = ids[t]; if (id < V): a checked loaded value
+                self.facts.loads.setdefault(var, loaded)
             axis = self._axis(var)
             if axis is not None:
                 self.facts.axes[var] = axis
@@ -1419,8 +1423,8 @@ class BodyAnalysis:
 
     def _axis(self, var: str) -> Optional[tuple[str, str]]:
         value = next((v for v in self.defs.get(var, []) if v is not None), None)
-        if value is None:
-            return None
+        if value is None or self._loaded_from(value) is not None:
+            return None  # int id = ids[blockIdx.x]: a value read from memory, not a position
         found: set[str] = set()
         self._builtins_in(value, found, 0, set())
         for axis in "xyz":

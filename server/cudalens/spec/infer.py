@@ -433,6 +433,7 @@ class _Drafter:
         self.table_sizes: dict[str, str] = {}  # loaded local -> size of its table's rows
         self.load_bounds: dict[str, str] = {}  # loaded local -> row stride bounding it
         self.ranges_from_loads: dict[str, str] = {}  # index array -> that stride
+        self.range_why: dict[str, str] = {}  # index array -> why its range, when not a stride
         self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
@@ -448,8 +449,7 @@ class _Drafter:
         # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
         self.site_block_params: dict[str, Poly] = {}
         self.site_block_line = 0
-        if self.site_block is None:
-            self.site_block_params, self.site_block_line = self.launch_block_params()
+        self.site_block_params, self.site_block_line = self.launch_block_params()
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
         self.host_given: set[str] = set()  # sizes whose values come from the host code
@@ -654,13 +654,13 @@ class _Drafter:
         if axis not in ("x", "y", "z"):
             return None
         i = "xyz".index(axis)
+        if kind in ("threadIdx", "blockDim") and self.site_block_params:
+            extent = self.site_block_params.get(axis, Poly.const(1))
+            return extent - Poly.const(1) if kind == "threadIdx" else extent
         if kind in ("threadIdx", "blockDim") and self.site_block is not None and self.site_grid:
             shape = self.site_block[0]
             extent = shape[i] if i < len(shape) else 1
             return Poly.const(extent - 1 if kind == "threadIdx" else extent)
-        if kind in ("threadIdx", "blockDim") and self.site_block_params:
-            extent = self.site_block_params.get(axis, Poly.const(1))
-            return extent - Poly.const(1) if kind == "threadIdx" else extent
         if kind == "blockIdx" and axis in self.site_grid:
             self.launch_bounded.add(axis)
             extent, step, _ = self.site_grid[axis]
@@ -1010,6 +1010,18 @@ class _Drafter:
         ``a``'s pointer (``n_TABLE``), bounding it."""
         assert a.index is not None
         for s in sorted(a.index.symbols):
+            checked = self.facts.bounds.get(s, [])
+            if s in self.facts.loads and checked and _single_symbol(checked[0]) in \
+                    self.int_params and checked[0] == Poly.sym(_single_symbol(checked[0])):
+                # int id = ids[t]; if (id < V) ... wte[id * C + c]: the check keeps the indexed
+                # rows below V, and values below 0 would pass it, so ids is drafted in [0, V)
+                bound = _single_symbol(checked[0])
+                if self.facts.loads[s] not in self.ranges_from_loads:
+                    self.ranges_from_loads[self.facts.loads[s]] = bound
+                    self.range_why[self.facts.loads[s]] = (
+                        f"its values are checked against {bound} before they index {a.param} "
+                        f"('{a.text}'), and a negative one would pass the check")
+                continue
             if s in self.facts.loads and s not in self.table_sizes and \
                     s not in self.load_bounds and not self.facts.bounds.get(s):
                 stride = self.row_stride(a.index, s)
@@ -1126,8 +1138,9 @@ class _Drafter:
             if array not in ranges:
                 ranges[array] = ("0", rename.get(stride, stride))
                 self.later.setdefault(array, []).append(
-                    f"range of {array} set to [0, {stride}): its values pick one element of "
-                    f"rows {stride} long")
+                    f"range of {array} set to [0, {rename.get(stride, stride)}): "
+                    + self.range_why.get(array, f"its values pick one element of rows "
+                                                f"{stride} long"))
         for size, array in self.table_of.items():
             if size in rename and array not in ranges:
                 ranges[array] = ("0", size)
