@@ -11,7 +11,9 @@ The draft is a starting point the user reviews; everything guessed carries a not
   element (same index, in no branch the read is not in: softmax's ``out[i] = expf(..)`` then
   ``out[i] *= inv``) never sees its initial contents and is ``out`` (with a note). A non-const
   pointer that is never written is ``in`` (with a note); one passed where the
-  analysis cannot follow is ``inout`` (with a note).
+  analysis cannot follow is ``inout`` (with a note). An element passed to a device function
+  of the file by non-const reference (``acc(out[i], v)`` with ``void acc(float& d, float v)
+  { d += v; }``) is written as that function writes it.
 - Lengths: from bounds checks on the variables that index each pointer (see ``body``):
   ``p[i]`` with ``i < n`` gives ``n``; ``p[row * cols + col]`` with ``row < rows`` and
   ``col < cols`` gives ``rows * cols``; ``p[blockIdx.x]`` gives the grid's x extent. Each integer
@@ -24,7 +26,9 @@ The draft is a starting point the user reviews; everything guessed carries a not
   (``in[i + 2 * R]`` under ``i < n``) is a padded buffer, with an ``assumed`` note. A
   variable checked in several ``if``s takes, for an access, the check around it first (a
   transpose's ``c < W`` here, ``c < H`` there); a ``for`` from an integer by a constant step
-  ends at its last step (``j < TILE`` by ``BLOCK_ROWS`` ends at ``TILE - BLOCK_ROWS``).
+  ends at its last step (``j < TILE`` by ``BLOCK_ROWS`` ends at ``TILE - BLOCK_ROWS``); two
+  loops reusing a variable name take, each, their own bound and step (by header). An index
+  changed after its check (``if (i < n) { i *= 2; out[i] ... }``) follows the change.
 - No bounds check along an axis: the first launch site's grid (a ``dim3`` variable, ``dim3(...)``
   or an expression, translated to the kernel's parameters: ``W / TILE``, ``(W + 31) / 32``,
   ``ceil_div(W, 32)``, ``rows``) and literal block bound ``blockIdx`` and ``threadIdx``, so
@@ -46,9 +50,20 @@ The draft is a starting point the user reviews; everything guessed carries a not
   lane``): ``ptr`` gets ``csr(nnz)`` and what ``j`` indexes the length ``nnz``.
 - Index arrays: an integer buffer whose values are exactly the index of another buffer
   (``src[idx[i]]``) gets ``range(0, LENGTH_OF_SRC)``.
-- Launch: the block is the first literal block among the kernel's launch sites, else
+- Launch: a block the launch passes as the kernel's own argument (``encoder<<<B * T, C>>>(...,
+  C)``) is that size (``block = C``, ``threadIdx.x < C``, the size drafted at most 1024);
+  else the block is the first literal block among the kernel's launch sites, else
   ``__launch_bounds__``, else 256, or (32, 8) when the body uses ``threadIdx.y``; the grid covers
   each axis's bound: ``ceil_div(n, block.x)`` for a per-thread index, ``n`` for a per-block one.
+  A grid over vectors (``(N / 8 + 255) / 256``, ``N / 8 / 256``) covers N in steps of 2048.
+  A template instance is read from the launches that launch it: template arguments named by
+  host locals that differ between launches (``const uint BM = 128;`` in one branch of an
+  if/else, 64 in the other) draft the first, with a note saying whether the drafted sizes
+  take its branch.
+- Vectors: ``reinterpret_cast<const int4*>(x + i)`` (or a struct of the file such as
+  ``struct alignas(16) P { __nv_bfloat16 v[8]; }``) of a bf16 ``x`` moves 8 elements; under a
+  check of the product (``if (idx * 8 < N)``) N is kept a multiple of 8; with no check and no
+  launch, a buffer of such a thread index is 8 times the draft's thread count.
 - Element types: template parameters take the instance's arguments (``T* x`` of
   ``reduce<__nv_bfloat16, 256>`` is bfloat16) and aliases are followed (``typedef
   __nv_bfloat16 floatX;``); see ``templates``. A template kernel's draft is for the instance
@@ -60,7 +75,8 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``B * T * C``.
 - Index arrays read through locals (``int ix = idx[i]; ... table[ix * C + c]``): the table
   gets a size ``n_TABLE`` of rows (a guessed 1024, with a note) and the index array
-  ``range(0, n_TABLE)``.
+  ``range(0, n_TABLE)``; a loaded local checked against a size (``if (id < V)``) gives the
+  index array ``range(0, V)`` instead.
 - Dynamic shared memory: the third launch argument of the first launch site, translated
   (``sizeof``, helper functions with one ``return``, locals with one initializer, the
   kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
