@@ -237,6 +237,21 @@ __global__ void spread(float* out, const float* in, int n) {{
                              "in": ("in", length, None, None)}
 
 
+def test_an_offset_added_before_the_check_and_taken_off_the_store_is_drafted_small():
+    spec = infer("""\
+__global__ void shifted(float* out, const float* in, int n, int offset) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    i += offset;
+    if (i >= n) return;
+    out[i - offset] = in[i];
+}
+""")
+    assert buffers(spec) == {"out": ("out", "n - offset", None, None),
+                             "in": ("in", "n", None, None)}
+    assert sizes(spec) == {"n": "1 << 24", "offset": "1"}
+    assert "size offset = 1: only subtracted in lengths (an offset); GUESS, set it" in spec.notes
+
+
 # -- d. elements passed by reference ----------------------------------------------------------
 
 @pytest.mark.parametrize("helper, role", [

@@ -450,6 +450,7 @@ class _Drafter:
         self.load_bounds: dict[str, str] = {}  # loaded local -> row stride bounding it
         self.ranges_from_loads: dict[str, str] = {}  # index array -> that stride
         self.range_why: dict[str, str] = {}  # index array -> why its range, when not a stride
+        self.subtracted: set[str] = set()  # sizes only subtracted in lengths (offsets)
         self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
@@ -1092,6 +1093,14 @@ class _Drafter:
         nnzs = [n for n in self.csr_sizes.values() if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
+        # sizes only ever subtracted in lengths (out[i - offset] under i < n: n - offset)
+        signs: dict[str, set[bool]] = {}
+        for ln in lengths.values():
+            for poly in ln.polys:
+                for m, c in poly.terms:
+                    for sym in m:
+                        signs.setdefault(sym, set()).add(c > 0)
+        self.subtracted = {sym for sym, seen in signs.items() if seen == {False}}
         sizes = self.host_sizes(self.size_values(size_names, grid_vars, rename), rename)
         for name in nnzs:
             rename[name] = name
@@ -1382,7 +1391,11 @@ class _Drafter:
         dims = dims + [n for n in names if n in threads]
         for n in strides:
             inner = self.inner_size(n, dims)
-            if inner is not None:
+            if n in self.subtracted:
+                out[n] = "1"
+                self.notes.append(f"size {rename[n]} = 1: only subtracted in lengths (an "
+                                  f"offset); GUESS, set it")
+            elif inner is not None:
                 out[n] = rename[inner]
                 self.notes.append(f"size {rename[n]} = {rename[inner]}: assumed a row stride "
                                   f"equal to {inner}")
