@@ -270,6 +270,9 @@ __global__ void accumulate(float* out, float* in, int n) {{
 """)
     assert buffers(spec) == {"out": (role, "n", None, None), "in": ("in", "n", None, None)}
     assert "in: in: not const, but never written" in spec.notes
+    how = "reads and writes" if role == "inout" else "writes"
+    assert f"out: {role}: an element is passed by reference to acc (line 5), which {how} it" \
+        in spec.notes
 
 
 # -- e. 2D blocktiling SGEMM, tiles picked in an if/else --------------------------------------

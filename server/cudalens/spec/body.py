@@ -139,6 +139,9 @@ class BodyFacts:
     # of that one ``for`` as polynomials (None where unknown): loops that reuse a variable
     # name with other bounds or steps (``loadOffset`` stepping by ``strideA`` up to ``BM`` in
     # one tile load, by ``strideB`` up to ``BK`` in the next) are told apart by their header
+    # pointer parameter -> (function, line) of the first of its elements passed by non-const
+    # reference to a device function that writes it (``acc(out[i], v)``)
+    by_reference: dict[str, tuple[str, int]] = field(default_factory=dict)
     loop_ranges: dict[tuple[str, str], tuple[Optional[Poly], Optional[Poly], Optional[Poly]]] = \
         field(default_factory=dict)
 
@@ -1061,7 +1064,17 @@ class BodyAnalysis:
             return
         if base is None:
             return
-        self._add(base[0], self._pointee_kind(access), base[1], access, index_node)
+        kind = self._pointee_kind(access)
+        self._add(base[0], kind, base[1], access, index_node)
+        args = access.parent
+        while args is not None and args.type == "parenthesized_expression":
+            args = args.parent
+        if kind in ("write", "update") and args is not None and args.type == "argument_list" \
+                and args.parent is not None and args.parent.type == "call_expression" and \
+                self._macro_argument_kind(access) is None:
+            fn = args.parent.child_by_field_name("function")
+            self.facts.by_reference.setdefault(base[0], (
+                self.text(fn) if fn is not None else "", access.start_point[0] + 1))
 
     def _pointee_kind(self, access: Node) -> str:
         """What happens to the element ``access`` reaches: read, write, update or escape."""

@@ -1281,6 +1281,12 @@ class _Drafter:
         atomic = next((a for a in accesses if a.atomic and a.kind == "update"), None)
         if atomic is not None and not any(a.kind == "read" for a in accesses):
             notes.append(f"{p.name}: inout: {atomic.atomic} accumulates into its initial contents")
+        if p.name in self.facts.by_reference and not any(a.kind == "read" for a in accesses):
+            fn, line = self.facts.by_reference[p.name]
+            notes.append(f"{p.name}: {'inout' if read else 'out'}: an element is passed by "
+                         f"reference to {fn} (line {line}), which "
+                         f"{'reads and writes' if read else 'writes'} it")
+            return "inout" if read else "out"
         if read and not atomic:
             covered = _own_writes_first(accesses)
             if covered is not None:
