@@ -88,6 +88,22 @@ def test_comparison_catches_faulting_drafts(entries):
     ("row_sum_smem", ["shared = C * 4: from the launch at line 20 ('smem')"]),
     ("spmv_csr", ["size nnz = 1 << 24: non-zeros of the CSR rows in row_ptr (a loop runs from "
                   "row_ptr[r] to row_ptr[r + 1]); GUESS, set it"]),
+    # the pack loaded before the store's check: N in whole blocks of 256 packs of 8
+    ("bf16_pack8", ["multiple N = 2048: 'reinterpret_cast<Packed8*>(out)[idx]' moves 8 elements "
+                    "(16 bytes) from an index checked against N in steps of 8, so N stays a "
+                    "multiple of 8 (whole vectors: a ragged N would read or write past its end); "
+                    "and the launch covers N with whole blocks of 2048 elements with no bounds "
+                    "check on some access, so the ragged size stays a multiple of that"]),
+    ("encoder_block", ["block C: from the launch at line 10, which passes the kernel's own "
+                       "argument as the block, so threadIdx is below it",
+                       "size C = 256: the launch's block.x (line 10), so at most 1024; GUESS, "
+                       "set it"]),
+    ("sgemm_2d_blocktile", ["template arguments of sgemm2DBlocktiling<BM, BN, BK, TM, TN> differ "
+                            "between the launches (BM = 128 (line 66), 64 (line 72); BN = 128 "
+                            "(line 66), 64 (line 72)): drafted for the first, at line 66, under "
+                            "'if (M >= 128 && N >= 128)': the drafted sizes (M = 4096, N = 4096) "
+                            "take that branch; other sizes take another instance (name it with "
+                            "--kernel 'NAME<ARGS>')"]),
 ])
 def test_draft_notes_say_what_was_inferred(verdicts, name, notes):
     draft = next(v.draft for v in verdicts if v.name == name)

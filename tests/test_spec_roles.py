@@ -54,6 +54,9 @@ def test_out_read_by_saxpy_suggests_inout():
     ("y[i]++;", "reads y before writing it ('y[i]'"),
     ("atomicAdd(&y[0], x[i]);", "atomicAdd accumulates into y before writing it ('&y[0]'"),
     ("float* r = y + 1; r[i - 1] = r[i - 1] * 2.0f;", "reads y before writing it ('r[i - 1]'"),
+    # a float2 of y's floats, one lane accumulated: a read of y (the cast is followed)
+    ("reinterpret_cast<float2*>(y)[0].x += x[i];",
+     "reads y before writing it ('reinterpret_cast<float2*>(y)[0]'"),
 ])
 def test_out_read_first(body, first):
     line, message = _error(body, "out")
@@ -68,7 +71,8 @@ def test_out_read_first(body, first):
     "y[i] = x[i]; __syncthreads(); y[i] = y[i] * 2.0f;",
     "atomicExch(&y[i], x[i]);",
     "store(y, i); y[i] += x[i];",  # escapes: left to the runner
-    "reinterpret_cast<float2*>(y)[0].x += x[i];",  # another element type: left to the runner
+    "reinterpret_cast<float2*>(y)[0] = make_float2(x[i], 0.0f);",  # a float2 written first
+    "reinterpret_cast<char*>(y)[0] += 1;",  # a part of an element: left to the runner
 ])
 def test_out_accepted(body):
     _check(body, "out")

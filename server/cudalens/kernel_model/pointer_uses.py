@@ -194,7 +194,77 @@ def _element_kind(access: tree_sitter.Node, parsed: Parsed) -> UseKind:
         through = _macro_argument_kind(cur, parsed)
         if through is not None:
             return through[0]
+        by_ref = reference_argument_kind(cur, parsed)
+        if by_ref is not None:
+            return by_ref
     return "read"
+
+
+def reference_argument_kind(arg: tree_sitter.Node, parsed: Parsed) -> Optional[UseKind]:
+    """The kind of use an element passed to a function of the file by non-const reference
+    gets (``acc(out[i], v)`` with ``__device__ void acc(float& dst, float v) { dst += v; }``):
+    ``update`` when the function's body compound-assigns or increments the parameter, or
+    both reads and assigns it; ``write`` when it only assigns it with ``=``; ``escape`` when it
+    takes the parameter's address or passes it on; ``read`` otherwise. A ``const``
+    reference, a by-value parameter, or a function the file does not define (or defines more
+    than once with that many parameters) gives None: the caller's own reading of the call
+    (a read) stands."""
+    args = arg.parent
+    call = args.parent if args is not None else None
+    if call is None or call.type != "call_expression":
+        return None
+    name = _call_name(call, parsed).strip()
+    position = next((i for i, a in enumerate(args.named_children) if a == arg), None)
+    if position is None:
+        return None
+    count = len(args.named_children)
+    from cudalens.kernel_model.file_facts import file_nodes
+
+    found = []
+    for fn in file_nodes(parsed, "function_definition"):
+        decl = _field(fn, "declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = _field(decl, "declarator")
+        if decl is None or parsed.text_of(_field(decl, "declarator") or decl).split("::")[-1] \
+                != name.split("::")[-1].split("<")[0]:
+            continue
+        params = [c for c in (_field(decl, "parameters") or decl).named_children
+                  if c.type == "parameter_declaration"]
+        if len(params) == count:
+            found.append((fn, params[position]))
+    if len(found) != 1:
+        return None
+    fn, param = found[0]
+    ref = _field(param, "declarator")
+    if ref is None or ref.type != "reference_declarator" or any(
+            c.type == "type_qualifier" and parsed.text_of(c) == "const" for c in param.children):
+        return None
+    ident = next((c for c in ref.named_children if c.type == "identifier"), None)
+    body = _field(fn, "body")
+    if ident is None or body is None:
+        return None
+    pname = parsed.text_of(ident)
+    kinds = set()
+    for n in walk(body):
+        if n.type != "identifier" or parsed.text_of(n) != pname:
+            continue
+        cur, p = n, n.parent
+        while p is not None and p.type == "parenthesized_expression":
+            cur, p = p, p.parent
+        if p is not None and p.type == "assignment_expression" and _field(p, "left") == cur:
+            kinds.add("write" if _operator(p) == "=" else "update")
+        elif p is not None and p.type == "update_expression":
+            kinds.add("update")
+        elif p is not None and (p.type == "argument_list" or (
+                p.type == "pointer_expression" and _operator(p) == "&")):
+            kinds.add("escape")
+        else:
+            kinds.add("read")
+    if "escape" in kinds:
+        return "escape"
+    if "update" in kinds or {"read", "write"} <= kinds:
+        return "update"
+    return "write" if "write" in kinds else "read"
 
 
 def _macros(parsed: Parsed) -> tuple[frozenset, dict]:

@@ -33,6 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
+from cudalens.kernel_model.pointer_uses import reference_argument_kind
 from cudalens.kernel_model.syntax import (Node, Parsed, declared_name, int_literal,
                                           named_children, operator, strip, walk)
 from cudalens.source.model import Kernel
@@ -134,6 +135,15 @@ class BodyFacts:
     # names read in the conditions of ``if``s and ``?:`` (a tile loop's ``k0 + tx < K``: the
     # kernel checks its last, partial tile)
     checked_names: set[str] = field(default_factory=set)
+    # (loop variable, header as ``Access.loops`` writes it) -> (start, exclusive bound, step)
+    # of that one ``for`` as polynomials (None where unknown): loops that reuse a variable
+    # name with other bounds or steps (``loadOffset`` stepping by ``strideA`` up to ``BM`` in
+    # one tile load, by ``strideB`` up to ``BK`` in the next) are told apart by their header
+    # pointer parameter -> (function, line) of the first of its elements passed by non-const
+    # reference to a device function that writes it (``acc(out[i], v)``)
+    by_reference: dict[str, tuple[str, int]] = field(default_factory=dict)
+    loop_ranges: dict[tuple[str, str], tuple[Optional[Poly], Optional[Poly], Optional[Poly]]] = \
+        field(default_factory=dict)
 
 
 class BodyAnalysis:
@@ -148,6 +158,7 @@ class BodyAnalysis:
         self.qualified = qualified or {}
         self.body = body
         self.pointers = {p.name for p in kernel.parameters if p.is_pointer}
+        self.kernel_params = tuple(kernel.parameters)
         # the file's own macros too when no context is given (``validate.check_roles``)
         self.macros = function_macros(context or parsed.text)
         self.int_params = {p.name for p in kernel.parameters
@@ -176,6 +187,7 @@ class BodyAnalysis:
         # (sum node, bound node, +1?, branch id or None): checks of ``idx + k < N``
         self.raw_sum_bounds: list[tuple[Node, Node, int, Optional[int]]] = []
         self.bounded: dict[str, None] = {}  # bounded variables, in order of their checks
+        self.raw_loops: list[tuple[Node, str, Node, Node]] = []  # (for, var, start, update)
         self.facts = BodyFacts()
 
     # -- pass 1: declarations, assignments, bounds ----------------------------------------
@@ -507,6 +519,7 @@ class BodyAnalysis:
                 step = self.text(right)
         if not name or start is None:
             return
+        self.raw_loops.append((loop, name, start, update))
         start = strip(start)
         if start.type in ("number_literal", "identifier", "unary_expression"):
             self.facts.lower.setdefault(name, []).append(self.text(start))
@@ -535,7 +548,8 @@ class BodyAnalysis:
                 # if (threadIdx.x < BINS) out[blockIdx.x * BINS + threadIdx.x] = ...
                 self.raw_bounds.append((self.text(var).replace(" ", ""), bound, wanted[o],
                                         scope))
-            elif o in wanted and var.type == "binary_expression" and operator(var) == "+":
+            elif o in wanted and var.type == "binary_expression" and operator(var) in "+*":
+                # idx + 2 < N, and idx * 8 < N (eight elements a thread from idx * 8)
                 self.raw_sum_bounds.append((var, bound, wanted[o], scope))
             elif o in wanted and var.type == "identifier":
                 name = self.text(var)
@@ -563,6 +577,12 @@ class BodyAnalysis:
             return None if v is None else Poly.const(v)
         if t == "identifier":
             name = self.text(node)
+            if name in self.bounded and self._changed_since_check(name, node):
+                # if (i < n) { i = i * 2; out[i] ... }: the check bounds the old value only
+                value = self.reaching(name, node)
+                if value is not None:
+                    return self.poly(value, depth + 1)
+                return self._changed_in_place(name, node, depth)
             if name in self.bounded or name in self.int_params:
                 return Poly.sym(name)
             if name not in self.pointer_locals and self.substitutable(name):
@@ -654,6 +674,60 @@ class BodyAnalysis:
         if any(p is None for p in polys):
             return None
         return _expand_macro(name, polys, self.macros, 0)
+
+    def _changed_since_check(self, name: str, use: Node) -> bool:
+        """The last bounds check of local ``name`` (``raw_bounds``) before ``use`` has a
+        definition, compound assignment or ``++``/``--`` of ``name`` after it that ends before
+        ``use`` (not a ``for``'s own initializer or update): the value ``use`` reads is not the
+        one checked. Textual order, which is execution order in the straight-line code this
+        is asked about."""
+        checks = [b.start_byte for var, b, _, _ in self.raw_bounds
+                  if var == name and b.start_byte < use.start_byte]
+        if not checks:
+            return False
+        changes = [n for n, _ in self.def_sites.get(name, [])] + \
+            [n for n, _, _ in self.local_bumps.get(name, [])]
+        return any(max(checks) < n.end_byte <= use.start_byte and not _in_for_header(n)
+                   for n in changes)
+
+    def _changed_in_place(self, name: str, use: Node, depth: int) -> Optional[Poly]:
+        """The value of ``name`` at ``use`` when its last check is followed only by compound
+        assignments in straight-line code around ``use`` (``if (i < n) { i *= 2; i += 1;
+        out[i] ... }``): the checked value (the symbol, bounded by the check) with each
+        ``+=``, ``-=``, ``*=`` (by polynomials) or ``<<=`` (by a constant) applied in order;
+        None when another change intervenes."""
+        last = max(b.start_byte for var, b, _, _ in self.raw_bounds
+                   if var == name and b.start_byte < use.start_byte)
+        if any(last < n.end_byte <= use.start_byte for n, _ in self.def_sites.get(name, [])):
+            return None
+        value = Poly.sym(name)
+        for n, _, right in sorted(self.local_bumps.get(name, []), key=lambda b: b[0].start_byte):
+            if not last < n.end_byte <= use.start_byte or _in_for_header(n):
+                continue
+            stmt = n
+            while stmt.parent is not None and stmt.parent.type != "compound_statement":
+                stmt = stmt.parent
+            block = stmt.parent
+            if block is None or not block.start_byte <= use.start_byte < block.end_byte or \
+                    any(a.type in ("for_statement", "while_statement", "do_statement")
+                        and a.start_byte > block.start_byte for a in _ancestors_to(use, block)):
+                return None
+            r = self.poly(right, depth + 1) if right is not None else Poly.const(1)
+            op = operator(n) if n.type == "assignment_expression" else \
+                ("+=" if "++" in self.text(n) else "-=")
+            if r is None:
+                return None
+            if op == "+=":
+                value = value + r
+            elif op == "-=":
+                value = value - r
+            elif op == "*=":
+                value = value * r
+            elif op == "<<=" and r.is_const() and 0 <= r.constant < 31:
+                value = value * Poly.const(1 << r.constant)
+            else:
+                return None
+        return value
 
     def reaching(self, name: str, use: Node) -> Optional[Node]:
         """The value of the one definition of local ``name`` that reaches ``use`` in
@@ -802,6 +876,64 @@ class BodyAnalysis:
                 return self.pointer_base(inner, depth + 1)
         return None
 
+    def _reinterpreted(self, node: Node) -> Optional[tuple[Node, int, int]]:
+        """(the call, lanes, bytes) when ``node``, a pointer into a parameter, is the one
+        argument of ``reinterpret_cast<T*>(node)`` and ``T`` is ``lanes`` of the parameter's
+        elements, ``bytes`` in all (``reinterpret_cast<const int4*>(a + i)`` of a bf16 ``a``:
+        8 lanes, 16 bytes; a ``struct alignas(16) P { __nv_bfloat16 v[8]; }`` likewise); None
+        otherwise (the use stays an escape)."""
+        args = node.parent
+        call = args.parent if args is not None and args.type == "argument_list" else None
+        if call is None or call.type != "call_expression" or len(named_children(args)) != 1:
+            return None
+        fn = call.child_by_field_name("function")
+        name = fn.child_by_field_name("name") if fn is not None and \
+            fn.type == "template_function" else None
+        targs = fn.child_by_field_name("arguments") if name is not None else None
+        if name is None or self.text(name) != "reinterpret_cast" or targs is None:
+            return None
+        target = self.text(targs).strip()[1:-1].strip()
+        if not target.endswith("*") or target.count("*") != 1:
+            return None
+        base = self.pointer_base(node)
+        param = next((p for p in self.kernel_params if p.name == base[0]), None) \
+            if base is not None else None
+        if param is None:
+            return None
+        elem = _type_bytes(param.type.replace("*", " "), self.context or self.parsed.text)
+        size = _type_bytes(target[:-1], self.context or self.parsed.text)
+        if elem is None or size is None or size % elem or size == elem:
+            return None
+        return call, size // elem, size
+
+    def _recast_use(self, node: Node, call: Node, lanes: int, size: int) -> None:
+        """The access ``reinterpret_cast<T*>(node)[k]`` or ``*reinterpret_cast<T*>(node)``
+        makes: ``size`` bytes from element ``offset + k * lanes`` of the parameter, with the
+        kind of use the vector gets; anything else done with the cast pointer is an escape."""
+        base = self.pointer_base(node)
+        assert base is not None
+        cur = call
+        while cur.parent is not None and cur.parent.type == "parenthesized_expression":
+            cur = cur.parent
+        parent = cur.parent
+        offset: Optional[Poly] = None
+        if parent is not None and parent.type == "subscript_expression" and \
+                parent.child_by_field_name("argument") == cur:
+            indices = parent.child_by_field_name("indices")
+            inner = named_children(indices) if indices is not None else []
+            k = self.poly(inner[0]) if len(inner) == 1 else None
+            if base[1] is not None and k is not None:
+                offset = base[1] + k * Poly.const(lanes)
+        elif parent is not None and parent.type == "pointer_expression" and \
+                operator(parent) == "*":
+            offset = base[1]
+        else:
+            shown = parent.parent if parent is not None and parent.type == "argument_list" \
+                and parent.parent is not None else (parent or call)
+            self._add(base[0], "escape", None, shown)
+            return
+        self._add(base[0], self._pointee_kind(parent), offset, parent, width=size)
+
     def _const_cast_argument(self, call: Node) -> Optional[Node]:
         """The argument of ``const_cast<T*>(arg)``, else None. A const_cast changes only
         qualifiers, so elements keep their size and the pointer its parameter."""
@@ -902,6 +1034,10 @@ class BodyAnalysis:
                 continue
             break
         parent = node.parent
+        recast = self._reinterpreted(node)
+        if recast is not None:
+            self._recast_use(node, *recast)
+            return
         if parent is not None and parent.type == "subscript_expression" \
                 and parent.child_by_field_name("argument") == node:
             base = self.subscript(parent)
@@ -928,7 +1064,17 @@ class BodyAnalysis:
             return
         if base is None:
             return
-        self._add(base[0], self._pointee_kind(access), base[1], access, index_node)
+        kind = self._pointee_kind(access)
+        self._add(base[0], kind, base[1], access, index_node)
+        args = access.parent
+        while args is not None and args.type == "parenthesized_expression":
+            args = args.parent
+        if kind in ("write", "update") and args is not None and args.type == "argument_list" \
+                and args.parent is not None and args.parent.type == "call_expression" and \
+                self._macro_argument_kind(access) is None:
+            fn = args.parent.child_by_field_name("function")
+            self.facts.by_reference.setdefault(base[0], (
+                self.text(fn) if fn is not None else "", access.start_point[0] + 1))
 
     def _pointee_kind(self, access: Node) -> str:
         """What happens to the element ``access`` reaches: read, write, update or escape."""
@@ -948,7 +1094,8 @@ class BodyAnalysis:
         if p.type == "pointer_expression" and operator(p) == "&":
             return "read" if self._read_only_load(p) else "escape"
         if p.type == "argument_list":
-            return self._macro_argument_kind(cur) or "read"
+            return self._macro_argument_kind(cur) or \
+                reference_argument_kind(cur, self.parsed) or "read"
         return "read"
 
     def _macro_argument_kind(self, arg: Node) -> Optional[str]:
@@ -1124,21 +1271,22 @@ class BodyAnalysis:
         while cur.parent is not None and cur.id != self.body.id:
             parent = cur.parent
             if parent.type == "for_statement" and cur == parent.child_by_field_name("body"):
-                parts = [parent.child_by_field_name(f) for f in
-                         ("initializer", "condition", "update")]
-                texts = ["".join(self.text(x).split()) if x is not None else ""
-                         for x in parts]
-                init = parts[0]
-                var = ""
-                if init is not None:
-                    m = re.match(r"(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=", self.text(init))
-                    var = m.group(1) if m else ""
-                if var and texts[2] in (f"++{var}", f"{var}+=1"):
-                    texts[2] = f"{var}++"  # ++c, c += 1 and c++ step alike
-                header = ";".join(texts)
-                out.append((var, header))
+                out.append(self._header(parent))
             cur = parent
         return tuple(out)
+
+    def _header(self, loop: Node) -> tuple[str, str]:
+        """(variable, header text) of a ``for``, as ``Access.loops`` lists them."""
+        parts = [loop.child_by_field_name(f) for f in ("initializer", "condition", "update")]
+        texts = ["".join(self.text(x).split()) if x is not None else "" for x in parts]
+        init = parts[0]
+        var = ""
+        if init is not None:
+            m = re.match(r"(?:[\w:<>]+\s+)*?([A-Za-z_]\w*)\s*=", self.text(init))
+            var = m.group(1) if m else ""
+        if var and texts[2] in (f"++{var}", f"{var}+=1"):
+            texts[2] = f"{var}++"  # ++c, c += 1 and c++ step alike
+        return var, ";".join(texts)
 
     def _branches(self, node: Node) -> frozenset:
         """The ids of the conditional branches around ``node`` inside the body: each
@@ -1165,6 +1313,9 @@ class BodyAnalysis:
     def finish_bounds(self) -> None:
         self.bounded = dict.fromkeys(v for v, _, _, _ in self.raw_bounds)
         self._sum_bounds()
+        for loop, name, start, update in self.raw_loops:
+            self.facts.loop_ranges[self._header(loop)] = (
+                self.poly(start), self._loop_bound(loop, name), self._loop_step(update, name))
         for var, node, plus, scope in self.raw_bounds:
             p = self.poly(node)
             if p is None:
@@ -1183,6 +1334,10 @@ class BodyAnalysis:
             if scope is not None:
                 self.facts.scoped.setdefault(var, []).append((scope, p + Poly.const(plus)))
         for var in self.bounded:
+            value = self.defs[var][0] if self.substitutable(var) else None
+            loaded = self._loaded_from(value) if value is not None else None
+            if loaded is not None:  # int id = ids[t]; if (id < V): a checked loaded value
+                self.facts.loads.setdefault(var, loaded)
             axis = self._axis(var)
             if axis is not None:
                 self.facts.axes[var] = axis
@@ -1190,6 +1345,32 @@ class BodyAnalysis:
                 p = self.poly(value) if value is not None else None
                 if p is not None:
                     self.facts.values[var] = p
+
+    def _loop_bound(self, loop: Node, name: str) -> Optional[Poly]:
+        """The exclusive bound of ``for (...; name < B; ...)`` (``<=``: B + 1), else None."""
+        cond = loop.child_by_field_name("condition")
+        cond = strip(cond) if cond is not None else None
+        if cond is None or cond.type != "binary_expression":
+            return None
+        left, right = strip(cond.child_by_field_name("left")), \
+            strip(cond.child_by_field_name("right"))
+        op = operator(cond)
+        for var, bound, o in ((left, right, op), (right, left, _FLIP.get(op, ""))):
+            if o in _UPPER_GUARD and var.type == "identifier" and self.text(var) == name:
+                b = self.poly(bound)
+                return b + Poly.const(_UPPER_GUARD[o]) if b is not None else None
+        return None
+
+    def _loop_step(self, update: Node, name: str) -> Optional[Poly]:
+        """What ``name`` adds each iteration: 1 for ``++``, S for ``+= S``, else None."""
+        update = strip(update)
+        if update.type == "update_expression" and "++" in self.text(update):
+            arg = strip(update.child_by_field_name("argument"))
+            return Poly.const(1) if self.text(arg) == name else None
+        if update.type == "assignment_expression" and operator(update) == "+=" and \
+                self.text(strip(update.child_by_field_name("left"))) == name:
+            return self.poly(update.child_by_field_name("right"))
+        return None
 
     def _sum_bounds(self) -> None:
         """The checks of a sum against a bound (``idx + k < N``): each goes to
@@ -1202,6 +1383,8 @@ class BodyAnalysis:
                 continue
             b = b + Poly.const(plus)
             self.facts.expr_guards.append((e, b, scope))
+            if operator(strip(node)) == "*":
+                continue  # idx * 8 < N: only the accesses under it (expr_guards)
             leaves: list[Node] = []
             stack = [node]
             while stack:
@@ -1253,8 +1436,8 @@ class BodyAnalysis:
 
     def _axis(self, var: str) -> Optional[tuple[str, str]]:
         value = next((v for v in self.defs.get(var, []) if v is not None), None)
-        if value is None:
-            return None
+        if value is None or self._loaded_from(value) is not None:
+            return None  # int id = ids[blockIdx.x]: a value read from memory, not a position
         found: set[str] = set()
         self._builtins_in(value, found, 0, set())
         for axis in "xyz":
@@ -1393,3 +1576,80 @@ def _symbol_of(poly: Poly) -> Optional[str]:
         return None
     monomial, coef = poly.terms[0]
     return monomial[0] if coef == 1 and len(monomial) == 1 else None
+
+
+# Bytes of CUDA's built-in vector types by base (CUDA C++ Programming Guide, "Built-in Vector
+# Types"): a vector of n lanes is n times its base.
+_VECTOR_BASE_BYTES = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4,
+                      "long": 8, "ulong": 8, "longlong": 8, "ulonglong": 8, "float": 4,
+                      "double": 8}
+
+
+def _type_bytes(ctype: str, context: str, depth: int = 0) -> Optional[int]:
+    """Bytes of a C type: a scalar of ``dtypes`` (``__nv_bfloat16`` 2), a built-in vector
+    (``int4`` 16, ``__half2`` 4), or a struct the file defines whose fields are such types or
+    fixed arrays of them (``struct alignas(16) Packed { __nv_bfloat16 v[8]; }`` 16), rounded
+    up to its ``alignas``; None when unknown (padding between fields is not modelled, so a
+    struct whose fields differ in size is unknown too)."""
+    name = dtypes.normalize_c_type(ctype)
+    st = dtypes.spec_type_for_c(name)
+    if st is not None:
+        try:
+            return dtypes.itemsize(dtypes.numpy_dtype(st))
+        except ValueError:
+            return None
+    m = re.fullmatch(r"(u?(?:char|short|int|long|longlong)|float|double)([1-4])", name)
+    if m:
+        return _VECTOR_BASE_BYTES[m.group(1)] * int(m.group(2))
+    vec = dtypes.vector_type_for_c(name)
+    if vec is not None:
+        try:
+            return dtypes.itemsize(dtypes.numpy_dtype(vec[0])) * vec[1]
+        except ValueError:
+            return None
+    if depth > 2 or not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return None
+    found = re.search(rf"\bstruct\s+(?:alignas\s*\(\s*(\d+)\s*\)\s*)?{name}\s*\{{([^{{}}]*)\}}",
+                      context)
+    if found is None:
+        return None
+    sizes = []
+    for field_text in found.group(2).split(";"):
+        f = re.fullmatch(r"\s*([\w\s:]+?)\s+(\w+)\s*(?:\[\s*(\d+)\s*\])?\s*", field_text)
+        if f is None:
+            if field_text.strip():
+                return None
+            continue
+        one = _type_bytes(f.group(1), context, depth + 1)
+        if one is None:
+            return None
+        sizes.append((one, int(f.group(3) or 1)))
+    if not sizes or len({one for one, _ in sizes}) != 1:
+        return None
+    total = sum(one * n for one, n in sizes)
+    align = int(found.group(1) or 1)
+    return -(-total // align) * align
+
+
+def _in_for_header(node: Node) -> bool:
+    """``node`` is (inside) a ``for``'s initializer or update: it runs before the loop's
+    condition is checked again, so the condition bounds the value it leaves."""
+    cur = node
+    while cur.parent is not None:
+        p = cur.parent
+        if p.type == "for_statement":
+            return cur in (p.child_by_field_name("initializer"), p.child_by_field_name("update"))
+        if p.type in ("compound_statement", "expression_statement"):
+            return False
+        cur = p
+    return False
+
+
+def _ancestors_to(node: Node, top: Node) -> list[Node]:
+    """The ancestors of ``node`` below ``top``, innermost first."""
+    out = []
+    cur = node.parent
+    while cur is not None and cur.id != top.id:
+        out.append(cur)
+        cur = cur.parent
+    return out

@@ -22,7 +22,7 @@ def line_starts(text: str) -> tuple[int, ...]:
 
 
 LOCAL_INT = (r"(?:(?:static|const|constexpr)\s+)*(?:unsigned\s+|signed\s+)?(?:long\s+)?"
-             r"(?:int|long|short|size_t|auto|unsigned)\s+(?:const\s+)?")
+             r"(?:int|long|short|size_t|auto|unsigned|uint)\s+(?:const\s+)?")
 
 
 _DECLARATION = re.compile(rf"\b{LOCAL_INT}([^;{{}}]+);")

@@ -11,7 +11,9 @@ The draft is a starting point the user reviews; everything guessed carries a not
   element (same index, in no branch the read is not in: softmax's ``out[i] = expf(..)`` then
   ``out[i] *= inv``) never sees its initial contents and is ``out`` (with a note). A non-const
   pointer that is never written is ``in`` (with a note); one passed where the
-  analysis cannot follow is ``inout`` (with a note).
+  analysis cannot follow is ``inout`` (with a note). An element passed to a device function
+  of the file by non-const reference (``acc(out[i], v)`` with ``void acc(float& d, float v)
+  { d += v; }``) is written as that function writes it.
 - Lengths: from bounds checks on the variables that index each pointer (see ``body``):
   ``p[i]`` with ``i < n`` gives ``n``; ``p[row * cols + col]`` with ``row < rows`` and
   ``col < cols`` gives ``rows * cols``; ``p[blockIdx.x]`` gives the grid's x extent. Each integer
@@ -24,7 +26,9 @@ The draft is a starting point the user reviews; everything guessed carries a not
   (``in[i + 2 * R]`` under ``i < n``) is a padded buffer, with an ``assumed`` note. A
   variable checked in several ``if``s takes, for an access, the check around it first (a
   transpose's ``c < W`` here, ``c < H`` there); a ``for`` from an integer by a constant step
-  ends at its last step (``j < TILE`` by ``BLOCK_ROWS`` ends at ``TILE - BLOCK_ROWS``).
+  ends at its last step (``j < TILE`` by ``BLOCK_ROWS`` ends at ``TILE - BLOCK_ROWS``); two
+  loops reusing a variable name take, each, their own bound and step (by header). An index
+  changed after its check (``if (i < n) { i *= 2; out[i] ... }``) follows the change.
 - No bounds check along an axis: the first launch site's grid (a ``dim3`` variable, ``dim3(...)``
   or an expression, translated to the kernel's parameters: ``W / TILE``, ``(W + 31) / 32``,
   ``ceil_div(W, 32)``, ``rows``) and literal block bound ``blockIdx`` and ``threadIdx``, so
@@ -46,9 +50,20 @@ The draft is a starting point the user reviews; everything guessed carries a not
   lane``): ``ptr`` gets ``csr(nnz)`` and what ``j`` indexes the length ``nnz``.
 - Index arrays: an integer buffer whose values are exactly the index of another buffer
   (``src[idx[i]]``) gets ``range(0, LENGTH_OF_SRC)``.
-- Launch: the block is the first literal block among the kernel's launch sites, else
+- Launch: a block the launch passes as the kernel's own argument (``encoder<<<B * T, C>>>(...,
+  C)``) is that size (``block = C``, ``threadIdx.x < C``, the size drafted at most 1024);
+  else the block is the first literal block among the kernel's launch sites, else
   ``__launch_bounds__``, else 256, or (32, 8) when the body uses ``threadIdx.y``; the grid covers
   each axis's bound: ``ceil_div(n, block.x)`` for a per-thread index, ``n`` for a per-block one.
+  A grid over vectors (``(N / 8 + 255) / 256``, ``N / 8 / 256``) covers N in steps of 2048.
+  A template instance is read from the launches that launch it: template arguments named by
+  host locals that differ between launches (``const uint BM = 128;`` in one branch of an
+  if/else, 64 in the other) draft the first, with a note saying whether the drafted sizes
+  take its branch.
+- Vectors: ``reinterpret_cast<const int4*>(x + i)`` (or a struct of the file such as
+  ``struct alignas(16) P { __nv_bfloat16 v[8]; }``) of a bf16 ``x`` moves 8 elements; under a
+  check of the product (``if (idx * 8 < N)``) N is kept a multiple of 8; with no check and no
+  launch, a buffer of such a thread index is 8 times the draft's thread count.
 - Element types: template parameters take the instance's arguments (``T* x`` of
   ``reduce<__nv_bfloat16, 256>`` is bfloat16) and aliases are followed (``typedef
   __nv_bfloat16 floatX;``); see ``templates``. A template kernel's draft is for the instance
@@ -60,7 +75,8 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``B * T * C``.
 - Index arrays read through locals (``int ix = idx[i]; ... table[ix * C + c]``): the table
   gets a size ``n_TABLE`` of rows (a guessed 1024, with a note) and the index array
-  ``range(0, n_TABLE)``.
+  ``range(0, n_TABLE)``; a loaded local checked against a size (``if (id < V)``) gives the
+  index array ``range(0, V)`` instead.
 - Dynamic shared memory: the third launch argument of the first launch site, translated
   (``sizeof``, helper functions with one ``return``, locals with one initializer, the
   kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
@@ -80,6 +96,7 @@ from __future__ import annotations
 import ast
 import functools
 import keyword
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -140,6 +157,12 @@ class _Length:
     draft_axes: tuple[str, ...] = ()
     why: str = ""
     reach: tuple[str, ...] = ()  # for each of ``polys``, the access text that gives it
+    # unknown lengths of ``c * (blockIdx.x * blockDim.x + threadIdx.x) + k`` reaching L
+    # elements: the draft's main size counts threads, so the buffer is c * main + extra long
+    # (extra = k + L - c when positive), with the access that needs it
+    scale: int = 1
+    extra: int = 0
+    scaled_by: str = ""
 
 
 _TEMPLATE_HEAD = r"template\s*<(?P<params>[^<>]*(?:<[^<>]*>[^<>]*)*)>\s*"
@@ -405,8 +428,12 @@ class _Drafter:
         self.context = "\n".join(headers + (source,)) if headers else source
         self.sites = sites
         self.notes: list[str] = []  # about parameters, in parameter order
+        # (condition, launch, note) of the host's if around the launch an instance's template
+        # arguments were taken from, when the launches disagree (``valued_instance``)
+        self.branch: Optional[tuple[str, LaunchSite, str]] = None
         self.fills: dict[str, tuple[str, tuple[str, ...]]] = {}  # buffer -> (fill, args)
         self.instance = self.pick_instance(instance)
+        self.sites = self.sites_of_instance()
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
         self.constants = dict(file_constants(self.context, defines))
         # const/constexpr integers of the file (``static const uint PARTIAL_COUNT = 240;``, a
@@ -423,6 +450,8 @@ class _Drafter:
         self.table_sizes: dict[str, str] = {}  # loaded local -> size of its table's rows
         self.load_bounds: dict[str, str] = {}  # loaded local -> row stride bounding it
         self.ranges_from_loads: dict[str, str] = {}  # index array -> that stride
+        self.range_why: dict[str, str] = {}  # index array -> why its range, when not a stride
+        self.subtracted: set[str] = set()  # sizes only subtracted in lengths (offsets)
         self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
@@ -434,7 +463,11 @@ class _Drafter:
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_grid = self.launch_grid()
-        self.site_block = block_from_file(kernel, sites, self.context, source)
+        self.site_block = block_from_file(kernel, self.sites, self.context, source)
+        # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
+        self.site_block_params: dict[str, Poly] = {}
+        self.site_block_line = 0
+        self.site_block_params, self.site_block_line = self.launch_block_params()
         self.multiples: dict[str, int] = {}  # size -> multiple its ragged value keeps
         self.launch_bounded: set[str] = set()  # axes whose blockIdx the launch's grid bounds
         self.host_given: set[str] = set()  # sizes whose values come from the host code
@@ -444,6 +477,8 @@ class _Drafter:
         # axes whose grid a bounded index variable sets (the draft's grid is known there)
         self.draft_grid_axes: set[str] = set()
         self.const_grid_notes: dict[str, str] = {}  # buffer -> why its rows follow the grid
+        # loop variable -> (start, step) of the loop around the access being bounded
+        self.loop_steps: dict[str, tuple[int, int]] = {}
 
     # -- bounds ------------------------------------------------------------------------------
 
@@ -491,6 +526,34 @@ class _Drafter:
                               f"({', '.join(found)}): pick another with --kernel 'NAME<ARGS>'")
         return found[0]
 
+    def sites_of_instance(self) -> tuple[LaunchSite, ...]:
+        """The launch sites that launch the drafted instance, when the instance's template
+        arguments are names with a value per launch (an if/else that launches ``<BM, BN>``
+        with 128 in one branch and 64 in the other): the grid and block are read from those;
+        all sites when none or every one matches."""
+        if not self.instance or len(self.sites) < 2:
+            return self.sites
+        def instance_key(text: str) -> str:
+            return "".join(text.split())
+
+        head, _, rest = self.instance.partition("<")
+        want = instance_key(self.instance)
+        texts = tuple(dict.fromkeys(templates.instances(self.kernel.name, self.source)))
+        kept = []
+        for site in self.sites:
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            for text in texts:
+                args = templates.split_args(text.partition("<")[2][:-1])
+                values = [const_value(locals_in(a, self.source, at, set()), self.context)
+                          for a in args]
+                valued = templates.instance_text(head, [str(v) if isinstance(v, int) and
+                                                        not re.fullmatch(r"true|false", a.strip())
+                                                        else a for a, v in zip(args, values)])
+                if instance_key(valued) == want:
+                    kept.append(site)
+                    break
+        return tuple(kept) if kept else self.sites
+
     def valued_instance(self, inst: str) -> str:
         """``inst`` with each template argument that is an integer expression of the file's
         constants or of integer locals before a launch of the kernel written as its value
@@ -501,16 +564,38 @@ class _Drafter:
         if not args:
             return inst
         out = []
+        differ: list[tuple[str, int, list[tuple[int, int]]]] = []
         for arg in args:
             value = const_value(arg, self.context) if re.fullmatch(r"[\w\s()+\-*/%<>]+", arg) \
                 else None
-            for site in self.sites if value is None and re.search(r"[A-Za-z_]", arg) else ():
+            per_site: list[tuple[int, int]] = []  # (line, value) at each site that gives one
+            # each launch's own locals first: a name declared in both branches of an if/else
+            # (const uint BM = 128; ... else ... const uint BM = 64;) has a value per launch
+            for site in self.sites if re.search(r"[A-Za-z_]", arg) else ():
                 at = offset_of(self.source, site.range.start.line, site.range.start.column)
-                value = const_value(locals_in(arg, self.source, at, set()), self.context)
-                if value is not None:
-                    break
+                v = const_value(locals_in(arg, self.source, at, set()), self.context)
+                if isinstance(v, int):
+                    per_site.append((site.range.start.line + 1, v))
+            if per_site:
+                value = per_site[0][1]
+                if len({v for _, v in per_site}) > 1:
+                    differ.append((arg.strip(), value, per_site))
             out.append(str(value) if isinstance(value, int) and
                        not re.fullmatch(r"(?:true|false)", arg.strip()) else arg)
+        if differ:
+            line = differ[0][2][0][0]
+            cond = _enclosing_if(self.source, line)
+            listed = "; ".join(f"{a} = " + ", ".join(f"{v} (line {ln})" for ln, v in sites)
+                               for a, _, sites in differ)
+            note = (f"template arguments of {inst} differ between the launches ({listed}): "
+                    f"drafted for the first, at line {line}"
+                    + (f", under 'if ({cond})'" if cond else "")
+                    + "; GUESS: the host picks one by the sizes, so set sizes that take that "
+                      "branch or name the instance with --kernel 'NAME<ARGS>'")
+            if note not in self.notes:
+                self.notes.append(note)
+                site = next(x for x in self.sites if x.range.start.line + 1 == line)
+                self.branch = (cond, site, note)
         return templates.instance_text(head, out)
 
     def var_upper(self, name: str, depth: int) -> Optional[Poly]:
@@ -540,6 +625,8 @@ class _Drafter:
         8)`` ends at 24, not 31."""
         start, step = self.facts.steps.get(name, ("", ""))
         a, s = self._int_text(start), self._int_text(step)
+        if name in self.loop_steps:
+            a, s = self.loop_steps[name]
         if a is None or s is None or s < 2:
             return top
         if not top.is_const() and name in self.facts.iterations and a == 0:
@@ -585,6 +672,9 @@ class _Drafter:
         if axis not in ("x", "y", "z"):
             return None
         i = "xyz".index(axis)
+        if kind in ("threadIdx", "blockDim") and self.site_block_params:
+            extent = self.site_block_params.get(axis, Poly.const(1))
+            return extent - Poly.const(1) if kind == "threadIdx" else extent
         if kind in ("threadIdx", "blockDim") and self.site_block is not None and self.site_grid:
             shape = self.site_block[0]
             extent = shape[i] if i < len(shape) else 1
@@ -624,7 +714,16 @@ class _Drafter:
                     size = _single_symbol(extent)
                     if size is None:
                         return None
-                    self.multiples[size] = step
+                    before = self.multiples.get(size, step)
+                    self.multiples[size] = math.lcm(before, step)
+                    why = self.multiple_why.get(size)
+                    if why is not None and self.multiples[size] != before:
+                        # the vectors' multiple (8) and the launch's whole blocks (2048)
+                        self.multiple_why[size] = (
+                            f"multiple {size} = {self.multiples[size]}: "
+                            f"{why.split(': ', 1)[1]}; and the launch covers {size} with whole "
+                            f"blocks of {step} elements with no bounds check on some access, "
+                            f"so the ragged size stays a multiple of that")
             out = out + term
         return out
 
@@ -654,6 +753,36 @@ class _Drafter:
                 return out
         return {}
 
+    def launch_block_params(self) -> tuple[dict[str, Poly], int]:
+        """The first launch site's block, per axis, when it is a polynomial of the kernel's
+        integer parameters (``<<<B * T, C>>>`` with ``C`` passed as the kernel's ``C``: x ->
+        ``C``), with that site's 1-based line; ({}, 0) when no site's block translates, or one
+        axis is a constant only (a literal block is ``block_from_file``'s)."""
+        from cudalens.spec.block_shape import split_top
+
+        for site in self.sites:
+            if len(site.config) < 2:
+                continue
+            args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
+                    if q.name in self.int_params}
+            text = site.config[1].strip()
+            m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, flags=re.S)
+            parts = split_top(m.group(1)) if m is not None and text.startswith(("dim3", "{")) \
+                else [text]
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            keep = {a.strip() for a in site.arguments}
+            out: dict[str, Poly] = {}
+            for axis, part in zip("xyz", parts[:3]):
+                found = _grid_axis(locals_in(part, self.source, at, keep), args, self.constants)
+                if found is None or found[1] != 1:
+                    out = {}
+                    break
+                if not (found[0].is_const() and found[0].constant == 1):
+                    out[axis] = found[0]
+            if out and any(not p.is_const() for p in out.values()):
+                return out, site.range.start.line + 1
+        return {}, 0
+
     def csr_size(self, row_ptr: str) -> str:
         """The size of non-zeros of CSR row pointers ``row_ptr`` (``nnz``, or ``nnz_ROWPTR``
         when a parameter or another row-pointer array has that name)."""
@@ -667,6 +796,9 @@ class _Drafter:
         ``b >= 1``: ``a % b <= max(b) - 1`` (else ``max(a)``); ``a / b <= (max(a) + 1) / b - 1``
         when that divides exactly as polynomials, else ``max(a)``."""
         op, a, b = self.facts.divisions[name]
+        exact = self.const_of(Poly.sym(name))
+        if exact is not None:  # (BN)/(TN) of the instance's constants: its value
+            return Poly.const(exact)
         ua = self.upper(a, depth + 1)
         if op == "%":
             ub = self.upper(b, depth + 1)
@@ -688,6 +820,7 @@ class _Drafter:
         known: list[Poly] = []
         reach: dict[Poly, str] = {}  # length -> the access that reaches its last element
         why = ""
+        scale, extra_at, scaled_by = 1, 0, ""
         for a in accesses:
             only = _single_symbol(a.index)
             if only is not None and only.startswith("blockIdx."):
@@ -725,6 +858,12 @@ class _Drafter:
                     self.unchecked_builtins = True
                 why = why or (f"no bounds check found on {', '.join(free)} in '{a.text}'"
                               if free else f"no bounds check found for '{a.text}'")
+                strided = _thread_stride(a.index)
+                if strided is not None:
+                    c, k = strided
+                    extra = max(0, k + self.access_lanes(a) - c)
+                    if (c, extra) > (scale, extra_at):
+                        scale, extra_at, scaled_by = c, extra, a.text
                 continue
             length = u + Poly.const(self.lanes_past(a))
             if any(sym.startswith("GRID.") for sym in length.symbols):
@@ -743,11 +882,21 @@ class _Drafter:
                 known = [k for k in known if not length.dominates(k)] + [length]
                 reach[length] = a.text
         if not known:
-            return _Length(why=why or "not accessed in the body")
+            return _Length(why=why or "not accessed in the body", scale=scale, extra=extra_at,
+                           scaled_by=scaled_by)
         axes = tuple(sorted({sym[-1] for k in known for sym in k.symbols
                              if sym.startswith("DRAFTGRID.")}))
         return _Length(polys=tuple(known), reach=tuple(reach.get(k, "") for k in known),
                        draft_axes=axes)
+
+    def access_lanes(self, a: Access) -> int:
+        """The elements of its parameter one access moves: ``a.width`` bytes over the
+        element size (8 for a 16-byte load of bf16), else 1."""
+        if a.width <= 1:
+            return 1
+        param = next((q for q in self.kernel.parameters if q.name == a.param), None)
+        st = self.spec_type(param)[0] if param is not None else None
+        return max(1, a.width // dtypes.itemsize(dtypes.numpy_dtype(st))) if st else 1
 
     def lanes_past(self, a: Access) -> int:
         """How many elements past its index's largest value plus one ``a`` reaches, plus
@@ -765,6 +914,24 @@ class _Drafter:
         lanes = max(1, a.width // dtypes.itemsize(dtypes.numpy_dtype(st)))
         if lanes == 1:
             return 1
+        for e, b, scope in self.facts.expr_guards:
+            # if (idx * 8 < N) ... reinterpret_cast<const Packed*>(in)[idx]: the vector starts
+            # at the guarded product, a multiple of its lanes, so N kept a multiple of them
+            # ends the last vector at N
+            if a.index is None or a.index != e or (scope is not None and
+                                                   scope not in a.branches) or \
+                    any(c % lanes for _, c in e.terms):
+                continue
+            last = [n for n in self.order if n in b.symbols]
+            if len(b.symbols) == 1 and last and _single_symbol(b) == last[-1] and \
+                    b == Poly.sym(last[-1]):
+                self.multiples.setdefault(last[-1], lanes)
+                self.multiple_why.setdefault(last[-1], (
+                    f"multiple {last[-1]} = {lanes}: '{a.text}' moves {lanes} elements "
+                    f"({a.width} bytes) from an index checked against {last[-1]} in steps of "
+                    f"{lanes}, so {last[-1]} stays a multiple of {lanes} (whole vectors: a "
+                    f"ragged {last[-1]} would read or write past its end)"))
+                return 1
         for var, value in self.facts.values.items():
             if not value.terms or any(c % lanes for _, c in value.terms) or \
                     value.constant % lanes:
@@ -815,16 +982,64 @@ class _Drafter:
             if here and var in self.facts.bounds:
                 saved[var] = self.facts.bounds[var]
                 self.facts.bounds[var] = here + [b for b in saved[var] if b not in here]
+        # the loops around the access, by their headers: a name two loops reuse takes the
+        # bound and step of the one it sits in (BodyFacts.loop_ranges)
+        steps_saved = dict(self.loop_steps)
+        for var, header in a.loops:
+            start, bound, step = self.facts.loop_ranges.get((var, header), (None, None, None))
+            if bound is not None and var in self.facts.bounds:
+                saved.setdefault(var, self.facts.bounds[var])
+                self.facts.bounds[var] = [bound] + [b for b in saved[var] if b != bound]
+            first = self.const_of(start) if start is not None else None
+            by = self.const_of(step) if step is not None else None
+            if first is not None and by is not None and by >= 1:
+                self.loop_steps[var] = (first, by)
         try:
             return self.upper(a.index)
         finally:
             self.facts.bounds.update(saved)
+            self.loop_steps = steps_saved
+
+    def const_of(self, poly: Poly, depth: int = 0) -> Optional[int]:
+        """The value of ``poly`` when every symbol is a constant of the file or the instance
+        (``BM``) or a quotient or remainder of such (``((BM * BN)/(TM * TN))/(BK)``, from
+        ``BodyFacts.divisions``, C's integer division of non-negative values), else None."""
+        if depth > _MAX_DEPTH:
+            return None
+        total = 0
+        for m, c in poly.terms:
+            term = c
+            for sym in m:
+                if sym in self.constants:
+                    term *= self.constants[sym]
+                    continue
+                div = self.facts.divisions.get(sym)
+                if div is None:
+                    return None
+                a, b = self.const_of(div[1], depth + 1), self.const_of(div[2], depth + 1)
+                if a is None or b is None or b < 1 or a < 0:
+                    return None
+                term *= a // b if div[0] == "/" else a % b
+            total += term
+        return total
 
     def name_tables(self, a: Access) -> None:
         """Gives each loaded local in ``a``'s index that has no bounds check a size of rows of
         ``a``'s pointer (``n_TABLE``), bounding it."""
         assert a.index is not None
         for s in sorted(a.index.symbols):
+            checked = self.facts.bounds.get(s, [])
+            if s in self.facts.loads and checked and _single_symbol(checked[0]) in \
+                    self.int_params and checked[0] == Poly.sym(_single_symbol(checked[0])):
+                # int id = ids[t]; if (id < V) ... wte[id * C + c]: the check keeps the indexed
+                # rows below V, and values below 0 would pass it, so ids is drafted in [0, V)
+                bound = _single_symbol(checked[0])
+                if self.facts.loads[s] not in self.ranges_from_loads:
+                    self.ranges_from_loads[self.facts.loads[s]] = bound
+                    self.range_why[self.facts.loads[s]] = (
+                        f"its values are checked against {bound} before they index {a.param} "
+                        f"('{a.text}'), and a negative one would pass the check")
+                continue
             if s in self.facts.loads and s not in self.table_sizes and \
                     s not in self.load_bounds and not self.facts.bounds.get(s):
                 stride = self.row_stride(a.index, s)
@@ -879,6 +1094,14 @@ class _Drafter:
         nnzs = [n for n in self.csr_sizes.values() if n in used]
         rename = {n: (n if n not in _RESERVED and not keyword.iskeyword(n) else f"{n}_size")
                   for n in size_names}
+        # sizes only ever subtracted in lengths (out[i - offset] under i < n: n - offset)
+        signs: dict[str, set[bool]] = {}
+        for ln in lengths.values():
+            for poly in ln.polys:
+                for m, c in poly.terms:
+                    for sym in m:
+                        signs.setdefault(sym, set()).add(c > 0)
+        self.subtracted = {sym for sym, seen in signs.items() if seen == {False}}
         sizes = self.host_sizes(self.size_values(size_names, grid_vars, rename), rename)
         for name in nnzs:
             rename[name] = name
@@ -902,13 +1125,22 @@ class _Drafter:
         main_text = main[0]
 
         block, block_from = self.block()
+        block_texts: Optional[tuple[str, ...]] = None
+        if self.site_block_params:
+            block_texts = tuple(_render(self.site_block_params.get(a, Poly.const(1)), rename)
+                                for a in "xyz"[:max("xyz".index(a) for a in
+                                                   self.site_block_params) + 1])
+            block_from = (f"from the launch at line {self.site_block_line}, which passes the "
+                          f"kernel's own argument{'s' if len(block_texts) > 1 else ''} as "
+                          f"the block, so threadIdx is below it")
         fixed = any(ln.grid_axis or ln.draft_axes for ln in lengths.values())
         grid = self.grid(grid_vars, block, fixed, rename, main_text)
-        if fixed:
+        if fixed and block_texts is None:
             self.launch_notes.append(f"block fixed at {', '.join(map(str, block))} in grid and "
                                      f"lengths: a buffer is indexed by blockIdx, so its length "
                                      f"follows the grid")
-        self.launch_notes.append(f"block {', '.join(map(str, block))}: {block_from}")
+        self.launch_notes.append(f"block {', '.join(block_texts or map(str, block))}: "
+                                 f"{block_from}")
 
         elements: dict[str, str] = {}  # length in the pointer's own elements (float4s)
         assumed: dict[str, str] = {}  # why the length is assumed ("" when known)
@@ -932,8 +1164,9 @@ class _Drafter:
             if array not in ranges:
                 ranges[array] = ("0", rename.get(stride, stride))
                 self.later.setdefault(array, []).append(
-                    f"range of {array} set to [0, {stride}): its values pick one element of "
-                    f"rows {stride} long")
+                    f"range of {array} set to [0, {rename.get(stride, stride)}): "
+                    + self.range_why.get(array, f"its values pick one element of rows "
+                                                f"{stride} long"))
         for size, array in self.table_of.items():
             if size in rename and array not in ranges:
                 ranges[array] = ("0", size)
@@ -959,6 +1192,8 @@ class _Drafter:
                               f"depend on the order threads run in")
         before = {d.name: d.expr for d in sizes}
         sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
+        if self.branch is not None and self.branch[0]:
+            self.branch_note(sizes, rename)
         defaulted = [s for s in sizes if s.name not in self.host_given]
         if defaulted:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in defaulted)
@@ -992,8 +1227,43 @@ class _Drafter:
                               if n.startswith(old) else n for n in self.notes]
         return KernelSpec(
             kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
-            launch=LaunchDecl(block=tuple(str(b) for b in block), grid=grid, shared=shared),
+            launch=LaunchDecl(block=block_texts or tuple(str(b) for b in block), grid=grid,
+                              shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
+
+    def branch_note(self, sizes: list[SizeDecl], rename: dict[str, str]) -> None:
+        """Says in the instance's note whether the drafted ``sizes`` take the host's branch
+        (``if (M >= 128 && N >= 128)``) the instance was read from: the condition's names are
+        the launch's arguments, each the size its kernel parameter is drafted as."""
+        from cudalens.spec.expr import evaluate
+
+        assert self.branch is not None
+        cond, site, note = self.branch
+        values: dict[str, object] = dict(self.constants)
+        for d in sizes:
+            try:
+                values[d.name] = evaluate(d.expr, dict(self.constants))
+            except ExprError:
+                pass
+        env = {}
+        for arg, q in zip(site.arguments, self.kernel.parameters):
+            size = rename.get(q.name)
+            if re.fullmatch(r"[A-Za-z_]\w*", arg.strip()) and size in values:
+                env[arg.strip()] = values[size]
+        holds = _condition_holds(cond, {**values, **env})
+        if holds is None:
+            return
+        shown = ", ".join(f"{n} = {env[n]}" for n in sorted(env) if re.search(
+            rf"(?<![\w.]){re.escape(n)}\b", cond))
+        tail = "; GUESS: the host picks one by the sizes"
+        head = note.split(tail)[0]
+        if holds:
+            new = (f"{head}: the drafted sizes ({shown}) take that branch; other sizes take "
+                   f"another instance (name it with --kernel 'NAME<ARGS>')")
+        else:
+            new = (f"{head}; GUESS: the drafted sizes ({shown}) do not take that branch, so set "
+                   f"sizes that do or name the instance with --kernel 'NAME<ARGS>'")
+        self.notes = [new if n == note else n for n in self.notes]
 
     def role(self, p: Parameter, accesses: list[Access]) -> str:
         if p.is_const:
@@ -1012,6 +1282,12 @@ class _Drafter:
         atomic = next((a for a in accesses if a.atomic and a.kind == "update"), None)
         if atomic is not None and not any(a.kind == "read" for a in accesses):
             notes.append(f"{p.name}: inout: {atomic.atomic} accumulates into its initial contents")
+        if p.name in self.facts.by_reference and not any(a.kind == "read" for a in accesses):
+            fn, line = self.facts.by_reference[p.name]
+            notes.append(f"{p.name}: {'inout' if read else 'out'}: an element is passed by "
+                         f"reference to {fn} (line {line}), which "
+                         f"{'reads and writes' if read else 'writes'} it")
+            return "inout" if read else "out"
         if read and not atomic:
             covered = _own_writes_first(accesses)
             if covered is not None:
@@ -1097,6 +1373,8 @@ class _Drafter:
         for bs in self.facts.bounds.values():
             for b in bs:
                 bound_syms |= b.symbols
+        for _, b, _ in self.facts.expr_guards:
+            bound_syms |= b.symbols
         grid_syms: set[str] = set()
         for var, _ in grid_vars.values():
             b = self.bound_of(var)
@@ -1105,13 +1383,26 @@ class _Drafter:
             grid_syms |= self.site_grid[axis][0].symbols
         dims = [n for n in names if n in grid_syms] + \
             [n for n in names if n not in grid_syms and n in bound_syms]
+        threads = {_single_symbol(p): a for a, p in self.site_block_params.items()
+                   if _single_symbol(p) is not None and p == Poly.sym(_single_symbol(p))}
+        dims = [n for n in dims if n not in threads]
         strides = [n for n in names if n not in dims]
         out: dict[str, str] = {}
         for i, n in enumerate(dims):
             out[n] = SIZE_1D if len(dims) == 1 else (SIZE_2D if i < 2 else SIZE_OTHER)
+        for n in [n for n in strides if n in threads]:
+            out[n] = str(DEFAULT_BLOCK_1D[0])
+            self.notes.append(f"size {rename[n]} = {out[n]}: the launch's block.{threads[n]} "
+                              f"(line {self.site_block_line}), so at most 1024; GUESS, set it")
+        strides = [n for n in strides if n not in threads]
+        dims = dims + [n for n in names if n in threads]
         for n in strides:
             inner = self.inner_size(n, dims)
-            if inner is not None:
+            if n in self.subtracted:
+                out[n] = "1"
+                self.notes.append(f"size {rename[n]} = 1: only subtracted in lengths (an "
+                                  f"offset); GUESS, set it")
+            elif inner is not None:
                 out[n] = rename[inner]
                 self.notes.append(f"size {rename[n]} = {rename[inner]}: assumed a row stride "
                                   f"equal to {inner}")
@@ -1328,6 +1619,12 @@ class _Drafter:
             return _render_length(ln.polys[0], rename), ""
         if ln.polys:
             return f"max({', '.join(_render(a, rename) for a in ln.polys)})", ""
+        if ln.scale > 1 or ln.extra:
+            shown = f"({main})" if " " in main else main
+            text = (f"{ln.scale} * {shown}" if ln.scale > 1 else main) + \
+                (f" + {ln.extra}" if ln.extra else "")
+            return text, (f"{ln.why}; each of the {main} threads the draft's grid covers "
+                          f"reaches {ln.scale} elements on ('{ln.scaled_by}')")
         return main, ln.why
 
     def lowest(self, poly: Poly) -> Optional[int]:
@@ -1736,8 +2033,47 @@ def _grid_axis(text: str, args: dict[str, str],
                 and not a.is_const():
             return a, b.constant, "ceil"
         return None
+    def quotient(node: ast.AST) -> Optional[tuple[Poly, int]]:
+        """``P / a`` with a constant ``a`` >= 1 and a polynomial ``P`` with no constant term
+        (``N / 8``, the vectors of N elements): (P, a)."""
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+            return None
+        p, d = poly(node.left), poly(node.right)
+        if p is None or d is None or not d.is_const() or d.constant < 1 or p.is_const() \
+                or p.constant != 0:
+            return None
+        return p, d.constant
+
     if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Div):
         a, b = poly(tree.left), poly(tree.right)
+        # a grid over vectors of elements: N / 8 / 256 and (N / 8 + 255) / 256 cover N with
+        # whole steps of 8 * 256 (ceil: the ragged N kept a multiple of that, see
+        # grid_resolved, which also makes the inner floor exact)
+        terms: list[tuple[int, ast.AST]] = []
+
+        def flatten(node: ast.AST, sign: int) -> None:
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                flatten(node.left, sign)
+                flatten(node.right, sign if isinstance(node.op, ast.Add) else -sign)
+            else:
+                terms.append((sign, node))
+
+        flatten(tree.left, 1)
+        quotients = [(sg, q) for sg, q in ((sg, quotient(t)) for sg, t in terms)
+                     if q is not None]
+        rest = [(sg, poly(t)) for sg, t in terms if quotient(t) is None]
+        inner, bump = None, 0
+        if len(quotients) == 1 and quotients[0][0] == 1 and all(
+                p is not None and p.is_const() for _, p in rest):
+            inner = quotients[0][1]
+            bump = sum(sg * p.constant for sg, p in rest if p is not None)
+        if inner is not None and b is not None and b.is_const() and b.constant >= 1:
+            step = inner[1] * b.constant
+            if bump == 0:
+                return inner[0], step, "floor"
+            if bump == b.constant - 1:
+                return inner[0], step, "ceil"
+            return None
         if a is None or b is None or not b.is_const() or b.constant < 1 or a.is_const():
             return None
         step = b.constant
@@ -1748,6 +2084,76 @@ def _grid_axis(text: str, args: dict[str, str],
     if a is not None and a.is_const() and a.constant < 1:
         return None
     return (a, 1, "floor") if a is not None else None
+
+
+def _condition_holds(cond: str, env: dict) -> Optional[bool]:
+    """The truth of a C condition of comparisons joined by ``&&``/``||`` (``M >= 128 && N >=
+    128``) under ``env``, each side a spec expression; None when it is not of that form or a
+    side does not evaluate."""
+    from cudalens.spec.expr import evaluate
+
+    text = cond.replace("&&", " and ").replace("||", " or ")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    ops = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+           ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b,
+           ast.NotEq: lambda a, b: a != b}
+
+    def truth(node: ast.AST) -> Optional[bool]:
+        if isinstance(node, ast.BoolOp):
+            parts = [truth(v) for v in node.values]
+            if any(p is None for p in parts):
+                return None
+            return all(parts) if isinstance(node.op, ast.And) else any(parts)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+            try:
+                a = evaluate(ast.unparse(node.left), env)
+                b = evaluate(ast.unparse(node.comparators[0]), env)
+            except ExprError:
+                return None
+            return bool(ops[type(node.ops[0])](a, b))
+        return None
+
+    return truth(tree)
+
+
+def _enclosing_if(source: str, line: int) -> str:
+    """The condition of the innermost ``if (...) {`` whose braces hold 1-based ``line`` of
+    ``source`` (read from the text: the host function's branch around a launch), else ""."""
+    at = offset_of(source, line - 1, 0)
+    depth = 0
+    i = at
+    while i > 0:
+        i -= 1
+        ch = source[i]
+        if ch == "}":
+            depth += 1
+        elif ch == "{":
+            if depth == 0:
+                head = source[max(0, i - 400):i].rstrip()
+                m = re.search(r"\bif\s*\((.*)\)\s*$", head, flags=re.S)
+                if m is None:
+                    return ""
+                cond = " ".join(m.group(1).split())
+                return cond if cond.count("(") == cond.count(")") and "{" not in cond else ""
+            depth -= 1
+    return ""
+
+
+def _thread_stride(index: Optional[Poly]) -> Optional[tuple[int, int]]:
+    """(c, k) when ``index`` is ``c * (blockIdx.x * blockDim.x + threadIdx.x) + k`` with
+    integers c >= 1 and k >= 0, else None."""
+    if index is None:
+        return None
+    terms = dict(index.terms)
+    k = terms.pop((), 0)
+    c = terms.get(("threadIdx.x",))
+    if c is None or c < 1 or k < 0 or terms != {("threadIdx.x",): c,
+                                               ("blockDim.x", "blockIdx.x"): c}:
+        return None
+    return c, k
 
 
 def _same_loops(write: Access, read: Access) -> bool:
