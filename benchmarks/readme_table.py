@@ -103,14 +103,22 @@ def versus(ours: dict, theirs: dict) -> str:
     return "tie"
 
 
-def side_by_side(path: Path) -> str:
-    """The README's table of one ``bench_optimizer.py`` results file."""
-    rec = json.loads(path.read_text())
-    dev = rec["device"]
+def side_by_side(paths) -> str:
+    """The README's table of ``bench_optimizer.py`` results: one file, or several (a Path or a
+    list of them; a kernel measured in more than one keeps its run from the last file named,
+    the table's order is the order first seen). The footer names each file's device, commit,
+    date and settings. Raises KeyError on a file that is not a ``bench_optimizer.py`` record."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    recs = [json.loads(p.read_text()) for p in paths]
+    chosen: dict[str, dict] = {}
+    for rec in recs:
+        for r in rec["runs"]:
+            chosen[r["kernel"]] = r
+    rows = list(chosen.values())
     lines = ["| kernel | baseline | cudalens [95% CI] | winning change | Kernel Tuner, block only "
              "[95% CI] | vs Kernel Tuner | PyTorch | cudalens: of copy bw / GFLOP/s |",
              "|---|---|---|---|---|---|---|---|"]
-    for r in rec["runs"]:
+    for r in rows:
         if "error" in r:
             lines.append(f"| `{r['kernel']}` | error: {r['error'][:80]} | | | | | | |")
             continue
@@ -132,10 +140,16 @@ def side_by_side(path: Path) -> str:
         lines.append(f"| `{r['kernel']}` | {r['baseline']['median_us']:,.1f} us | {cell} "
                      f"| {change} | {_sp(kt)} ({block}) | {versus(ours, kt)} | {torch} "
                      f"| {perf} |")
-    lines += ["", f"{dev['name']}, driver {dev['driver_version']}, measured copy bandwidth "
-              f"{dev['copy_bandwidth_gbps']:,.0f} GB/s; commit {rec['commit'][:7]}, "
-              f"{rec['date'][:10]}; {rec['settings']['budget']} candidates at most, "
-              f"{rec['settings']['repetitions']} timed rounds at most. From {path.name}."]
+    lines.append("")
+    for path, rec in zip(paths, recs):
+        dev = rec["device"]
+        kernels = ", ".join(f"`{r['kernel']}`" for r in rec["runs"]
+                            if chosen.get(r["kernel"]) is r)
+        lines.append(f"{dev['name']}, driver {dev['driver_version']}, measured copy bandwidth "
+                     f"{dev['copy_bandwidth_gbps']:,.0f} GB/s; commit {rec['commit'][:7]}, "
+                     f"{rec['date'][:10]}; {rec['settings']['budget']} candidates at most, "
+                     f"{rec['settings']['repetitions']} timed rounds at most. From {path.name}"
+                     + (f" ({kernels})." if len(paths) > 1 else "."))
     return "\n".join(lines)
 
 
@@ -145,7 +159,7 @@ if __name__ == "__main__":
         files = [Path(a) for a in argv[1:]] or sorted(
             (f for f in RESULTS.glob("h200-optimizer-*.json") if "dirty" not in f.name),
             key=lambda f: json.loads(f.read_text())["date"])[-1:]
-        print(side_by_side(files[-1]))
+        print(side_by_side(files))
     else:
         args = [Path(a) for a in argv] or sorted(RESULTS.glob("h200-examples-*.json"))
         print(table(args))

@@ -207,3 +207,37 @@ def test_the_readme_table_keeps_the_original_of_an_older_file_too(tmp_path):
     assert readme_table.side_by_side(path).splitlines()[2] == (
         "| `stencil_1d` | 111.0 us | 1.00x (original kept) | none significant | "
         "0.97x [0.97, 0.98] (192) | ahead | 328.1 us (0.34x) | 61% / 3,940 |")
+
+
+def test_the_readme_table_of_several_files_keeps_each_kernels_last_run(tmp_path):
+    # A later file's run of a kernel replaces an earlier one's; the footer names each file
+    # with its commit and the kernels taken from it.
+    import json
+
+    import readme_table
+
+    def write(name, commit, runs):
+        path = tmp_path / name
+        path.write_text(json.dumps({
+            "device": {"name": "NVIDIA H200", "driver_version": "580",
+                       "copy_bandwidth_gbps": 4378},
+            "commit": commit, "date": "2026-12-03T00:00:00", "runs": runs,
+            "settings": {"budget": 24, "repetitions": 50}}))
+        return path
+
+    old = _record({"ours": {"label": "restrict block=512", "significant": False}},
+                  {"timing": {"median_us": 116.8, "percent_of_copy": 58.0},
+                   "speedup": {"value": 0.95, "ci_low": 0.94, "ci_high": 0.96}})
+    other = dict(old, kernel="gather_scale")
+    new = _record({"ours": {"label": "stencil-regs vec4", "significant": True}},
+                  {"timing": {"median_us": 65.6, "percent_of_copy": 93.0},
+                   "speedup": {"value": 1.69, "ci_low": 1.68, "ci_high": 1.70}})
+    a = write("h200-optimizer-a.json", "aaaaaaa111", [old, other])
+    b = write("h200-optimizer-b.json", "bbbbbbb222", [new])
+    lines = readme_table.side_by_side([a, b]).splitlines()
+    assert lines[2] == ("| `stencil_1d` | 111.0 us | 1.69x [1.68, 1.70] | stencil-regs vec4 | "
+                        "0.97x [0.97, 0.98] (192) | ahead | 328.1 us (0.34x) | 93% |")
+    assert lines[3].startswith("| `gather_scale` | 111.0 us | 1.00x (original kept) |")
+    assert lines[5].endswith("commit aaaaaaa, 2026-12-03; 24 candidates at most, 50 timed "
+                             "rounds at most. From h200-optimizer-a.json (`gather_scale`).")
+    assert lines[6].endswith("From h200-optimizer-b.json (`stencil_1d`).")
