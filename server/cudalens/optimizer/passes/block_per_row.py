@@ -125,7 +125,11 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[Match]]:
 
 
 def check(ctx: PassContext) -> Optional[str]:
-    """None when the kernel gives each thread a long row the pass can spread over a block."""
+    """None when the kernel gives each thread a long row the pass can spread over a block (or
+    a block a row, read as one thread per row: ``warp_per_row.block_rows_reason`` first)."""
+    why = wpr.block_rows_reason(ctx)
+    if why is not None:
+        return why
     ctx = wpr.normalize(ctx)
     return _plan(ctx)[0]
 

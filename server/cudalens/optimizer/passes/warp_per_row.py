@@ -56,6 +56,7 @@ from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
 from cudalens.optimizer.macros import file_macros
+from cudalens.optimizer.reasons import Reason
 from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, GONE, Loop as _Loop
 from cudalens.optimizer.row_group import Match as _Match
 from cudalens.optimizer.row_group import decl_type as _decl_type
@@ -559,7 +560,7 @@ def _spec_same(a: str, b: str) -> bool:
     return "".join(a.split()) == "".join(b.split())
 
 
-def _block_rows(ctx: PassContext) -> PassContext:
+def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
     """``ctx`` with a block-per-row kernel (``cudalens.optimizer.block_rows``: the block's
     threads stride over row ``blockIdx.x``, their partial maxima and sums combined by trees in
     dynamic shared memory and read back from ``s[0]``) written as the one-thread-per-row
@@ -572,20 +573,25 @@ def _block_rows(ctx: PassContext) -> PassContext:
     does (a sum and a sum, a maximum and a maximum...), its accumulator accumulated in one
     block-stride loop before the store and not used after it otherwise. Lines stay where they
     were. ``ctx`` itself when the kernel is not such a kernel (the row passes then say why
-    the one-thread-per-row form is not there)."""
+    the one-thread-per-row form is not there), with the reason when the body is a block per
+    row (``block_rows.match``) that cannot be read so."""
     from cudalens.optimizer import block_rows
     from cudalens.spec.model import ScalarDecl
 
     grid = ctx.launch.grid
     if any(spec_text_uses_block(g) for g in grid) or any(g.strip() != "1" for g in grid[1:]):
-        return ctx
+        return ctx, None
     try:
         p, body = readable_body(ctx)
         rows = block_rows.match(p, body)
     except (UnreadableBody, block_rows.NotBlockRows):
-        return ctx
+        return ctx, None
     if rows.shared is None or not rows.trees:
-        return ctx
+        return ctx, None
+    nested = [t for t, _, _ in rows.trees if t.parent != body]
+    if nested:
+        return ctx, Reason(f"the tree at line {p.line_of(nested[0])} is not a statement of the "
+                           f"kernel's outer block", p.line_of(nested[0]))
     stmts = named_children(body)
     shared, tids, dims = rows.shared, rows.tids, rows.dims
     taken = set(file_identifiers(p))
@@ -625,11 +631,18 @@ def _block_rows(ctx: PassContext) -> PassContext:
         if stmt.start_byte in trees:
             tree, combine = trees[stmt.start_byte]
             if pending is None:
-                return ctx
+                return ctx, Reason(f"the tree at line {p.line_of(tree)} is not right after a "
+                                   f"store '{shared}[tid] = acc;' of a loop's accumulator",
+                                   p.line_of(tree))
             acc, loop = pending
             kinds = {k for l in [loop] for k in _loop_kinds(analysis, l, acc)}
-            if len(kinds) != 1 or not _same_combine(kinds.pop(), combine):
-                return ctx
+            kind = kinds.pop() if len(kinds) == 1 else None
+            if not _same_combine(kind, combine):
+                return ctx, Reason(f"the tree at line {p.line_of(tree)} combines {acc} by "
+                                   f"{minmax.label(combine)}, but the loop at line "
+                                   f"{p.line_of(loop)} accumulates it "
+                                   f"{'by ' + minmax.label(kind) if kind else 'otherwise'}",
+                                   p.line_of(tree))
             removed.add(span)
             current, pending = acc, None
             done.append(acc)
@@ -642,11 +655,15 @@ def _block_rows(ctx: PassContext) -> PassContext:
             loops = [s for s in stmts if s.end_byte <= stmt.start_byte and
                      s in rows.strided and acc in identifiers(s, p)]
             if len(loops) != 1 or pending is not None:
-                return ctx
+                return ctx, Reason(f"{acc}, stored at line {p.line_of(stmt)}, is not "
+                                   f"accumulated in one loop over the row before it",
+                                   p.line_of(stmt))
             later = [n for s in stmts if s.start_byte > stmt.start_byte for n in walk(s)
                      if n.type == "identifier" and p.text_of(n) == acc]
             if later:
-                return ctx
+                return ctx, Reason(f"{acc} is used at line {p.line_of(later[0])} after it is "
+                                   f"stored for the tree at line {p.line_of(stmt)} (each "
+                                   f"thread's partial value)", p.line_of(later[0]))
             removed.add(span)
             pending, current = (acc, loops[0]), None
             continue
@@ -654,18 +671,21 @@ def _block_rows(ctx: PassContext) -> PassContext:
             if n.type == "subscript_expression" and \
                     p.text_of(n.child_by_field_name("argument")) == shared:
                 if current is None or written_target(n.parent) == n:
-                    return ctx
+                    return ctx, Reason(f"'{_short(p, n.parent)}' (line {p.line_of(n)}) "
+                                       f"uses {shared} other than to read a tree's result "
+                                       f"{shared}[0]", p.line_of(n))
                 edits.append(Edit(n.start_byte, n.end_byte, current))
             elif n.type == "if_statement" and \
                     block_rows.zero_test(n.child_by_field_name("condition"), p, tids):
                 if n.child_by_field_name("alternative") is not None:
-                    return ctx
+                    return ctx, Reason(f"'if (tid == 0)' at line {p.line_of(n)} has an "
+                                       f"else", p.line_of(n))
                 cons = n.child_by_field_name("consequence")
                 edits.append(Edit(n.start_byte, cons.start_byte,
                                   re.sub(r"[^\n]", " ", p.data[n.start_byte:cons.start_byte]
                                          .decode()).rstrip(" ") + " "))
-    if pending is not None or not done:
-        return ctx
+    if pending is not None:
+        return ctx, Reason(f"{pending[0]} is stored in {shared} but no tree combines it")
     for loop in rows.strided:
         head = for_header(loop, p)
         edits += [Edit(head.start.start_byte, head.start.end_byte, "0"),
@@ -680,7 +700,9 @@ def _block_rows(ctx: PassContext) -> PassContext:
         re.fullmatch(rf"if\(\(?{re.escape(row)}\)?>=\w+\)return;",
                      re.sub(r"\s", "", p.text_of(first))) is not None
     if not guarded and bound is None:
-        return ctx
+        return ctx, Reason(f"no guard 'if ({row} >= rows) return;' and no scalar parameter "
+                           f"the spec sets to the grid's row count ({grid[0]}): the rows of "
+                           f"a warp per row need their count")
     guard = "" if guarded else f" if ({row} >= {bound}) return;"
     value = None
     lead = {}  # removed statement -> the text on its first line
@@ -695,7 +717,8 @@ def _block_rows(ctx: PassContext) -> PassContext:
         else:
             edits.append(Edit(index_decl.end_byte, index_decl.end_byte, guard))
         if first is not None and first.start_byte < index_decl.start_byte:
-            return ctx  # statements before the index the matcher would meet first
+            return ctx, Reason(f"'{_short(p, first)}' (line {p.line_of(first)}) comes "
+                               f"before the row index {index}", p.line_of(first))
     elif stmts:
         declared = f"int {row} = blockIdx.x * blockDim.x + threadIdx.x;{guard}"
         span = (stmts[0].start_byte, stmts[0].end_byte)
@@ -714,10 +737,24 @@ def _block_rows(ctx: PassContext) -> PassContext:
     try:
         text = apply_edits(p.data, edits)
     except ValueError:
-        return ctx
+        return ctx, Reason("the edits of the one-thread-per-row form overlap")
     launch = dataclasses.replace(ctx.launch, shared="0")
     new = ctx.rewritten(text, launch, "block_rows")
-    return dataclasses.replace(new, applied=ctx.applied)
+    return dataclasses.replace(new, applied=ctx.applied), None
+
+
+def block_rows_reason(ctx: PassContext) -> Optional[Reason]:
+    """Why a block-per-row kernel (``cudalens.optimizer.block_rows``) cannot be read as one
+    thread per row (``_lift``); None when it can or the kernel is not one."""
+    return _lift(ctx)[1]
+
+
+def _block_rows(ctx: PassContext) -> PassContext:
+    """``ctx`` with a block-per-row kernel written as one thread per row (``_lift``), else
+    ``ctx`` itself."""
+    return _lift(ctx)[0]
+
+
 
 
 def spec_text_uses_block(text: str) -> bool:
@@ -795,7 +832,11 @@ def _early(ctx: PassContext) -> Optional[str]:
 
 
 def check(ctx: PassContext) -> Optional[str]:
-    """None when the kernel gives each thread a row the pass can spread over a warp."""
+    """None when the kernel gives each thread a row the pass can spread over a warp (or a
+    block a row, read as one thread per row: ``_lift``, whose reason comes first)."""
+    why = block_rows_reason(ctx)
+    if why is not None:
+        return why
     ctx = normalize(ctx)
     return _plan(ctx)[0]
 
