@@ -878,7 +878,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
     p = m.parsed
     taken = set(file_identifiers(p)) | {ctx.kernel.name}
     if online:
-        return _online(ctx, m, warps_per_block, gridstride, taken)
+        return _online(ctx, m, warps_per_block, gridstride, taken, from_blocks)
     lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
     indent = line_indent(p.data, m.index_decl.start_byte)
     shuffled = any(loop.accumulators for loop in m.loops)
@@ -957,14 +957,15 @@ def conditional_note(m: _Match) -> str:
 
 
 def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
-            taken: set) -> PassResult:
+            taken: set, from_blocks: bool = False) -> PassResult:
     """The warp-per-row kernel with the max and sum-of-exponentials loops fused
     (``cudalens.optimizer.row_group.online_pair``, online softmax)."""
     source, o = rewrite(ctx, m, "warp", True, gridstride, taken, name)
     launch = dataclasses.replace(ctx.launch, block=(str(WARP * warps_per_block),),
                                  grid=(f"ceil_div({m.bound_spec}, {warps_per_block})",))
-    explanation = (f"one warp per {m.index} instead of one thread (coalesced reads, 32x the "
-                   f"threads); {o.m} and {o.s} in one pass over the {m.index} (online softmax: "
+    was = ("one block (warp shuffles instead of trees in shared memory)" if from_blocks
+           else "one thread (coalesced reads, 32x the threads)")
+    explanation = (f"one warp per {m.index} instead of {was}; {o.m} and {o.s} in one pass over the {m.index} (online softmax: "
                    f"the sum is rescaled when the running maximum grows; Milakov & Gimelshein "
                    f"2018), so the {m.index} is read twice instead of three times; partial "
                    f"results merged across the warp with __shfl_xor_sync; block "
