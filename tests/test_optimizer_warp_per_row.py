@@ -205,6 +205,11 @@ __global__ void k(const float* x, float* y, int rows, int cols) {
      "no loop over the row's columns: each thread handles one element, not a row"),
     ("float s = 0.0f;\nfor (int c = 0; c < cols; ++c) { s += x[c]; y[c] = s; }",
      "s is read inside the loop at line 6 before the loop has finished it"),
+    # combined after each loop, the first loop's total would be added once per lane
+    ("float s = 0.0f;\nfor (int c = 0; c < cols; ++c) s += x[row * cols + c];\n"
+     "for (int c = 0; c < cols; ++c) s += x[row * cols + c];\ny[row] = s;",
+     "the sum s is accumulated in the loops at lines 6 and 7: combined across the lanes after "
+     "the first, every lane would add the row's total again after the second"),
 ])
 def test_rejected_kernels_say_why(body, reason):
     ctx = context_with_spec(HEAD + body + "\n}\n", "k", SPEC)

@@ -150,6 +150,16 @@ class _Analysis:
                             line=p.line_of(stmt))
         if not loops:
             raise _fail("no loop over the row's columns")
+        first: dict[str, tuple[str, int]] = {}  # accumulator -> (kind, line of its first loop)
+        for loop in loops:
+            line = p.line_of(loop.node)
+            for acc, kind in loop.accumulators:
+                if acc in first and "+" in (kind, first[acc][0]):
+                    raise _fail(f"the sum {acc} is accumulated in the loops at lines "
+                                f"{first[acc][1]} and {line}: combined across the lanes after "
+                                f"the first, every lane would add the row's total again after "
+                                f"the second", line=line)
+                first.setdefault(acc, (kind, line))
         self._buffers()
         return tuple(loops)
 
