@@ -66,6 +66,7 @@ _FLOATS = ("float", "double", "__half", "__nv_bfloat16")
 _HEADERS = """
 #include <algorithm>
 #include <barrier>
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -466,3 +466,63 @@ def test_column_tiles_name_their_row_step_as_an_english_ordinal():
     plan = make_plan(_example("colsum"))
     words = [c.explanation for c in plan.candidates if "col-tile tile=16x32" in c.label]
     assert words and "32 threads per column each sum every 32nd row" in words[0]
+
+
+def test_column_max_written_as_a_comparison_is_planned_and_compiles():
+    """``if (x > m) m = x;`` in the row loop (``cudalens.optimizer.minmax``): the plan's first
+    batch tiles the columns, the row groups are combined with the same comparison, and every
+    tile's rewrite compiles with nvcc."""
+    from nvcc_util import compile_source, nvcc_path
+
+    v = Variant("column_reduce", VARIANTS / "column_reduce" / "max_if_compare.cu")
+    ctx = context(v)
+    plan = make_plan(ctx)
+    assert "column_reduce" not in {n.pass_name for n in plan.not_applied}
+    assert any("column_reduce" in c.passes for c in plan.first_batch)
+    result = column_reduce.apply(ctx)
+    assert ("if (threadIdx.y < s) { if (part[threadIdx.y + s][threadIdx.x] > "
+            "part[threadIdx.y][threadIdx.x]) part[threadIdx.y][threadIdx.x] = "
+            "part[threadIdx.y + s][threadIdx.x]; }") in result.source
+    assert "each max (if (x > m) m = x) every 8th row" in result.explanation
+    assert "which the rewrite changes" in result.explanation  # the NaN caveat
+    if nvcc_path() is None:
+        pytest.skip("nvcc (CUDA toolkit) not found")
+    for params in column_reduce.parameter_space(ctx):
+        got = compile_source(column_reduce.apply(ctx, **params).source)
+        assert got.ok, (params, got.stderr[:600])
+
+
+@pytest.mark.parametrize("body,kind", [
+    ("if (a[r * cols + c] > s) s = a[r * cols + c];", "if>"),
+    ("s = a[r * cols + c] > s ? a[r * cols + c] : s;", "if>"),
+    ("s = (s < a[r * cols + c]) ? a[r * cols + c] : s;", "if>"),
+    ("s = (s > a[r * cols + c]) ? s : a[r * cols + c];", "keep<"),
+])
+def test_column_pass_reads_a_max_written_as_a_comparison(body, kind):
+    text = f"""
+__global__ void k(const float* a, float* out, int rows, int cols) {{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cols) {{
+        float s = -INFINITY;
+        for (int r = 0; r < rows; ++r) {body}
+        out[c] = s;
+    }}
+}}"""
+    ctx = context_with_spec(text, "k", COL_SPEC)
+    assert column_reduce.check(ctx) is None
+    assert column_reduce.match(ctx).combine == kind
+
+
+def test_column_pass_refuses_a_comparison_max_from_the_wrong_start():
+    text = """
+__global__ void k(const float* a, float* out, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cols) {
+        float s = 0.0f;
+        for (int r = 0; r < rows; ++r) if (a[r * cols + c] > s) s = a[r * cols + c];
+        out[c] = s;
+    }
+}"""
+    got = column_reduce.check(context_with_spec(text, "k", COL_SPEC))
+    assert got == ("the accumulator starts at '0.0f' (line 5), not the identity of the combine "
+                   "(-INFINITY)") and line_of(got) == 5

@@ -65,7 +65,11 @@ def test_launch_bounds_limit_the_blocks():
     ("block_templ", "non-type template parameter 'int BLOCK' may fix the block size at "
                     "compile time"),
     ("escapes", "the spec's grid (4096 / 256) does not depend on block.x, so a new block would "
-                "change how many elements are covered"),
+                "change how many elements are covered (the body does not work alike with any "
+                "block: 'blockIdx.x * blockDim.x' (line 49) uses blockDim.x other than to start "
+                "or step a loop over the row (for (i = tid; i < n; i += blockDim.x)), to store "
+                "the thread's slot of shared memory, in a tree over blockDim.x or in 'if (tid "
+                "== 0)': the work may depend on the block size)"),
 ])
 def test_fixture_rejections(kernel, reason):
     ctx = context("rejects.cu", kernel)
@@ -442,3 +446,109 @@ def test_the_corpus_tree_compiles_at_every_block():
     from nvcc_util import compile_source
 
     assert compile_source(_corpus_tree().text).ok
+
+
+# A block per row (grid = the rows): the block size is free when the body works alike with
+# any block (cudalens.optimizer.block_rows)
+ROWS = Path(__file__).resolve().parent / "data" / "variants" / "warp_per_row"
+
+
+def _rows_variant(name: str):
+    from variant_corpus import Variant, context as variant_context
+
+    return variant_context(Variant("warp_per_row", ROWS / name))
+
+
+@pytest.mark.parametrize("name", ["softmax_block_tree.cu", "softmax_block_ptr_if.cu"])
+def test_a_block_per_row_softmax_searches_blocks_with_scaled_bytes(name):
+    ctx = _rows_variant(name)
+    assert launch_config.check(ctx) is None
+    base = launch_config.baseline_block(ctx)[0]
+    assert [p["block"] for p in launch_config.parameter_space(ctx)] == \
+        [b for b in launch_config.BLOCKS_1D if b != (base,)]
+    result = launch_config.apply(ctx, block=(1024,))
+    assert result.source == ctx.text
+    assert (result.launch.block, result.launch.grid, result.launch.shared) == \
+        (("1024",), ctx.launch.grid, "block.x * 4")
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("name,sizes", [("softmax_block_tree.cu", {"B": 2, "T": 3, "C": 45}),
+                                        ("softmax_block_ptr_if.cu", {"N": 3, "C": 1500})])
+def test_every_block_of_a_block_per_row_softmax_computes_the_same_rows(name, sizes):
+    """Checked mode (AddressSanitizer around the scaled dynamic shared bytes): every block
+    the pass tries, rows shorter and longer than the block, gives the spec block's outputs."""
+    ctx = _rows_variant(name)
+    before = block_sim.run(ctx.text, "softmax_forward", ctx.spec, sizes)
+    for params in launch_config.parameter_space(ctx):
+        result = launch_config.apply(ctx, **params)
+        after = block_sim.run(result.source, "softmax_forward", ctx.spec, sizes, result.launch,
+                              checked=True, timeout=120)
+        got, want = after.buffers["out"], before.buffers["out"]
+        assert len(got) == len(want)
+        assert all(math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6) for a, b in zip(got, want)), \
+            params
+
+
+ROW_SPEC = """
+kernel k
+size N = 64
+size C = 300
+scalar N: int = N
+scalar C: int = C
+in x: float[N * C]
+out y: float[N]
+block = 128
+grid = N
+shared = block.x * 4
+"""
+
+ROW_KERNEL = """
+__global__ void k(const float* x, float* y, int N, int C) {{
+    extern __shared__ float s[];
+    int row = blockIdx.x;
+    int tid = threadIdx.x;
+    float acc = 0.0f;
+    {loop}
+    s[tid] = acc;
+    __syncthreads();
+    for (int st = blockDim.x / 2; st > 0; st /= 2) {{
+        if (tid < st) s[tid] += s[tid + st];
+        __syncthreads();
+    }}
+    {final}
+}}
+"""
+
+_WORDS = ("other than to start or step a loop over the row (for (i = tid; i < n; i += "
+          "blockDim.x)), to store the thread's slot of shared memory, in a tree over blockDim.x "
+          "or in 'if (tid == 0)': the work may depend on the block size)")
+_GRID = ("the spec's grid (N) does not depend on block.x, so a new block would change how many "
+         "elements are covered (the body does not work alike with any block: ")
+
+
+@pytest.mark.parametrize("loop,final,reason,line", [
+    ("for (int i = tid; i < C; i += blockDim.x) acc += x[row * C + i];",
+     "if (tid == 0) y[row] = s[0];", None, None),
+    # each thread one column: a block of another size covers other columns
+    ("acc = x[row * C + tid];", "if (tid == 0) y[row] = s[0];",
+     f"{_GRID}'row * C + tid' (line 7) uses threadIdx.x {_WORDS}", 7),
+    # the loop steps by the spec's block, not blockDim.x
+    ("for (int i = tid; i < C; i += 128) acc += x[row * C + i];",
+     "if (tid == 0) y[row] = s[0];",
+     f"{_GRID}'i = tid' (line 7) uses threadIdx.x {_WORDS}", 7),
+    # the second slot holds a partial result whose meaning depends on the block
+    ("for (int i = tid; i < C; i += blockDim.x) acc += x[row * C + i];",
+     "if (tid == 0) y[row] = s[1];",
+     f"{_GRID}'s[1]' (line 14) reads s outside a tree at another element than s[0]: what it "
+     f"holds depends on the block size)", 14),
+    # only the first warp's threads take part
+    ("if (tid < 32) for (int i = tid; i < C; i += blockDim.x) acc += x[row * C + i];",
+     "if (tid == 0) y[row] = s[0];",
+     f"{_GRID}'tid < 32' (line 7) uses threadIdx.x {_WORDS}", 7),
+])
+def test_a_block_per_row_body_is_free_of_its_block_only_in_the_known_positions(
+        loop, final, reason, line):
+    ctx = context_with_spec(ROW_KERNEL.format(loop=loop, final=final), "k", ROW_SPEC)
+    got = launch_config.check(ctx)
+    assert got == reason and line_of(got) == line

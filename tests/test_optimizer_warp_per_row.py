@@ -205,6 +205,11 @@ __global__ void k(const float* x, float* y, int rows, int cols) {
      "no loop over the row's columns: each thread handles one element, not a row"),
     ("float s = 0.0f;\nfor (int c = 0; c < cols; ++c) { s += x[c]; y[c] = s; }",
      "s is read inside the loop at line 6 before the loop has finished it"),
+    # combined after each loop, the first loop's total would be added once per lane
+    ("float s = 0.0f;\nfor (int c = 0; c < cols; ++c) s += x[row * cols + c];\n"
+     "for (int c = 0; c < cols; ++c) s += x[row * cols + c];\ny[row] = s;",
+     "the sum s is accumulated in the loops at lines 6 and 7: combined across the lanes after "
+     "the first, every lane would add the row's total again after the second"),
 ])
 def test_rejected_kernels_say_why(body, reason):
     ctx = context_with_spec(HEAD + body + "\n}\n", "k", SPEC)
@@ -218,3 +223,117 @@ def test_2d_block_is_rejected():
     spec = (EXAMPLES / "softmax.cu.spec").read_text().replace("block = 128", "block = 32, 4")
     assert warp_per_row.check(context_with_spec(ctx.text, "softmax_rows", spec)) == \
         "the spec's block (32, 4) is not 1D"
+
+
+# A block per row (cudalens.optimizer.block_rows), read as one thread per row
+VARIANTS = Path(__file__).resolve().parent / "data" / "variants" / "warp_per_row"
+
+
+def _variant(name: str):
+    from variant_corpus import Variant, context as variant_context
+
+    return variant_context(Variant("warp_per_row", VARIANTS / name))
+
+
+def test_a_block_per_row_softmax_becomes_a_warp_per_row_without_shared_memory():
+    ctx = _variant("softmax_block_tree.cu")
+    assert warp_per_row.check(ctx) is None
+    result = warp_per_row.apply(ctx)
+    src = result.source
+    assert "__shared__" not in src and "__syncthreads" not in src and "cudalens" not in src
+    assert "    int idx = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;\n" \
+           "    const unsigned int lane = threadIdx.x % 32u;\n" \
+           "    if (idx >= N) return;\n" in src  # on the line of 'int tid = threadIdx.x;' 
+    assert src.count("for (int i = lane; i < C; i += 32) {") == 3
+    assert "maxval = fmaxf(maxval, __shfl_xor_sync(0xffffffffu, maxval, offset1));" in src
+    assert "    float offset = maxval;\n" in src and "    float sum = sumval;\n" in src
+    assert (result.launch.block, result.launch.grid, result.launch.shared) == \
+        (("128",), ("ceil_div((B * T), 4)",), "0")
+    assert result.explanation.startswith(
+        "one warp per idx instead of one block: each idx's partial results are combined "
+        "across its warp with __shfl_xor_sync (maxval, sumval, 5 steps each) instead of trees "
+        "in shared memory with a barrier per step, and a block of 128 threads takes 4 idxs")
+
+
+def test_a_block_per_row_reached_through_blockidx_gets_a_row_index_and_guard():
+    result = warp_per_row.apply(_variant("softmax_block_ptr_if.cu"))
+    assert "    int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;\n" \
+           "    const unsigned int lane = threadIdx.x % 32u; if (row >= N) return;\n" in \
+           result.source
+    assert "const float* x = inp + (size_t)row * C;" in result.source
+    assert "if (v > m) m = v;" in result.source
+    assert "if (m_other > m) m = m_other;" in result.source  # the comparison across lanes
+
+
+def test_the_block_per_row_of_the_spec_corpus_keeps_its_own_guard():
+    from cudalens.optimizer.passes import launch_config
+
+    target = load_target(Path(__file__).resolve().parent / "data" / "spec_corpus" /
+                         "softmax_fwd.cu")
+    ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
+    assert warp_per_row.check(ctx) is None and launch_config.check(ctx) is None
+    result = warp_per_row.apply(ctx)
+    assert result.source.count("if (row >= N) return;") == 1
+    assert result.launch.grid == ("ceil_div(N, 4)",)
+
+
+BLOCK_SPEC = """
+kernel k
+size N = 64
+size C = 300
+scalar N: int = N
+scalar C: int = C
+in x: float[N * C]
+out y: float[N]
+block = 128
+grid = {grid}
+shared = block.x * 4
+"""
+
+BLOCK_KERNEL = """
+__global__ void k(const float* x, float* y, int N, int C) {{
+    extern __shared__ float s[];
+    int row = blockIdx.x;
+    int tid = threadIdx.x;
+    float acc = {start};
+    for (int i = tid; i < C; i += blockDim.x) acc {update};
+    s[tid] = acc;
+    __syncthreads();
+    for (int st = blockDim.x / 2; st > 0; st /= 2) {{
+        if (tid < st) s[tid] {combine};
+        __syncthreads();
+    }}
+    {final}
+}}
+"""
+
+
+@pytest.mark.parametrize("grid,start,update,combine,final,reason,line", [
+    ("N", "0.0f", "+= x[row * C + i]", "+= s[tid + st]", "if (tid == 0) y[row] = s[0];",
+     None, None),
+    ("N", "0.0f", "+= x[row * C + i]", "= fmaxf(s[tid], s[tid + st])",
+     "if (tid == 0) y[row] = s[0];",
+     "the tree at line 10 combines acc by fmaxf, but the loop at line 7 accumulates it by sum",
+     10),
+    ("N", "0.0f", "+= x[row * C + i]", "+= s[tid + st]", "if (tid == 0) y[row] = s[0] + acc;",
+     "acc is used at line 14 after it is stored for the tree at line 8 (each thread's partial "
+     "value)", 14),
+    ("64", "0.0f", "+= x[row * C + i]", "+= s[tid + st]", "if (tid == 0) y[row] = s[0];",
+     "no guard 'if (row >= rows) return;' and no scalar parameter the spec sets to the grid's "
+     "row count (64): the rows of a warp per row need their count", None),
+    ("N", "-INFINITY", "= fmaxf(acc, x[row * C + i])", "= fmaxf(s[tid], s[tid + st])",
+     "if (tid == 0) y[row] = s[0];", None, None),
+])
+def test_a_block_per_row_is_read_as_one_thread_per_row_or_says_why(
+        grid, start, update, combine, final, reason, line):
+    from cudalens.optimizer.passes import block_per_row
+    from cudalens.optimizer.reasons import line_of
+
+    text = BLOCK_KERNEL.format(start=start, update=update, combine=combine, final=final)
+    ctx = context_with_spec(text, "k", BLOCK_SPEC.format(grid=grid))
+    got = warp_per_row.check(ctx)
+    assert got == reason and line_of(got) == line
+    if reason is not None:
+        assert block_per_row.check(ctx) == reason
+    else:
+        assert "if (lane == 0) y[row] = acc;" in warp_per_row.apply(ctx).source

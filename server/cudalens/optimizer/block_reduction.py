@@ -547,3 +547,30 @@ def _final(final: tree_sitter.Node, r: _Reader, parsed: Parsed) -> list[tree_sit
     if tied and "atomic" not in tied:
         raise _fail(f"the final statement uses {tied}")
     return uses
+
+
+def fixed_names(stmts: list[tree_sitter.Node], body: tree_sitter.Node, parsed: Parsed,
+                builtin: str = "threadIdx.x") -> set[str]:
+    """The locals declared among ``stmts`` (the kernel's outer statements) initialized to
+    ``builtin`` (``threadIdx.x``, ``blockDim.x``) and never changed in ``body``."""
+    return _tid_names(stmts, body, parsed, builtin)
+
+
+def tree_loop(loop: tree_sitter.Node, parsed: Parsed, shared: str, tids: set[str],
+              dims: set[str]) -> tuple[int, str]:
+    """(form, combine) of ``loop`` read as one of the tree loops of the module doc over the
+    shared array ``shared``, its limits written with ``blockDim.x`` (or a local in ``dims``
+    equal to it), ``tids`` the locals equal to ``threadIdx.x``: for a power-of-two block of
+    ``B`` threads it reads and writes only ``shared[0 .. B-1]`` and leaves in ``shared[0]``
+    the combination of the ``B`` values it starts from.
+
+    Raises:
+        NotTreeReduction: ``loop`` is not such a loop (the message says why, with the line).
+    """
+    def limit_ok(node: tree_sitter.Node) -> bool:
+        return builtin_field(node, parsed) == "blockDim.x" or \
+            (unparen(node).type == "identifier" and parsed.text_of(unparen(node)) in dims)
+
+    r = _Reader(parsed, shared, set(tids) | {"threadIdx.x"}, limit_ok,
+                Scope(macros=file_macros(parsed)), -1)
+    return _loop(loop, r, parsed)

@@ -242,9 +242,24 @@ def combine_into(acc: str, kind: str, other: str,
 BEGIN, END = "/*@cudalens-indent-begin@*/", "/*@cudalens-indent-end@*/"
 
 
+# what the block-per-row normal form (``warp_per_row._block_rows``) leaves on each line of a
+# statement it removes, so that lines keep their numbers until the rewrite: ``reindent`` drops
+# those lines
+GONE = "/*@cudalens-gone@*/"
+
+
+def _drop_gone(source: str) -> str:
+    if GONE not in source:
+        return source
+    lines = [l for l in source.split("\n") if l.replace(GONE, "").strip() or GONE not in l]
+    return "\n".join(lines).replace(GONE, "")
+
+
 def reindent(source: str) -> str:
     """Indents the lines between the ``BEGIN`` and ``END`` markers by 4 spaces and drops the
-    markers (a source without them is returned as it is)."""
+    markers (a source without them is returned as it is), and the lines of statements the
+    block-per-row normal form removed (``GONE``)."""
+    source = _drop_gone(source)
     if BEGIN not in source:
         return source
     head, rest = source.split(BEGIN, 1)

@@ -125,7 +125,11 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[Match]]:
 
 
 def check(ctx: PassContext) -> Optional[str]:
-    """None when the kernel gives each thread a long row the pass can spread over a block."""
+    """None when the kernel gives each thread a long row the pass can spread over a block (or
+    a block a row, read as one thread per row: ``warp_per_row.block_rows_reason`` first)."""
+    why = wpr.block_rows_reason(ctx)
+    if why is not None:
+        return why
     ctx = wpr.normalize(ctx)
     return _plan(ctx)[0]
 
@@ -154,6 +158,7 @@ def apply(ctx: PassContext, block: int = 256, online: bool = False,
             kernel does not allow it (the message says why).
         ValueError: ``block`` is not one of ``BLOCKS``.
     """
+    from_blocks = wpr._block_rows(ctx) is not ctx  # already a block per row
     ctx = wpr.normalize(ctx)
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {BLOCKS}, found {block!r}")
@@ -168,9 +173,15 @@ def apply(ctx: PassContext, block: int = 256, online: bool = False,
     explanation = (f"one block of {block} threads per {m.index} instead of one thread: "
                    f"consecutive threads read consecutive elements of the {m.index} (coalesced), "
                    f"each thread 1/{block} of the columns")
+    if from_blocks:
+        explanation = (f"one block of {block} threads per {m.index}, as before, each thread "
+                       f"1/{block} of the columns")
     if accs:
         explanation += (f"; {', '.join(dict.fromkeys(accs))} combined across each warp with "
                         f"__shfl_xor_sync, then across the block's warps through shared memory")
+        if from_blocks:
+            explanation += (" (two barriers per result instead of a tree in shared memory "
+                            "with a barrier per step)")
     if o is not None:
         explanation += (f"; {o.m} and {o.s} in one pass over the {m.index} (online softmax: "
                         f"the sum is rescaled when the running maximum grows; Milakov & "

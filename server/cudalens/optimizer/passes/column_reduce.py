@@ -37,8 +37,8 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import bound_locals, elementwise, structural
-from cudalens.optimizer.affine import Scope, builtin_field, poly_of, split_linear
+from cudalens.optimizer import bound_locals, elementwise, minmax, structural
+from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.hist_match import global_index
@@ -99,18 +99,29 @@ def _fail(msg: str, line: Optional[int] = None) -> NotColumnReduction:
     return NotColumnReduction(msg, line)
 
 
-def _kind(fn: str) -> str:
-    return "max" if "max" in fn else "min"
+def _kind(combine: str) -> str:
+    """``"max"`` or ``"min"`` for a function name or a conditional kind of
+    ``cudalens.optimizer.minmax``."""
+    return "max" if minmax.is_max(combine) else "min"
 
 
 def _combine(stmt: tree_sitter.Node, p: Parsed, acc: str) -> tuple[str, tree_sitter.Node,
                                                                   tree_sitter.Node]:
-    """(combine, EXPR, the assignment) of ``acc += EXPR;``, ``acc = acc + EXPR;``, ``acc = f(acc, EXPR);``."""
-    if stmt.type == "compound_statement" and len(named_children(stmt)) == 1:
+    """(combine, EXPR, the assignment) of ``acc += EXPR;``, ``acc = acc + EXPR;``, ``acc =
+    f(acc, EXPR);``, or of a max/min written as a comparison (``if (EXPR > acc) acc = EXPR;``,
+    ``acc = (EXPR > acc) ? EXPR : acc;``: ``cudalens.optimizer.minmax``, whose kind is then the
+    combine)."""
+    while stmt.type == "compound_statement" and len(named_children(stmt)) == 1:
         stmt = named_children(stmt)[0]
     bad = _fail(f"expected the loop body to be '{acc} += ...;' (or {acc} = {acc} + ..., "
-                f"{acc} = fmaxf({acc}, ...)), found '{_short(p, stmt)}' at line "
-                f"{p.line_of(stmt)}", line=p.line_of(stmt))
+                f"{acc} = fmaxf({acc}, ...), if (... > {acc}) {acc} = ...;), found "
+                f"'{_short(p, stmt)}' at line {p.line_of(stmt)}", line=p.line_of(stmt))
+    cond = minmax.match(stmt, p)
+    if cond is not None:
+        if p.text_of(unparen(cond.target)) != acc:
+            raise bad
+        assign = cond.target.parent  # the assignment ``acc = ...`` (in the if, or the ternary)
+        return cond.kind, cond.value, assign
     if stmt.type != "expression_statement" or not named_children(stmt):
         raise bad
     e = named_children(stmt)[0]
@@ -269,7 +280,9 @@ def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
 
 
 def _line(combine: str, a: str, b: str) -> str:
-    return f"{a} += {b};" if combine == "+" else f"{a} = {combine}({a}, {b});"
+    """``b`` combined into ``a``: ``a += b;``, ``a = fmaxf(a, b);`` or the original's
+    comparison (``if (b > a) a = b;``, ``cudalens.optimizer.minmax.combine_text``)."""
+    return minmax.combine_text(a, combine, b)
 
 
 def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
@@ -314,9 +327,11 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
     w(1, f"{part}[threadIdx.y][threadIdx.x] = {acc};")
     w(1, "__syncthreads();")
     w(1, f"for (int {s} = {ty // 2}; {s} > 0; {s} /= 2) {{")
-    w(2, f"if (threadIdx.y < {s}) "
-         + _line(m.combine, f"{part}[threadIdx.y][threadIdx.x]",
-                 f"{part}[threadIdx.y + {s}][threadIdx.x]"))
+    combine = _line(m.combine, f"{part}[threadIdx.y][threadIdx.x]",
+                    f"{part}[threadIdx.y + {s}][threadIdx.x]")
+    if minmax.is_conditional(m.combine):  # the comparison's own if, in braces
+        combine = "{ " + combine + " }"
+    w(2, f"if (threadIdx.y < {s}) " + combine)
     w(2, "__syncthreads();")
     w(1, "}")
     w(1, f"if (threadIdx.y == 0 && {c} < {m.bound}) {{")
@@ -327,9 +342,11 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
     source = w.source()
     launch = dataclasses.replace(ctx.launch, block=(str(cx), str(ty)),
                                  grid=(f"ceil_div({m.bound_spec}, block.x)",))
-    what = "sum" if m.combine == "+" else m.combine
+    what = minmax.label(m.combine)
     order = (" (float sums are added in another order: within the tolerance the runner "
              "checks)" if m.combine == "+" else "")
+    if minmax.is_conditional(m.combine):
+        order += f" ({minmax.NAN_CAVEAT})"
     explanation = (f"column reduction over a {cx} x {ty} block tile: {ty} threads per column "
                    f"each {what} every {_ordinal(ty)} row (rows read coalesced, {ty}x the threads "
                    f"and "

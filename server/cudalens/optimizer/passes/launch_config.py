@@ -38,7 +38,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import dynamic_shared
+from cudalens.optimizer import block_rows, dynamic_shared
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.reasons import Reason, reason_of
@@ -262,7 +262,11 @@ def _block_sized_tree(ctx: PassContext, base: Optional[tuple[int, ...]]) -> bool
     try:
         block_reduction.match(ctx, base[0], constant_limits=False)
     except block_reduction.NotTreeReduction:
-        return False
+        # several trees (a block per row: a max, then a sum), each over blockDim.x
+        parsed = parse(ctx.text)
+        definition = find_definition(parsed, ctx.kernel)
+        return definition is not None and \
+            block_rows.tree_ok(parsed, definition.child_by_field_name("body"))
     return True
 
 
@@ -302,9 +306,7 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...],
     as a spec expression)."""
     spec, launch, k = ctx.spec, ctx.launch, ctx.kernel
     try:
-        if not any(_uses_block(g) for g in launch.grid):
-            return (f"the spec's grid ({', '.join(launch.grid)}) does not depend on block.x, so "
-                    f"a new block would change how many elements are covered"), (), ""
+        per_block = not any(_uses_block(g) for g in launch.grid)
         for p in spec.params:
             if isinstance(p, BufferDecl) and _uses_block(p.length):
                 return f"the length of buffer {p.name} ({p.length}) depends on the block", (), ""
@@ -332,6 +334,14 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...],
     if shared:
         return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
                       f"usually assumes the block size", shared[1]), (), ""
+    if per_block:
+        try:
+            block_rows.match(parsed, body)
+        except block_rows.NotBlockRows as exc:
+            return Reason(f"the spec's grid ({', '.join(launch.grid)}) does not depend on "
+                          f"block.x, so a new block would change how many elements are "
+                          f"covered (the body does not work alike with any block: {exc})",
+                          exc.line), (), ""
     base = baseline_block(ctx)
     try:
         foot = dynamic_shared.footprint(parsed, body, lambda: _block_sized_tree(ctx, base))

@@ -51,13 +51,14 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.optimizer import bound_locals, minmax, structural
-from cudalens.optimizer.affine import (Scope, is_global_index, poly_of, split_linear,
-                                       strip_casts)
+from cudalens.optimizer.affine import (Scope, builtin_field, is_global_index, poly_of,
+                                       split_linear, strip_casts)
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch, spec_text
 from cudalens.optimizer.macros import file_macros
-from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, Loop as _Loop
+from cudalens.optimizer.reasons import Reason
+from cudalens.optimizer.row_group import BEGIN as _BEGIN, END as _END, GONE, Loop as _Loop
 from cudalens.optimizer.row_group import Match as _Match
 from cudalens.optimizer.row_group import decl_type as _decl_type
 from cudalens.optimizer.row_group import gridstride_blocker as _gridstride_blocker
@@ -66,8 +67,8 @@ from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.loops import for_header, less_than_bound
 from cudalens.kernel_model.model import UnreadableBody, readable_body, readable_body_or
-from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, unparen, walk,
-                                          written_target)
+from cudalens.kernel_model.syntax import (Parsed, assigned_names, identifiers, named_children,
+                                          unparen, walk, written_target)
 from cudalens.kernel_model.syntax import short_text
 from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
@@ -149,6 +150,16 @@ class _Analysis:
                             line=p.line_of(stmt))
         if not loops:
             raise _fail("no loop over the row's columns")
+        first: dict[str, tuple[str, int]] = {}  # accumulator -> (kind, line of its first loop)
+        for loop in loops:
+            line = p.line_of(loop.node)
+            for acc, kind in loop.accumulators:
+                if acc in first and "+" in (kind, first[acc][0]):
+                    raise _fail(f"the sum {acc} is accumulated in the loops at lines "
+                                f"{first[acc][1]} and {line}: combined across the lanes after "
+                                f"the first, every lane would add the row's total again after "
+                                f"the second", line=line)
+                first.setdefault(acc, (kind, line))
         self._buffers()
         return tuple(loops)
 
@@ -546,10 +557,265 @@ def _memory_sums(ctx: PassContext) -> PassContext:
     return dataclasses.replace(new, applied=ctx.applied)
 
 
+def _blank(parsed: Parsed, node: tree_sitter.Node) -> Edit:
+    """``node``'s text replaced by spaces, its line breaks kept (lines stay where they were)."""
+    return Edit(node.start_byte, node.end_byte,
+                re.sub(r"[^\n]", " ", parsed.text_of(node)).rstrip(" "))
+
+
+def _spec_same(a: str, b: str) -> bool:
+    return "".join(a.split()) == "".join(b.split())
+
+
+def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
+    """``ctx`` with a block-per-row kernel (``cudalens.optimizer.block_rows``: the block's
+    threads stride over row ``blockIdx.x``, their partial maxima and sums combined by trees in
+    dynamic shared memory and read back from ``s[0]``) written as the one-thread-per-row
+    kernel it computes, which the row passes then match: the row index becomes ``blockIdx.x *
+    blockDim.x + threadIdx.x`` with the guard ``if (row >= N) return;`` (the kernel's own, or
+    one on the scalar parameter the spec sets to the grid's row count), each block-stride loop
+    runs from 0 by 1, each store ``s[tid] = acc;``, its barriers and its tree go, and every
+    ``s[0]`` read after the tree is ``acc``, which after the loop holds the whole row's
+    value; ``if (tid == 0) S`` becomes ``S``. Each tree must combine as its accumulator's loop
+    does (a sum and a sum, a maximum and a maximum...), its accumulator accumulated in one
+    block-stride loop before the store and not used after it otherwise. Lines stay where they
+    were. ``ctx`` itself when the kernel is not such a kernel (the row passes then say why
+    the one-thread-per-row form is not there), with the reason when the body is a block per
+    row (``block_rows.match``) that cannot be read so."""
+    from cudalens.optimizer import block_rows
+    from cudalens.spec.model import ScalarDecl
+
+    grid = ctx.launch.grid
+    if any(spec_text_uses_block(g) for g in grid) or any(g.strip() != "1" for g in grid[1:]):
+        return ctx, None
+    try:
+        p, body = readable_body(ctx)
+        rows = block_rows.match(p, body)
+    except (UnreadableBody, block_rows.NotBlockRows):
+        return ctx, None
+    if rows.shared is None or not rows.trees:
+        return ctx, None
+    nested = [t for t, _, _ in rows.trees if t.parent != body]
+    if nested:
+        return ctx, Reason(f"the tree at line {p.line_of(nested[0])} is not a statement of the "
+                           f"kernel's outer block", p.line_of(nested[0]))
+    stmts = named_children(body)
+    shared, tids, dims = rows.shared, rows.tids, rows.dims
+    taken = set(file_identifiers(p))
+    edits: list[Edit] = []
+    index = None
+    index_decl = None
+    for stmt in stmts:  # int idx = blockIdx.x; (unchanged)
+        if stmt.type != "declaration":
+            continue
+        ds = stmt.children_by_field_name("declarator")
+        if len(ds) == 1 and ds[0].type == "init_declarator" and \
+                "".join(p.text_of(strip_casts(ds[0].child_by_field_name("value"), p)).split()) \
+                == "blockIdx.x":
+            word = p.text_of(ds[0].child_by_field_name("declarator"))
+            if word not in set(assigned_names(body, p)):
+                index, index_decl = word, stmt
+                break
+    analysis = _Analysis(ctx, p, stmts, index or "")
+    removed: set[tuple[int, int]] = set()
+    for stmt in stmts:
+        if stmt.type == "declaration":
+            ds = stmt.children_by_field_name("declarator")
+            names = {p.text_of(d.child_by_field_name("declarator")) for d in ds
+                     if d.type == "init_declarator"}
+            if any(c.type == "__shared__" for c in walk(stmt)) or \
+                    (names and names <= tids | dims and len(names) == len(ds)):
+                removed.add((stmt.start_byte, stmt.end_byte))
+        elif stmt.type == "expression_statement" and p.text_of(stmt).replace(" ", "") == \
+                "__syncthreads();":
+            removed.add((stmt.start_byte, stmt.end_byte))
+    trees = {t.start_byte: (t, combine) for t, _, combine in rows.trees}
+    current: Optional[str] = None  # the accumulator s[0] holds after its tree
+    pending: Optional[tuple[str, tree_sitter.Node]] = None  # stored, its tree not yet run
+    done: list[str] = []
+    for stmt in stmts:
+        span = (stmt.start_byte, stmt.end_byte)
+        if stmt.start_byte in trees:
+            tree, combine = trees[stmt.start_byte]
+            if pending is None:
+                return ctx, Reason(f"the tree at line {p.line_of(tree)} is not right after a "
+                                   f"store '{shared}[tid] = acc;' of a loop's accumulator",
+                                   p.line_of(tree))
+            acc, loop = pending
+            kinds = {k for l in [loop] for k in _loop_kinds(analysis, l, acc)}
+            kind = kinds.pop() if len(kinds) == 1 else None
+            if not _same_combine(kind, combine):
+                return ctx, Reason(f"the tree at line {p.line_of(tree)} combines {acc} by "
+                                   f"{minmax.label(combine)}, but the loop at line "
+                                   f"{p.line_of(loop)} accumulates it "
+                                   f"{'by ' + minmax.label(kind) if kind else 'otherwise'}",
+                                   p.line_of(tree))
+            removed.add(span)
+            current, pending = acc, None
+            done.append(acc)
+            continue
+        if span in removed:
+            continue
+        store = _slot_store(stmt, p, shared, tids)
+        if store is not None:
+            acc = store
+            loops = [s for s in stmts if s.end_byte <= stmt.start_byte and
+                     s in rows.strided and acc in identifiers(s, p)]
+            if len(loops) != 1 or pending is not None:
+                return ctx, Reason(f"{acc}, stored at line {p.line_of(stmt)}, is not "
+                                   f"accumulated in one loop over the row before it",
+                                   p.line_of(stmt))
+            later = [n for s in stmts if s.start_byte > stmt.start_byte for n in walk(s)
+                     if n.type == "identifier" and p.text_of(n) == acc]
+            if later:
+                return ctx, Reason(f"{acc} is used at line {p.line_of(later[0])} after it is "
+                                   f"stored for the tree at line {p.line_of(stmt)} (each "
+                                   f"thread's partial value)", p.line_of(later[0]))
+            removed.add(span)
+            pending, current = (acc, loops[0]), None
+            continue
+        for n in walk(stmt):
+            if n.type == "subscript_expression" and \
+                    p.text_of(n.child_by_field_name("argument")) == shared:
+                if current is None or written_target(n.parent) == n:
+                    return ctx, Reason(f"'{_short(p, n.parent)}' (line {p.line_of(n)}) "
+                                       f"uses {shared} other than to read a tree's result "
+                                       f"{shared}[0]", p.line_of(n))
+                edits.append(Edit(n.start_byte, n.end_byte, current))
+            elif n.type == "if_statement" and \
+                    block_rows.zero_test(n.child_by_field_name("condition"), p, tids):
+                if n.child_by_field_name("alternative") is not None:
+                    return ctx, Reason(f"'if (tid == 0)' at line {p.line_of(n)} has an "
+                                       f"else", p.line_of(n))
+                cons = n.child_by_field_name("consequence")
+                edits.append(Edit(n.start_byte, cons.start_byte,
+                                  re.sub(r"[^\n]", " ", p.data[n.start_byte:cons.start_byte]
+                                         .decode()).rstrip(" ") + " "))
+    if pending is not None:
+        return ctx, Reason(f"{pending[0]} is stored in {shared} but no tree combines it")
+    for loop in rows.strided:
+        head = for_header(loop, p)
+        edits += [Edit(head.start.start_byte, head.start.end_byte, "0"),
+                  Edit(head.update.start_byte, head.update.end_byte, f"++{head.var}")]
+    # the row count: the kernel's guard, else a scalar the spec sets to the grid
+    bound = next((q.name for q in ctx.spec.params if isinstance(q, ScalarDecl) and
+                  _spec_same(q.expr, grid[0])), None)
+    row = index or fresh_name("row", taken)
+    first = next((s for s in stmts if (s.start_byte, s.end_byte) not in removed and
+                  s != index_decl), None)
+    guarded = first is not None and first.type == "if_statement" and \
+        re.fullmatch(rf"if\(\(?{re.escape(row)}\)?>=\w+\)return;",
+                     re.sub(r"\s", "", p.text_of(first))) is not None
+    if not guarded and bound is None:
+        return ctx, Reason(f"no guard 'if ({row} >= rows) return;' and no scalar parameter "
+                           f"the spec sets to the grid's row count ({grid[0]}): the rows of "
+                           f"a warp per row need their count")
+    guard = "" if guarded else f" if ({row} >= {bound}) return;"
+    value = None
+    lead = {}  # removed statement -> the text on its first line
+    if index_decl is not None:
+        value = index_decl.children_by_field_name("declarator")[0].child_by_field_name("value")
+        edits.append(Edit(value.start_byte, value.end_byte, "blockIdx.x * blockDim.x + "
+                                                            "threadIdx.x"))
+        after = stmts.index(index_decl) + 1
+        nxt = (stmts[after].start_byte, stmts[after].end_byte) if after < len(stmts) else None
+        if guard and nxt in removed and p.data[index_decl.end_byte:nxt[0]].count(b"\n") == 1:
+            lead[nxt] = guard.strip()  # on the line of the statement after the index
+        else:
+            edits.append(Edit(index_decl.end_byte, index_decl.end_byte, guard))
+        if first is not None and first.start_byte < index_decl.start_byte:
+            return ctx, Reason(f"'{_short(p, first)}' (line {p.line_of(first)}) comes "
+                               f"before the row index {index}", p.line_of(first))
+    elif stmts:
+        declared = f"int {row} = blockIdx.x * blockDim.x + threadIdx.x;{guard}"
+        span = (stmts[0].start_byte, stmts[0].end_byte)
+        if span in removed:  # the index takes the removed statement's place
+            lead[span] = declared
+        else:
+            edits.append(Edit(span[0], span[0], declared + " "))
+    for n in walk(body):
+        if n.type == "field_expression" and builtin_field(n, p) == "blockIdx.x" and \
+                (value is None or not value.start_byte <= n.start_byte < value.end_byte):
+            edits.append(Edit(n.start_byte, n.end_byte, row))
+    for a, b in removed:  # each line of the statement a marker the rewrite drops (GONE)
+        lines = p.data[a:b].decode().count("\n") + 1
+        text = "\n".join([lead.get((a, b), GONE)] + [GONE] * (lines - 1))
+        edits.append(Edit(a, b, text))
+    try:
+        text = apply_edits(p.data, edits)
+    except ValueError:
+        return ctx, Reason("the edits of the one-thread-per-row form overlap")
+    launch = dataclasses.replace(ctx.launch, shared="0")
+    new = ctx.rewritten(text, launch, "block_rows")
+    return dataclasses.replace(new, applied=ctx.applied), None
+
+
+def block_rows_reason(ctx: PassContext) -> Optional[Reason]:
+    """Why a block-per-row kernel (``cudalens.optimizer.block_rows``) cannot be read as one
+    thread per row (``_lift``); None when it can or the kernel is not one."""
+    return _lift(ctx)[1]
+
+
+def _block_rows(ctx: PassContext) -> PassContext:
+    """``ctx`` with a block-per-row kernel written as one thread per row (``_lift``), else
+    ``ctx`` itself."""
+    return _lift(ctx)[0]
+
+
+
+
+def spec_text_uses_block(text: str) -> bool:
+    from cudalens.spec import expr as spec_expr
+
+    return spec_expr.BLOCK in spec_expr.names_in(text)
+
+
+def _slot_store(stmt: tree_sitter.Node, p: Parsed, shared: str, tids) -> Optional[str]:
+    """``acc`` of the statement ``s[tid] = acc;``, else None."""
+    if stmt.type != "expression_statement" or len(named_children(stmt)) != 1:
+        return None
+    e = named_children(stmt)[0]
+    if e.type != "assignment_expression" or e.child_by_field_name("operator").type != "=":
+        return None
+    left, right = unparen(e.child_by_field_name("left")), unparen(e.child_by_field_name("right"))
+    if left.type != "subscript_expression" or \
+            p.text_of(left.child_by_field_name("argument")) != shared or \
+            right.type != "identifier":
+        return None
+    idx = named_children(left.child_by_field_name("indices"))
+    tid = strip_casts(idx[0], p) if len(idx) == 1 else None
+    if tid is None or not (p.text_of(tid) in tids or
+                           "".join(p.text_of(tid).split()) == "threadIdx.x"):
+        return None
+    return p.text_of(right)
+
+
+def _loop_kinds(analysis: "_Analysis", loop: tree_sitter.Node, acc: str) -> set:
+    """How ``loop`` changes ``acc``: the kinds of ``_Analysis._reduction`` (None for a change
+    that is not a reduction)."""
+    kinds = set()
+    for n in walk(loop):
+        t = written_target(n)
+        if t is not None and t.type == "identifier" and analysis.p.text_of(t) == acc:
+            kinds.add(analysis._reduction(n, acc) if n.type == "assignment_expression" else None)
+    return kinds
+
+
+def _same_combine(a: Optional[str], b: str) -> bool:
+    """The loop's kind ``a`` and the tree's ``b`` combine alike: both sums, both maxima or
+    both minima (``cudalens.optimizer.minmax``)."""
+    if a is None:
+        return False
+    if a == "+" or b == "+":
+        return a == b
+    return (minmax.is_max(a) and minmax.is_max(b)) or (minmax.is_min(a) and minmax.is_min(b))
+
+
 def normalize(ctx: PassContext) -> PassContext:
-    """What both row passes match and rewrite: ``ctx`` with its integer locals of parameters
-    folded (``bound_locals.fold``) and its per-row sums in memory moved into locals."""
-    return _memory_sums(bound_locals.fold(ctx))
+    """What both row passes match and rewrite: ``ctx`` with a block-per-row kernel written as
+    one thread per row (``_block_rows``), its integer locals of parameters folded
+    (``bound_locals.fold``) and its per-row sums in memory moved into locals."""
+    return _memory_sums(bound_locals.fold(_block_rows(ctx)))
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
@@ -573,7 +839,11 @@ def _early(ctx: PassContext) -> Optional[str]:
 
 
 def check(ctx: PassContext) -> Optional[str]:
-    """None when the kernel gives each thread a row the pass can spread over a warp."""
+    """None when the kernel gives each thread a row the pass can spread over a warp (or a
+    block a row, read as one thread per row: ``_lift``, whose reason comes first)."""
+    why = block_rows_reason(ctx)
+    if why is not None:
+        return why
     ctx = normalize(ctx)
     return _plan(ctx)[0]
 
@@ -604,6 +874,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
         PassNotApplicable: the precondition fails (the message says why).
         ValueError: ``warps_per_block`` is not one of ``WARPS_PER_BLOCK``.
     """
+    from_blocks = _block_rows(ctx) is not ctx
     ctx = normalize(ctx)
     if warps_per_block not in WARPS_PER_BLOCK:
         raise ValueError(f"warps_per_block must be one of {WARPS_PER_BLOCK}, found "
@@ -614,7 +885,7 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
     p = m.parsed
     taken = set(file_identifiers(p)) | {ctx.kernel.name}
     if online:
-        return _online(ctx, m, warps_per_block, gridstride, taken)
+        return _online(ctx, m, warps_per_block, gridstride, taken, from_blocks)
     lane, off = fresh_name("lane", taken), fresh_name("offset", taken)
     indent = line_indent(p.data, m.index_decl.start_byte)
     shuffled = any(loop.accumulators for loop in m.loops)
@@ -667,6 +938,13 @@ def apply(ctx: PassContext, warps_per_block: int = 4, gridstride: bool = False,
                    f"consecutive elements of the {m.index} (coalesced 128-byte requests "
                    f"instead of 32 sectors a {m.index} apart), and the grid runs 32x the "
                    f"threads{combined}{stores}; block {WARP * warps_per_block}{order}")
+    if from_blocks:
+        explanation = (f"one warp per {m.index} instead of one block: each {m.index}'s "
+                       f"partial results are combined across its warp with __shfl_xor_sync "
+                       f"({', '.join(accumulated)}, 5 steps each) instead of trees in shared "
+                       f"memory with a barrier per step, and a block of "
+                       f"{WARP * warps_per_block} threads takes {warps_per_block} "
+                       f"{m.index}s{stores}{order}")
     if gridstride:
         explanation += (f"; the warps loop over the {m.index}s (grid-stride), so the kernel is "
                         f"also correct under any launch whose block is a multiple of 32 "
@@ -686,14 +964,15 @@ def conditional_note(m: _Match) -> str:
 
 
 def _online(ctx: PassContext, m: _Match, warps_per_block: int, gridstride: bool,
-            taken: set) -> PassResult:
+            taken: set, from_blocks: bool = False) -> PassResult:
     """The warp-per-row kernel with the max and sum-of-exponentials loops fused
     (``cudalens.optimizer.row_group.online_pair``, online softmax)."""
     source, o = rewrite(ctx, m, "warp", True, gridstride, taken, name)
     launch = dataclasses.replace(ctx.launch, block=(str(WARP * warps_per_block),),
                                  grid=(f"ceil_div({m.bound_spec}, {warps_per_block})",))
-    explanation = (f"one warp per {m.index} instead of one thread (coalesced reads, 32x the "
-                   f"threads); {o.m} and {o.s} in one pass over the {m.index} (online softmax: "
+    was = ("one block (warp shuffles instead of trees in shared memory)" if from_blocks
+           else "one thread (coalesced reads, 32x the threads)")
+    explanation = (f"one warp per {m.index} instead of {was}; {o.m} and {o.s} in one pass over the {m.index} (online softmax: "
                    f"the sum is rescaled when the running maximum grows; Milakov & Gimelshein "
                    f"2018), so the {m.index} is read twice instead of three times; partial "
                    f"results merged across the warp with __shfl_xor_sync; block "

@@ -1,0 +1,238 @@
+"""Recognizing a kernel whose body does not depend on its block size: a block per row.
+
+Kernels in the shape of LLM-training code give each block one row (``int idx = blockIdx.x;``,
+launched ``<<<N, block_size, block_size * sizeof(float)>>>``): the block's threads stride over
+the row, ``for (int i = tid; i < C; i += blockDim.x)``, each keeping a partial maximum or
+sum, and the partials meet in dynamic shared memory (``extern __shared__ float s[];``): each
+thread stores ``s[tid]``, a tree over ``blockDim.x`` combines them into ``s[0]``, and every
+thread reads ``s[0]``. Such a body covers the same elements, and computes the same row
+values, whatever the block (a power of two: the tree), so the grid need not follow the block
+for a block-size search to be valid (``launch_config``).
+
+``match`` proves it from the body. Every mention of ``threadIdx.x`` (directly or through a
+local ``int tid = threadIdx.x;`` never changed) must be one of:
+
+- the start of a block-stride loop ``for (T i = tid; i < BOUND; i += blockDim.x)`` (``i = i +
+  blockDim.x`` too), ``BOUND`` free of thread indices and ``i`` not changed in the loop: the
+  block's threads together take ``0 .. BOUND-1`` once each, for any block;
+- the whole index of a store ``s[tid] = ...`` into the dynamic shared array (one slot per
+  thread; ``cudalens.optimizer.dynamic_shared`` bounds the bytes);
+- inside a tree loop over that array (``cudalens.optimizer.block_reduction.tree_loop``, its
+  limits written with ``blockDim.x``: M. Harris, "Optimizing Parallel Reduction in CUDA",
+  NVIDIA, 2007);
+- the test ``if (tid == 0)`` (one thread of any block).
+
+Every mention of ``blockDim.x`` must be the step of a block-stride loop or inside a tree
+loop; outside the trees the shared array is read only at ``s[0]``. Nothing may index along y
+or z. ``NotBlockRows`` names the first mention that fits none of these, with its line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import tree_sitter
+
+from cudalens.kernel_model.loops import for_header
+from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.optimizer import block_reduction
+from cudalens.optimizer.affine import builtin_field, strip_casts
+from cudalens.optimizer.dynamic_shared import extern_arrays
+from cudalens.optimizer.reasons import LocatedError
+
+_TID, _DIM = "threadIdx.x", "blockDim.x"
+
+
+class NotBlockRows(LocatedError):
+    """The body depends on its block size (or the module cannot tell); says where."""
+
+
+@dataclass(frozen=True)
+class BlockRows:
+    """A block-size-agnostic body: ``shared`` its dynamic shared array (None without one),
+    ``tids``/``dims`` the locals equal to ``threadIdx.x``/``blockDim.x``, ``trees`` its tree
+    loops as (loop, form, combine), ``strided`` its block-stride loops."""
+
+    shared: Optional[str]
+    tids: frozenset
+    dims: frozenset
+    trees: tuple[tuple[tree_sitter.Node, int, str], ...]
+    strided: tuple[tree_sitter.Node, ...]
+
+    def in_tree(self, node: tree_sitter.Node) -> bool:
+        """``node`` lies inside one of the tree loops."""
+        return any(t.start_byte <= node.start_byte < t.end_byte for t, _, _ in self.trees)
+
+
+def _short(parsed: Parsed, node: tree_sitter.Node) -> str:
+    text = " ".join(parsed.text_of(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is(node: Optional[tree_sitter.Node], parsed: Parsed, builtin: str, names) -> bool:
+    if node is None:
+        return False
+    node = strip_casts(node, parsed)
+    if node.type == "identifier":
+        return parsed.text_of(node) in names
+    return builtin_field(node, parsed) == builtin
+
+
+def _span(node: tree_sitter.Node) -> tuple[int, int]:
+    return node.start_byte, node.end_byte
+
+
+def _stride_loop(loop: tree_sitter.Node, parsed: Parsed, tids, dims) -> bool:
+    """``for (T i = tid; i < BOUND; i += blockDim.x)`` with ``i`` unchanged in the body and
+    ``BOUND`` free of thread indices."""
+    head = for_header(loop, parsed)
+    if head is None or not _is(head.start, parsed, _TID, tids):
+        return False
+    cond = head.cond
+    if cond.type != "binary_expression" or cond.child_by_field_name("operator").type != "<" or \
+            parsed.text_of(unparen(cond.child_by_field_name("left"))) != head.var:
+        return False
+    bound = cond.child_by_field_name("right")
+    if any(_is(n, parsed, _TID, tids) or _is(n, parsed, _DIM, dims) for n in walk(bound)):
+        return False
+    upd = unparen(head.update)
+    if upd.type != "assignment_expression" or \
+            parsed.text_of(unparen(upd.child_by_field_name("left"))) != head.var:
+        return False
+    op, right = upd.child_by_field_name("operator").type, unparen(upd.child_by_field_name("right"))
+    if op == "+=":
+        step = right
+    elif op == "=" and right.type == "binary_expression" and \
+            right.child_by_field_name("operator").type == "+" and \
+            parsed.text_of(unparen(right.child_by_field_name("left"))) == head.var:
+        step = right.child_by_field_name("right")
+    else:
+        return False
+    if not _is(step, parsed, _DIM, dims):
+        return False
+    for n in walk(head.body) if head.body is not None else ():
+        if n.type in ("assignment_expression", "update_expression"):
+            t = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if t is not None and parsed.text_of(unparen(t)) == head.var:
+                return False
+    return True
+
+
+def zero_test(cond: tree_sitter.Node, parsed: Parsed, tids) -> bool:
+    """``tid == 0``, ``0 == tid`` or ``!tid``."""
+    cond = unparen(cond)
+    if cond.type == "binary_expression" and cond.child_by_field_name("operator").type == "==":
+        a, b = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        return (_is(a, parsed, _TID, tids) and parsed.text_of(unparen(b)) == "0") or \
+            (_is(b, parsed, _TID, tids) and parsed.text_of(unparen(a)) == "0")
+    return cond.type == "unary_expression" and \
+        cond.child_by_field_name("operator").type == "!" and \
+        _is(cond.child_by_field_name("argument"), parsed, _TID, tids)
+
+
+def match(parsed: Parsed, body: tree_sitter.Node) -> BlockRows:
+    """``body`` read as a block-size-agnostic body (module doc).
+
+    Raises:
+        NotBlockRows: a mention of the thread index, the block size or the shared array
+            that fits none of the module doc's positions (the message names it and its line).
+    """
+    stmts = named_children(body)
+    tids = frozenset(block_reduction.fixed_names(stmts, body, parsed, _TID))
+    dims = frozenset(block_reduction.fixed_names(stmts, body, parsed, _DIM))
+    arrays = extern_arrays(body, parsed)
+    if len(arrays) > 1:
+        raise NotBlockRows(f"the kernel has {len(arrays)} dynamic shared arrays "
+                           f"({', '.join(sorted(arrays))}); the pass reads one")
+    shared = next(iter(arrays), None)
+    trees: list[tuple[tree_sitter.Node, int, str]] = []
+    strided: list[tree_sitter.Node] = []
+    allowed: set[tuple[int, int]] = set()
+    for n in walk(body):
+        if n.type == "declaration":  # int tid = threadIdx.x; the initializer is the name
+            for d in n.children_by_field_name("declarator"):
+                name = d.child_by_field_name("declarator") if d.type == "init_declarator" \
+                    else None
+                if name is not None and parsed.text_of(name) in tids | dims:
+                    allowed.add(_span(d.child_by_field_name("value")))
+        if n.type != "for_statement":
+            continue
+        if shared is not None and any(x.type == "identifier" and parsed.text_of(x) == shared
+                                      for x in walk(n)):
+            try:
+                form, combine = block_reduction.tree_loop(n, parsed, shared, set(tids), set(dims))
+            except block_reduction.NotTreeReduction:
+                pass
+            else:
+                trees.append((n, form, combine))
+                continue
+        if _stride_loop(n, parsed, tids, dims):
+            strided.append(n)
+            head = for_header(n, parsed)
+            allowed |= {_span(head.start), _span(strip_casts(head.start, parsed)),
+                        _span(head.update)}
+    rows = BlockRows(shared, tids, dims, tuple(trees), tuple(strided))
+    for n in walk(body):
+        if n.type == "if_statement" and zero_test(n.child_by_field_name("condition"), parsed,
+                                                   tids):
+            allowed.add(_span(unparen(n.child_by_field_name("condition"))))
+        if shared is not None and n.type == "assignment_expression" and \
+                n.child_by_field_name("operator").type == "=":
+            left = unparen(n.child_by_field_name("left"))
+            if left.type == "subscript_expression" and \
+                    parsed.text_of(left.child_by_field_name("argument")) == shared:
+                idx = named_children(left.child_by_field_name("indices"))
+                if len(idx) == 1 and _is(idx[0], parsed, _TID, tids):
+                    allowed.add(_span(idx[0]))
+    for n in walk(body):
+        line = parsed.line_of(n)
+        if n.type == "field_expression":
+            field = builtin_field(n, parsed)
+            if field in ("threadIdx.y", "threadIdx.z", "blockDim.y", "blockDim.z"):
+                raise NotBlockRows(f"the body uses {field} (line {line}); only 1D blocks are "
+                                   f"read", line)
+        tid = n.type == "identifier" and parsed.text_of(n) in tids or \
+            n.type == "field_expression" and builtin_field(n, parsed) == _TID
+        dim = n.type == "identifier" and parsed.text_of(n) in dims or \
+            n.type == "field_expression" and builtin_field(n, parsed) == _DIM
+        if (tid or dim) and n.parent is not None and n.parent.type == "init_declarator" and \
+                n.parent.child_by_field_name("declarator") == n:
+            continue  # the local being declared
+        if (tid or dim) and not rows.in_tree(n) and not _covered(n, allowed):
+            what = "threadIdx.x" if tid else "blockDim.x"
+            shown = n.parent if n.parent is not None and n.parent.type != "compound_statement" \
+                else n
+            raise NotBlockRows(
+                f"'{_short(parsed, shown)}' (line {line}) uses {what} other than to start or "
+                f"step a loop over the row (for (i = tid; i < n; i += blockDim.x)), to store "
+                f"the thread's slot of shared memory, in a tree over blockDim.x or in 'if "
+                f"(tid == 0)': the work may depend on the block size", line)
+        if shared is not None and n.type == "subscript_expression" and \
+                parsed.text_of(n.child_by_field_name("argument")) == shared and \
+                not rows.in_tree(n):
+            idx = named_children(n.child_by_field_name("indices"))
+            plain = len(idx) == 1 and (parsed.text_of(unparen(idx[0])) == "0" or
+                                       _span(idx[0]) in allowed)
+            if not plain:
+                raise NotBlockRows(f"'{_short(parsed, n)}' (line {line}) reads {shared} outside "
+                                   f"a tree at another element than {shared}[0]: what it holds "
+                                   f"depends on the block size", line)
+    return rows
+
+
+def _covered(node: tree_sitter.Node, allowed: set[tuple[int, int]]) -> bool:
+    """``node`` is, or lies inside, one of the ``allowed`` spans."""
+    return any(a <= node.start_byte and node.end_byte <= b for a, b in allowed)
+
+
+def tree_ok(parsed: Parsed, body: tree_sitter.Node) -> bool:
+    """Every element of the dynamic shared array whose index is not affine in the thread
+    index lies inside a tree loop over ``blockDim.x`` (``match``'s trees), so a block of
+    ``B`` threads (a power of two) reaches only ``s[0 .. B-1]`` there; False when ``body`` is
+    not block-size agnostic."""
+    try:
+        rows = match(parsed, body)
+    except NotBlockRows:
+        return False
+    return rows.shared is not None and bool(rows.trees)
