@@ -78,16 +78,15 @@ def test_example_rewrite_keeps_the_statements_and_loads_float4_rows():
     assert src.count("acc += w[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * "
                      "in_win[k + dx + dy * 6];") == 1
     assert src.count("if (r >= 0 && r < rows && c >= 0 && c < cols) {") == 2
-    assert ("if (reinterpret_cast<size_t>(in) % 16 == 0 && cols % 4 == 0 && "
-            "(long long)(r0 - 1) * cols + (c0 - 1) >= 0 && "
-            "(long long)(r0 + 2) * cols + (c0 + 4) < (long long)(rows * cols)) {") in src
+    assert ("if (r0 >= 1 && c0 >= 1 && reinterpret_cast<size_t>(in) % 16 == 0 && cols > 0 && "
+            "cols % 4 == 0 && (r0 + 2) * cols + c0 + 4 < rows * cols) {") in src
     for q, at in enumerate(["(r0 - 1)", "r0", "(r0 + 1)", "(r0 + 2)"]):
         row = "in_row" + (str(q) if q else "")
         v = "in_v" + (str(q) if q else "")
         assert f"const int {row} = {at} * cols + c0;" in src
         assert f"const float4 {v} = *reinterpret_cast<const float4*>(&in[{row}]);" in src
         assert f"{row} - 1], {v}.x, {v}.y, {v}.z, {v}.w, in[{row} + 4]" in src
-    assert "const float in_win[24] = {" in src
+    assert "const float in_win[24] = {in[in_row - 1], in_v.x," in src
     assert "(out_r[j] = (acc), wrote |= 1u << j);" in src
     assert "for (int j = 0; j < 4; ++j) near(c0 + j, r0 + i, (i + 1) * 6 + j + 1, j);" in src
     assert ("if (wrote == 15u && reinterpret_cast<size_t>(out) % 16 == 0 && cols % 4 == 0) {"
@@ -96,7 +95,7 @@ def test_example_rewrite_keeps_the_statements_and_loads_float4_rows():
             "float4{out_r[0], out_r[1], out_r[2], out_r[3]};") in src
     assert "if ((wrote >> j) & 1u) out[(r0 + i) * cols + c0 + j] = out_r[j];" in src
     assert "orig(c0 + j, r0 + i);" in src
-    assert "long long cx" not in src  # the spec's sizes fit int
+    assert "long long" not in src  # the spec's sizes fit int
     assert "bit for bit the original's" in result.explanation
     assert "also correct under the user's launch" in result.explanation
 
@@ -117,8 +116,8 @@ def test_a_five_by_five_with_its_own_pitch_windows_two_on_each_side():
     ctx = _ctx("stencil2d_regs/conv5x5_pitch.cu")
     src = stencil2d_regs.apply(ctx).source
     assert "const float input_win[48] = {" in src  # 2 + 4 rows of 4 + 4
-    assert "pitch % 4 == 0 && (long long)(r0 - 2) * pitch + (c0 - 2) >= 0" in src
-    assert "(long long)(r0 + 3) * pitch + (c0 + 5) < (long long)(rows * pitch)" in src
+    assert ("if (r0 >= 2 && c0 >= 2 && reinterpret_cast<size_t>(input) % 16 == 0 && "
+            "pitch > 0 && pitch % 4 == 0 && (r0 + 3) * pitch + c0 + 5 < rows * pitch) {") in src
     assert "input_win[k + a * 8 + b - 18]" in src
     # the output's pitch is cols: its vector store tests that one
     assert "reinterpret_cast<size_t>(output) % 16 == 0 && cols % 4 == 0" in src
@@ -273,3 +272,34 @@ def test_kernels_outside_the_pattern_are_refused_with_the_reason(text, reason, l
     assert got.startswith(reason) and line_of(got) == line, got
     with pytest.raises(PassNotApplicable, match=re.escape(reason[:40])):
         stencil2d_regs.apply(ctx)
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("values,shift", [((37, 44), 0), ((37, 44), 1), ((38, 45), 0)])
+def test_the_handwritten_reference_gives_the_originals_outputs(values, shift):
+    """benchmarks/handwritten/conv2d.stencil2d_regs.cu, under the launch the pass's default
+    parameters choose (bench_handwritten.py times it there): bit for bit the original's, with
+    its fast path (aligned, 44 columns), a moved pointer and a ragged pitch (the slow path)."""
+    ctx = _example()
+    sizes = _sizes(ctx, values)
+    hand = (ROOT / "benchmarks" / "handwritten" / "conv2d.stencil2d_regs.cu").read_text()
+    launch = stencil2d_regs.apply(ctx).launch
+    before = block_sim.run(ctx.text, "conv2d_3x3", ctx.spec, sizes, shift={"in": shift})
+    after = block_sim.run(hand, "conv2d_3x3", ctx.spec, sizes, launch, shift={"in": shift},
+                          checked=shift == 0)
+    assert after.buffers == before.buffers
+
+
+@block_sim.needs_gxx
+def test_the_handwritten_fast_path_runs_at_those_sizes():
+    """The comparison above sees the hand-written fast path: weighting its products
+    differently changes the outputs."""
+    ctx = _example()
+    sizes = _sizes(ctx, (37, 44))
+    hand = (ROOT / "benchmarks" / "handwritten" / "conv2d.stencil2d_regs.cu").read_text()
+    wrong = hand.replace("x[i + dy][j + dx];", "x[i + dy][j + dx] * 1.5f;")
+    assert wrong != hand
+    launch = stencil2d_regs.apply(ctx).launch
+    before = block_sim.run(ctx.text, "conv2d_3x3", ctx.spec, sizes)
+    after = block_sim.run(wrong, "conv2d_3x3", ctx.spec, sizes, launch)
+    assert after.buffers["out"] != before.buffers["out"]

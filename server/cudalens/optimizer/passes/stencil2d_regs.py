@@ -427,8 +427,19 @@ def _int_enough(ctx: PassContext, block: tuple[int, int], m: _Match) -> bool:
         return False
     if not all(isinstance(v, int) for v in grids + lengths):
         return False
+    try:
+        pitches = [spec_expr.evaluate(ctx.spec.param(w.pitch).expr, sizes) for w in m.windows]
+    except (spec_expr.ExprError, KeyError):
+        return False
+    if not all(isinstance(v, int) for v in pitches):
+        return False
+    # the largest index the window test forms: past the original's last row and column by
+    # at most the tile and the halo
+    ty, tx = (g * b for g, b in zip(grids, block))
+    reach = max(ROWS) + 2 * MAX_RADIUS
     return all(2 * g * b + 64 < INT32_MAX for g, b in zip(grids, block)) and \
-        all(v + 64 < INT32_MAX for v in lengths)
+        all(v + 64 < INT32_MAX for v in lengths) and \
+        all((ty + reach) * p + tx + reach < INT32_MAX for p in pitches)
 
 
 def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
@@ -506,12 +517,15 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
     # the block
     lim_x = "" if block[0] % rx == 0 else f"{c0} + {j} < {tx}"
     lim_y = "" if block[1] % ry == 0 else f"{r0} + {i} < {ty}"
-    conds = []
+    # the window's first element at or past the buffer's start (each index at least the
+    # halo: also right where the pitch is unsigned), its last one before the end
+    lo = " && ".join(c for c in (f"{r0} >= {ry_lo}" if ry_lo else "",
+                                 f"{c0} >= {rx_lo}" if rx_lo else "") if c)
+    conds = [lo] if lo else []
     for x in m.windows:
-        lo = f"(long long)({r0} - {ry_lo}) * {x.pitch} + ({c0} - {rx_lo})"
-        hi = f"(long long)({r0} + {ry - 1 + ry_hi}) * {x.pitch} + ({c0} + {rx - 1 + rx_hi})"
+        hi = f"({r0} + {ry - 1 + ry_hi}) * {x.pitch} + {c0} + {rx - 1 + rx_hi}"
         conds.append(f"reinterpret_cast<size_t>({x.buffer}) % {VECTOR_BYTES} == 0 && "
-                     f"{x.pitch} % {rx} == 0 && {lo} >= 0 && {hi} < (long long)({x.length})")
+                     f"{x.pitch} > 0 && {x.pitch} % {rx} == 0 && {hi} < {x.length}")
     w(3, f"if ({' && '.join(conds)}) {{")
     for x in m.windows:
         parts = []
@@ -525,11 +539,10 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
             parts += [f"{v}.{_COMPONENTS[e]}" if 0 <= e < rx else
                       f"{x.buffer}[{rb} {'-' if e < 0 else '+'} {abs(e)}]"
                       for e in range(-rx_lo, rx + rx_hi)]
-        w(4, f"const {x.ctype} {wins[x.buffer]}[{rows_w * pitch_w}] = {{")
         for q in range(rows_w):
-            row_parts = parts[q * pitch_w:(q + 1) * pitch_w]
-            w(5, ", ".join(row_parts) + ("," if q + 1 < rows_w else ""))
-        w(4, "};")
+            row_parts = ", ".join(parts[q * pitch_w:(q + 1) * pitch_w])
+            head = f"const {x.ctype} {wins[x.buffer]}[{rows_w * pitch_w}] = {{" if q == 0 else ""
+            w(4 if q == 0 else 5, head + row_parts + ("," if q + 1 < rows_w else "};"))
     for s in m.stores:
         w(4, f"{s.ctype} {vals[s.buffer]}[{rx}];")
     if m.stores:
@@ -557,9 +570,8 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
         svec = _VECTORS[s.ctype][0]
         w(6, f"*reinterpret_cast<{svec}*>(&{s.buffer}[{at}]) = {svec}{{{comps}}};")
         w(5, "} else {")
-        w(6, "#pragma unroll")
-        w(6, f"for (int {j} = 0; {j} < {rx}; ++{j})")
-        w(7, f"if (({mask} >> {j}) & 1u) {s.buffer}[{at} + {j}] = {vals[s.buffer]}[{j}];")
+        w(6, f"for (int {j} = 0; {j} < {rx}; ++{j}) "
+             f"if (({mask} >> {j}) & 1u) {s.buffer}[{at} + {j}] = {vals[s.buffer]}[{j}];")
         w(5, "}")
     w(4, "}")
     w(3, "} else {")
