@@ -303,3 +303,25 @@ def test_the_handwritten_fast_path_runs_at_those_sizes():
     before = block_sim.run(ctx.text, "conv2d_3x3", ctx.spec, sizes)
     after = block_sim.run(wrong, "conv2d_3x3", ctx.spec, sizes, launch)
     assert after.buffers["out"] != before.buffers["out"]
+
+
+@needs_nvcc
+def test_sizes_past_int_get_64_bit_counters_and_window_indices():
+    """At 50000 x 50000 the flat indices pass 2^31: the chunk counters, the window's row
+    indices and its test are long long (the original's own int indices are its matter)."""
+    ctx = context_with_spec(_example().text, "conv2d_3x3", """
+kernel conv2d_3x3
+size rows = 50000
+size cols = 50000
+scalar rows: int = rows
+scalar cols: int = cols
+in in: float[rows * cols]
+in w: float[9]
+out out: float[rows * cols]
+block = 16, 16
+grid = ceil_div(cols, block.x), ceil_div(rows, block.y)
+""")
+    src = stencil2d_regs.apply(ctx).source
+    assert "const long long c0 = cx * 4, r0 = cy * 2;" in src
+    assert "const long long in_row = (r0 - 1) * cols + c0;" in src
+    assert compile_source(src).ok

@@ -65,7 +65,7 @@ import tree_sitter
 from cudalens.kernel_model.edits import Edit, apply_edits, line_indent
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
+from cudalens.kernel_model.syntax import Parsed, named_children, walk
 from cudalens.optimizer import structural
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
@@ -76,7 +76,7 @@ from cudalens.optimizer.passes import stencil_regs, stencil_tile
 from cudalens.optimizer.passes.coarsen_reduce import spec_to_c
 from cudalens.optimizer.pointer_uses import pointer_uses
 from cudalens.spec import expr as spec_expr
-from cudalens.spec.model import BufferDecl, ScalarDecl
+from cudalens.spec.model import BufferDecl
 from cudalens.spec.poly import Poly
 
 name = "stencil2d_regs"
