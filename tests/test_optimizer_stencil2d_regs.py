@@ -108,6 +108,7 @@ def test_rows_per_thread_shape_the_window_and_the_grid():
     one = stencil2d_regs.apply(ctx, ry=1)
     assert "const float in_win[18] = {" in one.source
     assert "cy * 1 < ty" in one.source
+    assert one.launch.grid[1] == "ceil_div(rows, block.y)"  # the user's rows of blocks
     with pytest.raises(ValueError, match="ry must be one of"):
         stencil2d_regs.apply(ctx, ry=3)
 

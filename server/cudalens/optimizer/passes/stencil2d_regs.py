@@ -583,10 +583,10 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
     w(2, "}")
     w(1, "}")
     source = w.source()
+    grid_y = ctx.launch.grid[1] if len(ctx.launch.grid) > 1 else "1"
     launch = dataclasses.replace(
         ctx.launch, grid=(f"ceil_div({ctx.launch.grid[0]}, {rx})",
-                          f"ceil_div({ctx.launch.grid[1] if len(ctx.launch.grid) > 1 else '1'}"
-                          f", {ry})"))
+                          grid_y if ry == 1 else f"ceil_div({grid_y}, {ry})"))
     halo = ", ".join(f"{x.buffer}[{x.dy[0]:+d}..{x.dy[1]:+d}][{x.dx[0]:+d}..{x.dx[1]:+d}]"
                      for x in m.windows)
     stored = (f"; {', '.join(s.buffer for s in m.stores)} stored with one {vec} store per row "
