@@ -93,6 +93,7 @@ static const int warpSize = 32;
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__ static
+#define __constant__
 """ + VECTOR_TYPES + HALF_TYPES + r"""
 namespace sim {
 std::barrier<>* block_barrier;

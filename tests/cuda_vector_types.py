@@ -13,4 +13,6 @@ struct alignas(8) uint2 { unsigned int x, y; };
 struct alignas(16) uint4 { unsigned int x, y, z, w; };
 struct alignas(16) longlong2 { long long x, y; };
 struct alignas(16) ulonglong2 { unsigned long long x, y; };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline double2 make_double2(double x, double y) { return {x, y}; }
 """

@@ -18,7 +18,7 @@ def _summary(cands):
 
 ALL_PASSES = ["restrict_const", "tiled_transpose", "regblock_matmul", "tiled_matmul",
               "warp_reduce", "block_per_row", "warp_per_row", "stencil_tile", "stencil_regs",
-              "vectorize_2d",
+              "stencil2d_regs", "vectorize_2d",
               "vectorize_gridstride", "gridstride", "hist_privatize", "coarsen_reduce",
               "column_reduce", "unroll", "fast_math", "launch_config", "launch_bounds"]
 

@@ -87,7 +87,7 @@ def test_not_applied_names_the_line_of_the_failing_condition():
     assert st.reason.startswith("expected the body to start with 'int i = blockIdx.x")
     assert by_pass["block_per_row"].reason == by_pass["warp_per_row"].reason  # same recognizer
     assert set(by_pass) == {"tiled_transpose", "tiled_matmul", "block_per_row", "warp_per_row",
-                            "stencil_tile", "stencil_regs",
+                            "stencil_tile", "stencil_regs", "stencil2d_regs",
                             "vectorize_gridstride", "gridstride", "unroll", "fast_math",
                             "launch_config", "regblock_matmul", "vectorize_2d",
                             "hist_privatize", "column_reduce"}

@@ -21,14 +21,15 @@ from types import ModuleType
 
 from cudalens.optimizer.passes import (block_per_row, coarsen_reduce, column_reduce, fast_math,
                                        gridstride, hist_privatize, launch_bounds, launch_config,
-                                       regblock_matmul, restrict_const, stencil_regs,
+                                       regblock_matmul, restrict_const, stencil2d_regs,
+                                       stencil_regs,
                                        stencil_tile,
                                        tiled_matmul, tiled_transpose, unroll, vectorize_2d,
                                        vectorize_gridstride, warp_per_row, warp_reduce)
 
 BODY_REWRITES: tuple[ModuleType, ...] = (tiled_transpose, regblock_matmul, tiled_matmul,
                                          warp_reduce, block_per_row, warp_per_row, stencil_tile,
-                                         stencil_regs,
+                                         stencil_regs, stencil2d_regs,
                                          vectorize_2d, vectorize_gridstride, gridstride,
                                          hist_privatize, coarsen_reduce, column_reduce)
 
