@@ -463,11 +463,13 @@ def build_problem(spec: KernelSpec, kernel: Kernel,
 
 def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
                   launch: LaunchDecl, sm_count: int, options: Sequence[str] = (),
-                  files: Optional[Mapping[str, str]] = None) -> Variant:
+                  files: Optional[Mapping[str, str]] = None,
+                  source_path: str = "kernel.cu") -> Variant:
     """A variant with one :class:`Launch` per case of :func:`build_problem`, each evaluated with
     that case's sizes, so a changed block shape flows into the grid through ``block.x``.
     ``files``: the project headers the source needs (``cudalens.build.request_files``), sent
-    with it; ``options`` then carry their relative ``-I`` folders.
+    with it; ``options`` then carry their relative ``-I`` folders; ``source_path``: where the
+    runner writes the source among them (``RequestFiles.source_path``).
 
     Raises:
         SpecError: a launch value is unusable (at ``launch.line``), or ``launch``'s block would
@@ -483,7 +485,7 @@ def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
         _check_lengths_unchanged(ctx, spec, Dim3(*resolved.block))
         launches.append(resolved)
     return Variant(label=label, source=source, name=kernel_name, launches=tuple(launches),
-                   options=tuple(options), files=dict(files or {}))
+                   options=tuple(options), files=dict(files or {}), source_path=source_path)
 
 
 def instance_name(kernel_name: str, spec: KernelSpec) -> str:
