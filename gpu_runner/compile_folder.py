@@ -2,10 +2,12 @@
 
 The request's ``files`` (relative path -> text, already checked by
 ``gpu_runner.includes.check_file_names``) are written as regular files under a new
-``mkdtemp`` folder next to the source (``kernel.cu``), and nvcc runs there (its working
-directory), so the request's relative ``-I`` options (``-Iinclude``) name folders of that private
-folder and nothing else. The command is ``nvcc --cubin -arch=sm_XY OPTIONS -o kernel.cubin
-kernel.cu``: the cubin pycuda's compile would produce, without pycuda (no GPU needed to build it).
+``mkdtemp`` folder next to the source (``kernel.cu``, or the request's ``source_path``: the
+kernel file's path in its project, its headers named from the same root), and nvcc runs there
+(its working directory), so the request's relative ``-I`` options (``-Iinclude``) name folders of
+that private folder and nothing else. The command is ``nvcc --cubin -arch=sm_XY OPTIONS -o
+kernel.cubin kernel.cu``: the cubin pycuda's compile would produce, without pycuda (no GPU needed
+to build it).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ class FolderCompile:
     returncode: int
 
 
-def write_request_files(folder: str, source: str, files: Mapping[str, str]) -> str:
-    """Write ``source`` as ``folder/kernel.cu`` and each of ``files`` at its relative path
+def write_request_files(folder: str, source: str, files: Mapping[str, str],
+                        source_path: str = MAIN) -> str:
+    """Write ``source`` as ``folder/SOURCE_PATH`` and each of ``files`` at its relative path
     (parent folders made), as new regular files (an existing name raises FileExistsError);
-    the path of the source."""
-    main = os.path.join(folder, MAIN)
-    for rel, text in ((MAIN, source), *sorted(files.items())):
+    the path of the source. The names are checked already (``gpu_runner.compiler``)."""
+    main = os.path.join(folder, *source_path.split("/"))
+    for rel, text in ((source_path, source), *sorted(files.items())):
         path = os.path.join(folder, *rel.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "x", encoding="utf-8", errors="surrogatepass", newline="") as f:
@@ -44,24 +47,27 @@ def write_request_files(folder: str, source: str, files: Mapping[str, str]) -> s
     return main
 
 
-def nvcc_command(nvcc: str, arch: str, options: Sequence[str]) -> list[str]:
+def nvcc_command(nvcc: str, arch: str, options: Sequence[str], source_path: str = MAIN
+                 ) -> list[str]:
     """The argument list run in the folder (no shell)."""
-    return [nvcc, "--cubin", f"-arch={arch}", *options, "-o", OUTPUT, MAIN]
+    return [nvcc, "--cubin", f"-arch={arch}", *options, "-o", OUTPUT, source_path]
 
 
 def compile_in_folder(source: str, files: Mapping[str, str], options: Sequence[str], *,
-                      arch: str, nvcc: str = "nvcc", timeout: float = 600) -> FolderCompile:
+                      arch: str, nvcc: str = "nvcc", timeout: float = 600,
+                      source_path: str = MAIN) -> FolderCompile:
     """Compile ``source`` with ``files`` beside it in a fresh folder (removed afterwards).
 
     arch: ``sm_XY``. options: nvcc options, already allowed by
     ``gpu_runner.compiler.check_options``. Raises FileNotFoundError/OSError when nvcc cannot
     be started and subprocess.TimeoutExpired after ``timeout`` seconds; a failed compile is a
-    ``FolderCompile`` with ``cubin`` None.
+    ``FolderCompile`` with ``cubin`` None. source_path: where the source is written (a
+    relative path ``check_request`` accepted).
     """
     folder = tempfile.mkdtemp(prefix="gpu-runner-compile-")
     try:
-        write_request_files(folder, source, files)
-        proc = subprocess.run(nvcc_command(nvcc, arch, options), cwd=folder,
+        write_request_files(folder, source, files, source_path)
+        proc = subprocess.run(nvcc_command(nvcc, arch, options, source_path), cwd=folder,
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=timeout, check=False,
                               env={**os.environ, "TMPDIR": folder})

@@ -12,8 +12,8 @@ A failure (nvcc error, kernel not in the cubin, module that does not load) is a
 Extra nvcc options come from requests, so only options that change code generation are
 accepted (``ALLOWED_OPTIONS``); anything else (output paths, include paths, host
 compiler flags) is reported as a compile error. Includes are checked too
-(``gpu_runner.includes``: no absolute paths, no ``..``, no computed includes), since nvcc's log
-would echo an included host file; a refused include is a compile error naming it and its line,
+(``gpu_runner.includes``: no absolute paths, no ``..`` but to a sent file, no computed
+includes), since nvcc's log would echo an included host file; a refused include is a compile error naming it and its line,
 and nvcc never runs.
 
 A variant may carry project headers (``Variant.files``): their names and sizes are checked
@@ -33,7 +33,9 @@ from typing import Optional
 
 from gpu_runner.cubin import CubinError, KernelNotFoundError, find_kernel_symbol
 from gpu_runner.compile_folder import MAIN, OUTPUT, compile_in_folder
-from gpu_runner.includes import check_file_names, check_includes, name_problem
+from gpu_runner.includes import (
+    check_file_names, check_includes, name_problem, source_path_problems,
+)
 from gpu_runner.problem import Variant
 from gpu_runner.report import CompileReport
 
@@ -98,9 +100,11 @@ def check_request(variant: Variant) -> Optional[str]:
     names = check_file_names(files)
     names += [f"files['{n}']: the name is the runner's own ({MAIN}, {OUTPUT})"
               for n in files if n in (MAIN, OUTPUT)]
+    if variant.source_path != MAIN:  # at MAIN: the names above already say it
+        names += source_path_problems(variant.source_path, files)
     if names:
         return f"variant '{variant.label}': " + "; ".join(names)
-    bad = check_includes(variant.source, files)
+    bad = check_includes(variant.source, files, main=variant.source_path)
     return f"variant '{variant.label}': {bad}" if bad else None
 
 
@@ -156,7 +160,7 @@ def cubin_with_files(variant: Variant, arch: str, nvcc: str = "nvcc"
         return None, bad
     try:
         done = compile_in_folder(variant.source, variant.files, variant.options, arch=arch,
-                                 nvcc=nvcc)
+                                 nvcc=nvcc, source_path=variant.source_path)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"nvcc could not run for variant '{variant.label}': {e}"
     if done.cubin is None:

@@ -9,7 +9,13 @@ the directive as written:
 
 - an absolute header name (``"/etc/passwd"``, ``</etc/hostname>``);
 - a name with a ``..`` component (``"../../x.h"``), a backslash or nothing at all: it would leave
-  (or cannot name) the request's own files;
+  (or cannot name) the request's own files. One exception: a quoted ``#include``/``#import``/
+  ``#embed``/``__has_include`` whose ``..`` components all come first (``"../../common/x.h"``),
+  in a request file (the source at its ``Variant.source_path`` or a sent file) from whose folder
+  the name stays inside the request's root and names a file the request sent
+  (``request_target``). nvcc looks in the including file's own folder first, and finds the sent
+  file there; the folders it climbs through exist (they hold the including file), so no other
+  search path is tried;
 - a computed include (``#include NAME`` with NAME a macro): its file is known only after
   preprocessing.
 
@@ -39,7 +45,9 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Optional
+from typing import Container, Iterator, Mapping, Optional
+
+from gpu_runner.compile_folder import OUTPUT
 
 DIRECTIVES = ("include", "include_next", "import", "embed")
 HAS_INCLUDE = ("__has_include", "__has_include_next")
@@ -70,13 +78,31 @@ class Include:
     spelling: str
     name: Optional[str]
     angle: bool = False
+    next: bool = False  # include_next or __has_include_next (they skip the file's own folder)
 
     def refusal(self) -> Optional[str]:
-        """Why this include is refused (see the module doc), or None when it may stay."""
+        """Why this include is refused (see the module doc), or None when it may stay; a
+        ``..`` name is refused here, wherever it leads (``refusal_in`` knows the request)."""
         if self.name is None:
             return ("a computed include (a macro): name the file itself, in quotes or angle "
                     "brackets")
         return name_problem(self.name)
+
+    def refusal_in(self, including: str, sent: Container[str]) -> Optional[str]:
+        """Why this include of request file ``including`` (its path in the request, ``/``
+        separated) is refused, given the paths of the files ``sent`` with the request; None
+        when it may stay: ``refusal()``, except a ``..`` name that ``request_target`` resolves
+        to a sent file."""
+        why = self.refusal()
+        if why != LEAVES or self.angle or self.next:
+            return why
+        target = request_target(self.name or "", including)
+        if target is None:
+            return why
+        if target not in sent:
+            return (f"a '..' path to '{target}', a file the request did not send; a compile "
+                    f"request may include the toolkit's headers and the files sent with it only")
+        return None
 
 
 @dataclass(frozen=True)
@@ -93,6 +119,10 @@ class IncludeRefusal:
         return f"{self.file}({self.line}): error: {self.spelling}: refused: {self.why}"
 
 
+LEAVES = ("a path that leaves the request's own files ('..'); a compile request may include the "
+          "toolkit's headers and the files sent with it only")
+
+
 def name_problem(name: str) -> Optional[str]:
     """Why header name ``name`` may not be included, or None."""
     if not name.strip():
@@ -103,9 +133,26 @@ def name_problem(name: str) -> Optional[str]:
     if "\\" in name:
         return "a backslash in the file name; write paths with '/'"
     if ".." in name.split("/"):
-        return ("a path that leaves the request's own files ('..'); a compile request may "
-                "include the toolkit's headers and the files sent with it only")
+        return LEAVES
     return None
+
+
+def request_target(name: str, including: str) -> Optional[str]:
+    """The request path (``/`` separated, from the request's root) that quoted header name
+    ``name`` names from request file ``including``, when every ``..`` of ``name`` comes before
+    its other components (``.`` and empty ones aside) and it climbs no higher than the root;
+    else None. ``request_target("../../common/x.h", "src/a/b/k.cu") == "src/common/x.h"``."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    ups = 0
+    while ups < len(parts) and parts[ups] == "..":
+        ups += 1
+    rest = parts[ups:]
+    if not rest or ".." in rest:
+        return None
+    folder = [p for p in including.split("/")[:-1] if p not in ("", ".")]
+    if ".." in folder or ups > len(folder):
+        return None
+    return "/".join(folder[:len(folder) - ups] + rest)
 
 
 # -- scanning ----------------------------------------------------------------------------------
@@ -169,8 +216,8 @@ def _skip_literal(t: str, i: int) -> int:
 
 
 def _scan(t: str, raw_strings: bool, digit_separators: bool
-          ) -> Iterator[tuple[int, Optional[str], bool]]:
-    """(offset, name, angle) of each include in the spliced text ``t``, lexed with or without
+          ) -> Iterator[tuple[int, Optional[str], bool, bool]]:
+    """(offset, name, angle, next) of each include in the spliced text ``t``, lexed with or without
     C++11 raw strings and C++14 digit separators (``-std=c++03`` has neither)."""
     n, i = len(t), 0
     while i < n:
@@ -187,7 +234,7 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
             m = _IDENT.match(t, i)
             if m and m.group() in DIRECTIVES:
                 name, angle, i = _operand(t, _skip_blanks(t, m.end()))
-                yield start, name, angle
+                yield start, name, angle, m.group() == "include_next"
             elif m:
                 i = m.end()
         elif c == '"' or c == "'":
@@ -209,7 +256,7 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
                     name, angle, i = _operand(t, _skip_blanks(t, j + 1))
                 else:
                     name, angle = None, False
-                yield m.start(), name, angle
+                yield m.start(), name, angle, m.group().endswith("_next")
         else:
             i += 1
 
@@ -217,7 +264,7 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
 def find_includes(source: str) -> list[Include]:
     """Every include of ``source`` (see the module doc for what counts), by line."""
     lines = source.split("\n")  # the compiler's lines: str.splitlines also splits at \f, \v
-    found: dict[tuple[int, Optional[str], bool], Include] = {}
+    found: dict[tuple[int, Optional[str], bool, bool], Include] = {}
     variants = [source]
     replaced = re.sub(r"\?\?([=/'()!<>-])", lambda m: _TRIGRAPHS[m.group(1)], source)
     if replaced != source:
@@ -228,21 +275,26 @@ def find_includes(source: str) -> list[Include]:
             continue
         for raw_strings, separators in ((True, True), (False, True), (True, False),
                                         (False, False)):
-            for offset, name, angle in _scan(spliced.text, raw_strings, separators):
+            for offset, name, angle, nxt in _scan(spliced.text, raw_strings, separators):
                 line = spliced.line(offset)
                 spelling = lines[line - 1].strip() if line <= len(lines) else ""
-                found.setdefault((line, name, angle), Include(line, spelling[:200], name, angle))
+                found.setdefault((line, name, angle, nxt),
+                                 Include(line, spelling[:200], name, angle, nxt))
     return sorted(found.values(), key=lambda inc: (inc.line, inc.name or ""))
 
 
 def refused_includes(source: str, files: Mapping[str, str] | None = None,
-                     main: str = "kernel.cu") -> list[IncludeRefusal]:
-    """The refused includes of a request's ``source`` (named ``main`` in the messages) and of
-    each of its ``files`` (relative path -> text), in file and line order."""
+                     main: str = "kernel.cu", at: Optional[str] = None) -> list[IncludeRefusal]:
+    """The refused includes of a request's ``source`` (named ``main`` in the messages, at
+    request path ``at``, default ``main``: ``Variant.source_path``) and of each of its
+    ``files`` (request path -> text), in file and line order. A ``..`` include is refused
+    unless it names one of ``files`` from the including file's folder (``Include.refusal_in``)."""
+    sent = set(files or {})
     out = []
-    for file, text in ((main, source), *sorted((files or {}).items())):
+    for file, place, text in ((main, at or main, source),
+                              *((p, p, t) for p, t in sorted((files or {}).items()))):
         for inc in find_includes(text):
-            why = inc.refusal()
+            why = inc.refusal_in(place, sent)
             if why:
                 out.append(IncludeRefusal(file, inc.line, inc.spelling, why))
     return out
@@ -251,7 +303,7 @@ def refused_includes(source: str, files: Mapping[str, str] | None = None,
 def check_includes(source: str, files: Mapping[str, str] | None = None,
                    main: str = "kernel.cu") -> Optional[str]:
     """None when every include of the request may stay, else a message naming each refused
-    include with its file and line (the first five)."""
+    include with its file and line (the first five). ``main``: the source's request path."""
     bad = refused_includes(source, files, main)
     if not bad:
         return None
@@ -278,4 +330,20 @@ def check_file_names(files: Mapping[str, str]) -> list[str]:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_FILE_BYTES:
             out.append(f"files['{path[:100]}']: at most {MAX_FILE_BYTES} bytes, found {size}")
+    return out
+
+
+def source_path_problems(source_path: str, files) -> list[str]:
+    """What is wrong with a variant's ``source_path`` (where its source is written in the
+    compile's folder) beside its ``files``: it must be a relative path named as
+    ``check_file_names`` allows, ending in ``.cu``, neither a sent file nor the cubin's name,
+    nor inside or holding a sent file's name as a folder. [] when it may be used."""
+    out = [p.replace("files[", "source_path[", 1)
+           for p in check_file_names({source_path: ""})]
+    if not source_path.endswith(".cu"):
+        out.append(f"source_path '{source_path[:100]}': expected a name ending in '.cu'")
+    if source_path == OUTPUT or source_path in files or any(
+            f.startswith(source_path + "/") or source_path.startswith(f + "/") for f in files):
+        out.append(f"source_path '{source_path[:100]}': the name is a sent file's or the "
+                   f"runner's own ({OUTPUT})")
     return out

@@ -124,6 +124,10 @@ class Variant:
     ``files``: the project headers the source needs (relative path -> text), written next to
     the source in the compile's private folder; ``options`` name their folders as relative
     ``-I`` options (``-Iinclude``). Bounded by ``gpu_runner.includes.check_file_names``.
+
+    ``source_path``: where the source is written in that folder (``kernel.cu``, or the kernel
+    file's own path in its project, ``CUDA/GEMM/gemm.cu``, beside ``files`` named from the same
+    root, so its ``#include "../../common/x.h"`` names a sent file: ``gpu_runner.includes``).
     """
 
     label: str
@@ -132,6 +136,7 @@ class Variant:
     launches: tuple[Launch, ...]
     options: tuple[str, ...] = ()  # extra nvcc options, e.g. ("-use_fast_math",)
     files: dict[str, str] = field(default_factory=dict, hash=False)
+    source_path: str = "kernel.cu"
 
 
 @dataclass(frozen=True)
@@ -194,7 +199,8 @@ def case_from_dict(d: dict) -> Case:
 def variant_from_dict(d: dict) -> Variant:
     return Variant(label=d["label"], source=d["source"], name=d["name"],
                    launches=tuple(launch_from_dict(x) for x in d["launches"]),
-                   options=tuple(d.get("options", ())), files=dict(d.get("files") or {}))
+                   options=tuple(d.get("options", ())), files=dict(d.get("files") or {}),
+                   source_path=str(d.get("source_path") or "kernel.cu"))
 
 
 def problem_from_dict(d: dict) -> Problem:

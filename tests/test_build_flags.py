@@ -412,3 +412,98 @@ def test_the_compile_folder_holds_the_source_and_the_files_only():
     assert done.returncode == 0 and done.cubin, done.log
     assert nvcc_command("nvcc", "sm_90", ("-I.",)) == [
         "nvcc", "--cubin", "-arch=sm_90", "-I.", "-o", "kernel.cubin", "kernel.cu"]
+
+
+# -- a kernel that reaches its suite's header with '..' (PolyBench: "../../common/x.h") --------
+
+SUITE_H = """#pragma once
+#define SUITE_BOUND(N, n) n
+#define LEN 4096
+"""
+SUITE_KERNEL = """#include <cstdio>
+#include "../../common/suite.h"
+
+__global__ void halve(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < SUITE_BOUND(LEN, n)) y[i] = 0.5f * x[i];
+}
+
+void run(const float* x, float* y)
+{
+    int n = LEN;
+    halve<<<(LEN + 255) / 256, 256>>>(x, y, n);
+}
+"""
+
+
+@pytest.fixture
+def suite(tmp_path) -> Path:
+    """A repository ``suite/``: ``cudalens.toml`` with a ``[build]`` table, ``common/suite.h``
+    and the kernel ``kernels/halve/halve.cu`` that includes it as ``"../../common/suite.h"``."""
+    root = tmp_path / "suite"
+    (root / "common").mkdir(parents=True)
+    (root / "kernels" / "halve").mkdir(parents=True)
+    (root / ".git").mkdir()  # a repository: its cudalens.toml is looked for up to its root
+    (root / "cudalens.toml").write_text("[build]\ninclude_dirs = []\n")
+    (root / "common" / "suite.h").write_text(SUITE_H)
+    (root / "kernels" / "halve" / "halve.cu").write_text(SUITE_KERNEL)
+    return root
+
+
+def test_a_suite_header_reached_with_dotdot_travels_beside_the_kernel_at_its_path(suite):
+    path = suite / "kernels" / "halve" / "halve.cu"
+    req = request_files(path, path.read_text(), build_for(path))
+    assert req.files == {"common/suite.h": SUITE_H}
+    assert req.source_path == "kernels/halve/halve.cu"
+    assert req.options == ("-Ikernels/halve",)
+    target = load_target(path)
+    v = build_variant("baseline", target.text, "halve", target.spec, target.spec.launch, 132,
+                      options=req.options, files=req.files, source_path=req.source_path)
+    assert v.source_path == "kernels/halve/halve.cu"
+    assert variant_from_dict(to_dict(v)) == v
+    assert check_request(v) is None
+    # a kernel without a '..' include is still sent as kernel.cu
+    path.write_text(SUITE_KERNEL.replace("../../common/suite.h", "suite.h"))
+    (suite / "kernels" / "halve" / "suite.h").write_text(SUITE_H)
+    plain = request_files(path, path.read_text(), build_for(path))
+    assert (list(plain.files), plain.source_path) == (["kernels/halve/suite.h"], "kernel.cu")
+
+
+def test_a_dotdot_include_outside_the_project_is_still_refused(suite):
+    path = suite / "kernels" / "halve" / "halve.cu"
+    (suite.parent / "secret.h").write_text("#define S 1\n")
+    path.write_text('#include "../../../secret.h"\n' + SUITE_KERNEL)
+    with pytest.raises(HeaderError) as exc:
+        request_files(path, path.read_text(), build_for(path))
+    assert str(exc.value) == (
+        f'{path.resolve()}:1: #include "../../../secret.h": header '
+        f"{(suite.parent / 'secret.h').resolve()} is outside the project ({suite.resolve()}); "
+        f"only the project's headers are sent to the runner")
+
+
+@needs_nvcc
+def test_the_runners_compile_finds_the_suite_header_two_folders_up(suite):
+    path = suite / "kernels" / "halve" / "halve.cu"
+    req = request_files(path, path.read_text(), build_for(path))
+    target = load_target(path)
+    v = build_variant("baseline", target.text, "halve", target.spec, target.spec.launch, 132,
+                      options=req.options, files=req.files, source_path=req.source_path)
+    cubin, log = cubin_with_files(v, ARCH, nvcc=nvcc_path())
+    assert cubin is not None, log
+    assert find_kernel_symbol(cubin, "halve") == "_Z5halvePKfPfi"
+
+
+def test_optimize_sends_the_suite_header_and_the_kernels_place(suite, tmp_path):
+    from cudalens.optimize import optimize
+
+    path = suite / "kernels" / "halve" / "halve.cu"
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        with RunnerClient(url, token=TOKEN, start_timeout_s=60) as client:
+            result = optimize(load_target(path), client, budget=2, batch=2, confirm=0)
+    assert result.evaluation.baseline is not None
+    sent = [v for b in result.batches for v in b.variants]
+    assert sent and all(v.files == {"common/suite.h": SUITE_H} and
+                        v.source_path == "kernels/halve/halve.cu" for v in sent)
+    assert result.rows and all(r.result.compile.ok for r in result.rows), \
+        [(r.candidate.label, r.result.compile.log) for r in result.rows]

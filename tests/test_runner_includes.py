@@ -21,8 +21,12 @@ import pytest
 from cudalens.agent.guard import check_candidate, host_include_refusals
 from cudalens.runner_client import RunnerClient
 from cudalens.source.parser import parse_source
-from gpu_runner.compiler import check_request, compile_variant
-from gpu_runner.includes import check_file_names, find_includes, refused_includes
+from gpu_runner.compiler import check_request, compile_variant, cubin_with_files
+from gpu_runner.cubin import find_kernel_symbol
+from gpu_runner.includes import (
+    LEAVES, check_file_names, find_includes, refused_includes, request_target,
+)
+from gpu_runner.service.validate import compile_problems
 from gpu_runner.problem import Launch, Variant
 from live_fake_runner import fake_runner_process
 from nvcc_util import ARCH, needs_nvcc, nvcc_path
@@ -212,6 +216,135 @@ def test_request_file_names_for_a_later_files_field():
     found = refused_includes(KERNEL, {"detail/ops.h": '#pragma once\n#include "../../x.h"\n'})
     assert [(r.file, r.line, r.spelling) for r in found] == \
         [("detail/ops.h", 2, '#include "../../x.h"')]
+
+
+# -- a '..' include of a file sent with the request, from the source's place in its project -----
+
+BENCH_H = "#pragma once\n#define SCALE 2.0f\n"
+DEEP = ('// a kernel of a suite whose shared header sits two folders up\n'
+        '#include "../../common/bench.h"\n'
+        '__global__ void k(float* y) { y[threadIdx.x] = SCALE; }\n')
+DEEP_PATH = "suite/scale/scale.cu"
+
+
+def _deep(label: str = "deep", source: str = DEEP, files=None,
+          source_path: str = DEEP_PATH) -> Variant:
+    return Variant(label=label, source=source, name="k",
+                   launches=(Launch((1, 1, 1), (32, 1, 1)),),
+                   files={"common/bench.h": BENCH_H} if files is None else files,
+                   source_path=source_path)
+
+
+def test_request_target_climbs_from_the_including_files_folder_and_no_higher():
+    assert request_target("../../common/x.h", "src/a/b/k.cu") == "src/common/x.h"
+    assert request_target("./../x.h", "a/k.cu") == "x.h"
+    assert request_target("../x.h", "k.cu") is None  # above the root
+    assert request_target("../../../x.h", "src/a/b/k.cu") == "x.h"  # the root itself
+    assert request_target("../../../../x.h", "src/a/b/k.cu") is None
+    assert request_target("../d/../x.h", "a/b/k.cu") is None  # '..' after a folder name
+    assert request_target("..", "a/b/k.cu") is None
+
+
+def test_a_dotdot_include_of_a_sent_file_is_accepted_and_every_other_one_refused():
+    files = {"common/bench.h": BENCH_H}
+    assert refused_includes(DEEP, files, main=DEEP_PATH) == []
+    assert check_request(_deep()) is None
+    # the same source at the top of the compile folder would climb out of it
+    [top] = refused_includes(DEEP, files)
+    assert (top.file, top.line, top.why) == ("kernel.cu", 2, LEAVES)
+    kernel = "__global__ void k(float* y) { y[0] = 1.0f; }\n"
+    accepted = ['#include "./../../common/bench.h"', '#import "../../common/bench.h"',
+                '#if __has_include("../../common/bench.h")\n#endif']
+    for line in accepted:
+        assert refused_includes(f"{line}\n{kernel}", files, main=DEEP_PATH) == [], line
+    not_sent = ("a '..' path to 'common/other.h', a file the request did not send; a compile "
+                "request may include the toolkit's headers and the files sent with it only")
+    refused = {
+        '#include "../../common/other.h"': not_sent,
+        '#include "../../../outside/secret.h"': LEAVES,
+        '#include "../../common/../common/bench.h"': LEAVES,
+        '#include "crt/../../../../../../../../etc/passwd"': LEAVES,
+        "#include <../../common/bench.h>": LEAVES,
+        '#include_next "../../common/bench.h"': LEAVES,
+        '#if __has_include_next("../../common/bench.h")': LEAVES,
+        '#include "/abs/common/bench.h"': "an absolute path; a compile request may include "
+                                          "the toolkit's headers and the files sent with it only",
+        '#include "..\\..\\common\\bench.h"': "a backslash in the file name; write paths "
+                                                 "with '/'",
+    }
+    for line, why in refused.items():
+        found = refused_includes(f"{line}\n{kernel}", files, main=DEEP_PATH)
+        assert [(r.file, r.line, r.spelling, r.why) for r in found] == \
+            [(DEEP_PATH, 1, line, why)], line
+    computed = '#define H "../../common/bench.h"\n#include H\n' + kernel
+    assert [r.why.split(" (")[0] for r in refused_includes(computed, files, main=DEEP_PATH)] \
+        == ["a computed include"]
+    # a sent file climbs from its own folder, and no higher than the root
+    nested = {"common/bench.h": BENCH_H, "common/detail/ops.h": '#include "../bench.h"\n',
+              "common/detail/far.h": '#include "../../../x.h"\n'}
+    assert [(r.file, r.why) for r in refused_includes(kernel, nested)] == \
+        [("common/detail/far.h", LEAVES)]
+
+
+def test_the_sources_place_is_checked_like_the_files_names():
+    assert check_request(_deep(source_path="../scale.cu")).startswith(
+        "variant 'deep': source_path['../scale.cu']: expected a relative path")
+    assert check_request(_deep(source_path="suite/scale.cpp")) == (
+        "variant 'deep': source_path 'suite/scale.cpp': expected a name ending in '.cu'")
+    assert check_request(_deep(source_path="common/bench.h/k.cu")) == (
+        "variant 'deep': source_path 'common/bench.h/k.cu': the name is a sent file's or the "
+        "runner's own (kernel.cubin)")
+    assert compile_problems([_deep(source_path="/etc/k.cu")]) == [
+        "variants[0] 'deep': source_path['/etc/k.cu']: expected a relative path of names made "
+        "of letters, digits and '_.+-' joined by '/' (no '..', no leading '/' or '.')"]
+    assert compile_problems([_deep()]) == []
+
+
+@needs_nvcc
+def test_a_deeper_source_cannot_climb_out_and_compiles_with_the_sent_header(tmp_path,
+                                                                             secret_file):
+    # tmp/request/r/k.cu: "../../outside/secret.h" is the host file, for plain nvcc
+    folder = tmp_path / "request" / "r"
+    folder.mkdir(parents=True)
+    attack = f'#include "../../outside/secret.h"\n{KERNEL}'
+    assert SECRET in _nvcc_log(folder, attack)
+    bad = _deep("bad", attack, files={"r/x.h": ""}, source_path="r/k.cu")
+    report = compile_variant(_NoGpuSession(), bad).report
+    assert not report.ok and SECRET not in report.log
+    assert 'r/k.cu(1): error: #include "../../outside/secret.h": refused: a path that leaves ' \
+        "the request's own files" in report.log, report.log
+    # nvcc takes a '..' after a folder name through its own search path (the toolkit's crt/)
+    crt = f'#include "crt/../../../../../../../../etc/passwd"\n{KERNEL}'
+    assert PASSWD_LINE in _nvcc_log(folder, crt)
+    assert "refused: a path that leaves" in check_request(
+        _deep("crt", crt, files={"r/x.h": ""}, source_path="r/k.cu"))
+    # the request's own header, two folders up from the source: compiled by the runner's nvcc
+    cubin, log = cubin_with_files(_deep(), ARCH, nvcc=nvcc_path())
+    assert cubin is not None, log
+    assert find_kernel_symbol(cubin, "k") == "_Z1kPf"
+    cubin, log = cubin_with_files(_deep(files={"common/bench.h": "#error not this one\n",
+                                               "suite/common/bench.h": BENCH_H}), ARCH,
+                                  nvcc=nvcc_path())
+    # the one the source's folder names, not one a folder sent higher up
+    assert cubin is None and "suite/scale/../../common/bench.h" in log, log
+    assert "error: #error not this one" in log, log
+
+
+def test_over_http_a_sent_header_two_folders_up_compiles_and_escapes_do_not(tmp_path):
+    good = _deep("good")
+    unsent = _deep("unsent", DEEP.replace("common/bench.h", "common/other.h"))
+    escape = _deep("escape", DEEP.replace("../../common", "../../../common"))
+    at_top = _deep("top", source_path="kernel.cu")
+    with fake_runner_process(tmp_path, TOKEN) as url:
+        with RunnerClient(url, token=TOKEN, start_timeout_s=60) as client:
+            reports = client.compile([good, unsent, escape, at_top])
+    assert [r.ok for r in reports] == [True, False, False, False], [r.log for r in reports]
+    assert f"{DEEP_PATH}(2): error: #include \"../../common/other.h\": refused: a '..' path to " \
+        "'common/other.h', a file the request did not send" in reports[1].log
+    assert f"{DEEP_PATH}(2): error: #include \"../../../common/bench.h\": refused: a path that " \
+        "leaves the request's own files" in reports[2].log
+    assert 'kernel.cu(2): error: #include "../../common/bench.h": refused: a path that leaves' \
+        in reports[3].log
 
 
 # -- the HTTP service and the LLM agent ----------------------------------------------------------

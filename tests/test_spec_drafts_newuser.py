@@ -249,3 +249,104 @@ __global__ void hist4(const int* a, int* y, int N) {
     assert buffers(spec) == {"a": ("in", "N", "0", "n_y"), "y": ("inout", "n_y", None, None)}
     assert sizes(spec) == {"N": "1 << 24", "n_y": "1024"}
     assert "range of a set to [0, n_y): its values index rows of y" in spec.notes
+
+
+# -- the block from fixed-size shared arrays and constant strides (R5) -------------------------
+
+TILE_FLIP = """\
+#define TILE 16
+__global__ void tile_flip(const int *in, int *out, int cols) {
+    __shared__ int buf[TILE][TILE];
+    int base = blockIdx.x * TILE;
+    for (int r = 0; r < TILE; r++) buf[r][threadIdx.x] = in[r * cols + base + threadIdx.x];
+    __syncthreads();
+    for (int r = 0; r < TILE; r++) out[r * cols + base + threadIdx.x] = buf[threadIdx.x][r];
+}
+"""
+
+SMOOTH = """\
+#define BS 16
+__global__ void smooth(const float *img, float *out, int w, int h) {
+    __shared__ float tile[BS][BS];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int x = blockIdx.x * BS + tx, y = blockIdx.y * BS + ty;
+    tile[ty][tx] = img[y * w + x];
+    __syncthreads();
+    float right = tile[ty][tx];
+    if (tx < BS - 1) right = tile[ty][tx + 1];
+    out[y * w + x] = 0.5f * (tile[ty][tx] + right);
+}
+"""
+
+
+def test_a_tile_indexed_by_threadidx_gives_the_block_instead_of_the_guess():
+    spec = infer(TILE_FLIP)
+    assert spec.launch.block == ("16",)
+    assert ("block 16: from the fixed-size shared arrays (buf[r][threadIdx.x] with buf's extent "
+            "TILE = 16 along threadIdx.x); no launch site gives the block") in spec.notes
+    assert not any("GUESS, the default" in n for n in spec.notes)
+
+
+def test_a_2d_tile_gives_both_axes_and_a_guarded_neighbour_read_does_not_shrink_them():
+    spec = infer(SMOOTH)
+    assert spec.launch.block == ("16", "16")
+    assert ("block 16, 16: from the fixed-size shared arrays (tile[ty][tx] with tile's extent "
+            "BS = 16 along threadIdx.x; tile[ty][tx] with tile's extent BS = 16 along "
+            "threadIdx.y); no launch site gives the block") in spec.notes
+
+
+def test_a_padded_tile_counts_as_its_power_of_two_and_a_launch_still_wins():
+    padded = SMOOTH.replace("tile[BS][BS]", "tile[BS][BS + 1]").replace(
+        "float right = tile[ty][tx];\n    if (tx < BS - 1) right = tile[ty][tx + 1];\n",
+        "float right = tile[ty][tx];\n")
+    spec = infer(padded)
+    assert spec.launch.block == ("16", "16")
+    assert any("tile[ty][tx] with tile's extent BS + 1 = 17 (padded) along threadIdx.x" in n
+               for n in spec.notes), spec.notes
+    launched = TILE_FLIP + ("void run(const int* a, int* b) "
+                            "{ tile_flip<<<64, 8>>>(a, b, 1024); }\n")
+    assert infer(launched).launch.block == ("8",)
+
+
+def test_a_tile_too_large_for_a_block_or_without_a_thread_subscript_keeps_the_guess():
+    big = SMOOTH.replace("#define BS 16", "#define BS 64")
+    assert infer(big).launch.block == ("32", "8")
+    assert any("GUESS, the default for a body that uses threadIdx.y" in n
+               for n in infer(big).notes)
+    lane = TILE_FLIP.replace("buf[r][threadIdx.x]", "buf[r][threadIdx.x % TILE]").replace(
+        "buf[threadIdx.x][r]", "buf[threadIdx.x % TILE][r]")
+    assert infer(lane).launch.block == ("256",)
+
+
+def test_a_constant_stride_of_blockidx_before_threadidx_is_the_block():
+    src = """\
+#define CHUNK 512
+__global__ void visit(const int *mask, int *cost, int n) {
+    int tid = blockIdx.x * CHUNK + threadIdx.x;
+    if (tid < n && mask[tid]) cost[tid] += 1;
+}
+"""
+    spec = infer(src)
+    assert spec.launch.block == ("512",)
+    assert ("block 512: CHUNK = 512: the body steps blockIdx.x by CHUNK before adding "
+            "threadIdx.x, so a block has CHUNK threads (no launch site gives the block)") \
+        in spec.notes
+
+
+def test_a_template_block_size_used_where_nonzero_is_the_instances_block():
+    src = """\
+template <int BLOCK_T>
+__global__ void rowsum(const float *x, float *out, int ncols) {
+    const int bs = BLOCK_T == 0 ? blockDim.x : BLOCK_T;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < ncols; c += bs) s += x[blockIdx.x * ncols + c];
+    atomicAdd(&out[blockIdx.x], s);
+}
+template __global__ void rowsum<64>(const float *, float *, int);
+"""
+    sf = parse_source(src, "k.cu")
+    spec = infer_spec(sf.kernels[0], src, sf.launch_sites, instance="rowsum<64>")
+    assert spec.launch.block == ("64",)
+    assert ("block 64: template argument BLOCK_T = 64 of rowsum<64>: the body uses BLOCK_T as "
+            "its block size where it is not 0 ('BLOCK_T == 0 ? blockDim.x : BLOCK_T')") \
+        in spec.notes

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from gpu_runner.includes import check_file_names
+from gpu_runner.includes import check_file_names, source_path_problems
 from gpu_runner.problem import DTYPES, FILLS, Buffer, Problem, Scalar, Variant
 
 MAX_BUFFER_ELEMENTS = 1 << 34  # 16 Gi elements: beyond any GPU's memory for one buffer
@@ -27,6 +27,8 @@ def _variant_problems(where: str, v: Variant, cases: int) -> Iterable[str]:
         yield (f"{where}: unknown kernel '{v.name}': '{base}' does not occur in the variant's "
                f"source")
     for problem in check_file_names(v.files or {}):
+        yield f"{where}: {problem}"
+    for problem in source_path_problems(v.source_path, v.files or {}):
         yield f"{where}: {problem}"
     if cases >= 0 and len(v.launches) != cases:
         yield f"{where}: expected one launch per case ({cases}), found {len(v.launches)}"

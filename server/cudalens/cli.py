@@ -132,7 +132,7 @@ def _optimize(file: Path, kernel_name: Optional[str], apply_: bool, accept_launc
         except ChartUnavailable as exc:
             _fail(err, f"--report {report_path}: {exc}")
     try:
-        target = load_target(file, kernel_name)
+        target = load_target(file, kernel_name, command="optimize")
         _preflight(target, err)
         config = config_from_cli(file, agent_config=agent_config, **agent)
         choice = offline_choice(proposer, config)  # the model's server is asked after the GPU
@@ -294,7 +294,7 @@ def spec(file: Path, kernel_name: Optional[str]) -> None:
 
     err = Console(stderr=True)
     try:
-        _, source = read_source(file)
+        _, source = read_source(file, "spec", kernel_name)
         kernels = [select_kernel(source, kernel_name)] if kernel_name is not None \
             else list(source.kernels)
         check_spec_sections(file, source)

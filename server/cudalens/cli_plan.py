@@ -85,8 +85,8 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
         if problem:
             _fail(err, f"--json {json_path}: cannot write there ({problem})")
     try:
-        text, source = read_source(file)  # a parse error first: the spec is drafted from the tree
-        kernel = select_kernel(source, kernel_name)
+        text, source = read_source(file, "plan", kernel_name)  # a parse error first: the
+        kernel = select_kernel(source, kernel_name, "plan")  # spec is drafted from the tree
         inside = first_parse_error(source, kernel)
         anywhere = inside or first_parse_error(source)
         if anywhere is not None:
@@ -100,7 +100,7 @@ def _plan_command(file: Path, kernel_name: Optional[str], seed: int, batch: int,
             err.print(escape(f"warning: {where}: the file does not parse as C++ from here "
                              f"(outside kernel {kernel.qualified_name}); the plan may be wrong "
                              f"({check})"), highlight=False, soft_wrap=True)
-        target = load_target(file, kernel_name, read=(text, source))  # read once
+        target = load_target(file, kernel_name, read=(text, source), command="plan")  # read once
     except CudalensError as exc:
         _fail(err, str(exc))
     plan = plan_for_target(target, seed=seed, batch=batch)

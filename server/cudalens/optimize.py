@@ -159,7 +159,8 @@ def prepare(target: Target, runner) -> Prepared:
         problem = build_problem(target.spec, target.kernel)
         baseline = build_variant("baseline", target.text, target.kernel.qualified_name,
                                  target.spec, target.spec.launch, device.sm_count,
-                                 options=build.options, files=build.files)
+                                 options=build.options, files=build.files,
+                                 source_path=build.source_path)
     except SpecError as exc:
         raise CudalensError(str(exc)) from None
     return Prepared(device, build, problem, baseline)
@@ -261,7 +262,8 @@ class _Batches:
         """
         return build_variant(label, c.source, self.target.kernel.qualified_name,
                              self.target.spec, launch, self.device.sm_count,
-                             options=(*self.build.options, *c.options), files=self.build.files)
+                             options=(*self.build.options, *c.options), files=self.build.files,
+                             source_path=self.build.source_path)
 
     def _confirm_variant(self, label: str, row: Row, launch: LaunchDecl) -> Variant:
         """The confirmation's variant of ``row`` (``cudalens.engine.confirm``): under its own

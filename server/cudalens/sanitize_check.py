@@ -147,7 +147,8 @@ def sanitize_target(target: Target, client: "Runner", *, tools: Optional[Sequenc
         problem = build_problem(spec, target.kernel)
         variant = build_variant("original", target.text, target.kernel.qualified_name,
                                 spec, spec.launch, client.device_info().sm_count,
-                                options=build.options, files=build.files)
+                                options=build.options, files=build.files,
+                                source_path=build.source_path)
         sizes = sizes_for(spec, "ragged")
     except SpecError as exc:
         raise CudalensError(str(exc)) from None

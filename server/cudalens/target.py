@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +39,79 @@ class Target:
         return self.spec_origin == "inferred"
 
 
-def read_source(path: Path) -> tuple[str, SourceFile]:
-    """Reads and parses a ``.cu``/``.cuh`` file.
+MAX_INCLUDED_BYTES = 1 << 20  # an included file larger than this is not read for kernels
+
+
+@dataclass(frozen=True)
+class IncludedKernels:
+    """A file ``path`` (the including file's folder joined with the name, as a user would type
+    it) that a file includes with quotes at ``line`` (1-based; ``spelling``, the directive as
+    written) and that defines the ``__global__`` kernels ``kernels`` (qualified names)."""
+
+    path: Path
+    line: int
+    spelling: str
+    kernels: tuple[str, ...]
+
+
+def included_kernels(path: Path, text: str) -> list[IncludedKernels]:
+    """The files ``text`` (the contents of ``path``) includes with quotes that exist beside it
+    (relative to its folder) and define ``__global__`` kernels, in include order; Rodinia's
+    ``bfs.cu`` holds the host code and ``#include "kernel.cu"``, where the kernels are. Files
+    over ``MAX_INCLUDED_BYTES`` or unreadable are skipped; one level deep."""
+    from gpu_runner.includes import find_includes
+
+    out: list[IncludedKernels] = []
+    seen: set[Path] = set()
+    for inc in find_includes(text):
+        if inc.name is None or inc.angle or inc.next or inc.name.startswith("/"):
+            continue
+        file = path.parent / inc.name
+        try:
+            if file.resolve() in seen or not file.is_file() \
+                    or file.stat().st_size > MAX_INCLUDED_BYTES:
+                continue
+            seen.add(file.resolve())
+            included = parse_source(read_text_file(file), str(file))
+        except (OSError, TextFileError):
+            continue
+        if included.kernels:
+            out.append(IncludedKernels(file, inc.line, inc.spelling,
+                                       tuple(k.qualified_name for k in included.kernels)))
+    return out
+
+
+def _run_on(found: IncludedKernels, command: str, kernel: Optional[str]) -> str:
+    """``cudalens COMMAND FILE --kernel NAME`` for a kernel of an included file."""
+    name = kernel if kernel is not None else found.kernels[0]
+    return f"cudalens {command} {shlex.quote(str(found.path))} --kernel {shlex.quote(name)}"
+
+
+def _included_hint(path: Path, text: str, command: str,
+                   kernel_name: Optional[str] = None) -> str:
+    """The ``; ...`` sentence naming the included files that hold kernels (for a file with
+    none, or none of that name) and the command to run on one; "" when there is none."""
+    found = included_kernels(path, text)
+    if kernel_name is not None:
+        base = kernel_name.split("<")[0].strip()
+        found = [f for f in found if any(base in (k, k.split("::")[-1]) for k in f.kernels)]
+    if not found:
+        return ""
+    where = "; ".join(f"{f.path} (line {f.line}: {f.spelling}) defines {', '.join(f.kernels)}"
+                      for f in found[:3])
+    which = "that file" if len(found) == 1 else "one of them"
+    return (f"; the kernels are in the file{'s' if len(found) > 1 else ''} it includes: "
+            f"{where}; run cudalens on {which}: {_run_on(found[0], command, kernel_name)}")
+
+
+def read_source(path: Path, command: str = "spec",
+                kernel_name: Optional[str] = None) -> tuple[str, SourceFile]:
+    """Reads and parses a ``.cu``/``.cuh`` file. ``command`` (``spec``, ``plan``,
+    ``optimize``) and ``kernel_name`` word the next command a message suggests.
 
     Raises:
-        CudalensError: the file is missing or unreadable, or holds no ``__global__`` kernel.
+        CudalensError: the file is missing or unreadable, or holds no ``__global__`` kernel
+            (naming the files it includes that hold kernels, with the command to run on one).
     """
     if path.exists() and not path.is_file():
         raise CudalensError(f"{path}: expected a CUDA source file, found a directory or "
@@ -59,6 +128,7 @@ def read_source(path: Path) -> tuple[str, SourceFile]:
             hint = ("; a #define in the file spells __global__: kernels declared through a "
                     "macro are not seen by cudalens spec and optimize (write the definitions "
                     "out), though cudalens check, which compiles the file, lists them")
+        hint += _included_hint(path, text, command, kernel_name)
         raise CudalensError(f"{path}: expected at least one __global__ kernel, found none{hint}")
     return text, source
 
@@ -68,12 +138,13 @@ def template_instance(name: Optional[str]) -> Optional[str]:
     return name.strip() if name is not None and "<" in name else None
 
 
-def select_kernel(source: SourceFile, name: Optional[str]) -> Kernel:
+def select_kernel(source: SourceFile, name: Optional[str], command: str = "spec") -> Kernel:
     """The kernel named ``name``, or the file's only kernel when ``name`` is None. A template
     instance (``reduce<float, 256>``) selects its template (``reduce``).
 
     Raises:
-        CudalensError: no kernel has that name, or several kernels exist and none was named.
+        CudalensError: no kernel has that name (naming an included file that defines it, with
+            ``cudalens COMMAND`` to run on it), or several kernels exist and none was named.
     """
     names = _names(source)
     if name is None:
@@ -86,8 +157,8 @@ def select_kernel(source: SourceFile, name: Optional[str]) -> Kernel:
         name = name.split("<")[0].strip()
     same = [k for k in source.kernels if name in (k.name, k.qualified_name)]
     if not same:
-        hint = ""
-        if name and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", source.text):
+        hint = _included_hint(Path(source.path), source.text, command, name) if name else ""
+        if not hint and name and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", source.text):
             hint = (f"; {name!r} appears in the file but not as a kernel definition: a kernel "
                     f"declared through a macro is not seen by cudalens spec and optimize (write "
                     f"its definition out), though cudalens check, which compiles the file, "
@@ -140,19 +211,105 @@ class FileContext:
     headers: tuple[str, ...]
     defines: dict
     context: str
+    hosts: tuple["HostFile", ...] = ()
+
+
+@dataclass(frozen=True)
+class HostFile:
+    """A file ``path`` (text ``text``) in a kernel file's folder that includes the kernel
+    file with quotes at ``line`` (1-based): where its launches are when the kernel file has
+    none (Rodinia's ``bfs.cu`` including ``kernel.cu``)."""
+
+    path: Path
+    text: str
+    line: int
+
+
+MAX_HOST_FILES = 256  # files of the folder looked at for a kernel file's includer
+_HOST_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
+
+
+def host_files(path: Path, text: str) -> tuple[HostFile, ...]:
+    """The files beside ``path`` (the first ``MAX_HOST_FILES`` by name, each at most
+    ``MAX_INCLUDED_BYTES``, ending in ``_HOST_SUFFIXES``) that ``#include "NAME"`` it, NAME
+    naming ``path`` from their folder; () when ``text`` launches a kernel itself (``<<<``) or
+    the folder cannot be read."""
+    if "<<<" in text:
+        return ()
+    from gpu_runner.includes import find_includes
+
+    try:
+        me = path.resolve()
+        names = sorted(p for p in path.parent.iterdir() if p.suffix in _HOST_SUFFIXES)
+    except OSError:
+        return ()
+    out = []
+    for other in names[:MAX_HOST_FILES]:
+        try:
+            if other.resolve() == me or not other.is_file() \
+                    or other.stat().st_size > MAX_INCLUDED_BYTES:
+                continue
+            body = read_text_file(other)
+        except (OSError, TextFileError):
+            continue
+        if path.name not in body or "<<<" not in body:
+            continue
+        for inc in find_includes(body):
+            if inc.name and not inc.angle and (other.parent / inc.name).resolve() == me:
+                out.append(HostFile(other, body, inc.line))
+                break
+    return tuple(out)
 
 
 def file_context(path: Path, text: str) -> FileContext:
     """The ``FileContext`` of ``path`` holding ``text``: the headers read from disk and the
     build looked up now (a caller loading every kernel of a file makes it once and passes it
-    to each ``load_spec``: reading them per kernel made a file of 3,000 kernels take minutes)."""
+    to each ``load_spec``: reading them per kernel made a file of 3,000 kernels take minutes),
+    and the files of its folder that include it (``host_files``)."""
     from cudalens.build import build_defines, project_header_texts
     from cudalens.spec.headers import local_headers
 
     own = local_headers(path, text)
     headers = own + tuple(t for t in project_header_texts(path, text) if t not in own)
     return FileContext(headers=headers, defines=build_defines(path),
-                       context="\n".join(headers + (text,)))
+                       context="\n".join(headers + (text,)), hosts=host_files(path, text))
+
+
+def _line_mapper(own_lines: int, host: HostFile):
+    """A note's ``line N`` in the joined text (the kernel file's ``own_lines`` lines, then the
+    host file's) as the file it is in: ``line N`` of the kernel file, ``line M of HOST``."""
+    def fix(m: "re.Match") -> str:
+        n = int(m.group(2))
+        if n <= own_lines:
+            return m.group(0)
+        return f"{m.group(1)}{n - own_lines} of {host.path.name}"
+    return lambda note: re.sub(r"\b(lines? )(\d+)\b(?!-)", fix, note)
+
+
+def _draft_with_host(kernel: Kernel, text: str, host: HostFile, instance: Optional[str],
+                     headers: tuple[str, ...], defines: dict) -> Optional[KernelSpec]:
+    """``kernel``'s draft read with the launch sites of ``host``, a file that includes
+    ``text``: drafted from the kernel file's text followed by the host's (its include of the
+    kernel file blanked), as the compiler sees one translation unit; the notes' lines are the
+    files' own. None when the host does not launch the kernel."""
+    from dataclasses import replace
+
+    from cudalens.source.launches import launches_of
+
+    own = text if text.endswith("\n") else text + "\n"
+    lines = host.text.split("\n")
+    lines[host.line - 1] = ""
+    joined = parse_source(own + "\n".join(lines), str(host.path))
+    same = [k for k in joined.kernels
+            if k.qualified_name == kernel.qualified_name and k.start_byte == kernel.start_byte]
+    if not same or not launches_of(same[0], joined.launch_sites):
+        return None
+    spec = infer_spec(same[0], joined.text, joined.launch_sites, instance=instance,
+                      headers=headers, defines=defines)
+    fix = _line_mapper(own.count("\n"), host)
+    note = (f"launch sites from {host.path.name}, which includes this file at its line "
+            f"{host.line}")
+    return replace(spec, notes=(note,) + tuple(fix(n) for n in spec.notes))
 
 
 def load_spec(path: Path, source: SourceFile, kernel: Kernel,
@@ -162,7 +319,9 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
     ``instance`` (``reduce<float, 256>``) asks for one template instance's section or draft.
     The build's integer ``-D`` values and the project headers found through its ``-I`` folders
     (``cudalens.build``) count as the file's, as its own headers and ``#define``s do: from
-    ``around`` when given (``file_context(path, source.text)``), else read now.
+    ``around`` when given (``file_context(path, source.text)``), else read now. A file that
+    launches no kernel is drafted with the launch sites of a file of its folder that includes
+    it (``around.hosts``), when one launches the kernel.
 
     Raises:
         CudalensError: the spec file exists but is malformed or does not fit the kernel; the
@@ -180,8 +339,15 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
     if spec is not None:
         return spec, str(spec_parser.spec_path_for(path))
     try:
-        spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
-                          headers=headers, defines=defines)
+        spec = None
+        if not source.launch_sites:  # the host code is elsewhere: a file including this one?
+            for host in around.hosts:
+                spec = _draft_with_host(kernel, source.text, host, instance, headers, defines)
+                if spec is not None:
+                    break
+        if spec is None:
+            spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
+                              headers=headers, defines=defines)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     check_draft(path, kernel, spec, around.context, defines)
@@ -241,9 +407,13 @@ def first_parse_error(source: SourceFile, kernel: Optional[Kernel] = None):
 
 
 def load_target(path: Path, kernel_name: Optional[str] = None,
-                read: Optional[tuple[str, SourceFile]] = None) -> Target:
-    text, source = read if read is not None else read_source(path)
-    kernel = select_kernel(source, kernel_name)
+                read: Optional[tuple[str, SourceFile]] = None,
+                command: str = "spec") -> Target:
+    """The kernel ``kernel_name`` of ``path`` (``select_kernel``) with its spec (``load_spec``);
+    ``read``: the file's (text, source) when read already; ``command``: the cudalens command
+    a message suggests running on an included file. Raises CudalensError as those do."""
+    text, source = read if read is not None else read_source(path, command, kernel_name)
+    kernel = select_kernel(source, kernel_name, command)
     check_spec_sections(path, source)
     spec, origin = load_spec(path, source, kernel, template_instance(kernel_name))
     return Target(path=path, text=text, source=source, kernel=kernel, spec=spec,

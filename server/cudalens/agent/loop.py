@@ -260,7 +260,8 @@ class AgentLoop:
             try:
                 variant = build_variant(name, spliced.text, self.kernel.qualified_name, t.spec,
                                         setting_launch, self.device.sm_count,
-                                        options=self.build.options, files=self.build.files)
+                                        options=self.build.options, files=self.build.files,
+                                        source_path=self.build.source_path)
             except SpecError as exc:
                 where = f" with {setting.label}" if setting.values else ""
                 return [f"the launch configuration{where} cannot be used: {exc.message}"]
@@ -604,7 +605,8 @@ class AgentLoop:
         def variant(label: str, row: Row, launch) -> Variant:
             c = row.candidate
             return build_variant(label, c.source, c.kernel, spec, launch, self.device.sm_count,
-                                 options=self.build.options, files=self.build.files)
+                                 options=self.build.options, files=self.build.files,
+                                 source_path=self.build.source_path)
 
         def send(variants: list[Variant], _launches) -> Evaluation:
             ev = self.runner.evaluate(self.problem, self.baseline, variants,

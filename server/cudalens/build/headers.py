@@ -9,7 +9,11 @@ outside the project and the toolkit's include folders stay on the runner), as is
 runner's bounds (``gpu_runner.includes``: ``MAX_FILES`` files, ``MAX_FILE_BYTES`` each) or one
 whose includes the runner would refuse. The build's folders inside the project become relative
 ``-I`` options, the kernel's own folder first (on the runner the source is ``kernel.cu`` at the
-top of the compile folder, so its quoted includes are found through that option).
+top of the compile folder, so its quoted includes are found through that option). A kernel whose
+own includes climb with ``..`` (``#include "../../common/polybench.h"``) is sent at its path
+from the project's root instead (``RequestFiles.source_path``, ``CUDA/GEMM/gemm.cu``), beside
+its headers named from that root, so the name resolves from its folder to a sent file, as
+the runner allows (``gpu_runner.includes.request_target``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from gpu_runner.compile_folder import MAIN
 from gpu_runner.includes import (
     MAX_FILE_BYTES, MAX_FILES, check_file_names, find_includes, refused_includes,
+    source_path_problems,
 )
 
 from cudalens.build.flags import BuildFlags
@@ -35,11 +41,13 @@ class HeaderError(CudalensError):
 
 @dataclass(frozen=True)
 class RequestFiles:
-    """What a runner request carries for the build: ``files`` (relative path -> text) and
-    ``options`` (relative ``-I`` options, then the build's macro options the runner accepts)."""
+    """What a runner request carries for the build: ``files`` (relative path -> text),
+    ``options`` (relative ``-I`` options, then the build's macro options the runner accepts)
+    and ``source_path`` (where the runner writes the kernel's file: ``Variant.source_path``)."""
 
     files: dict
     options: tuple[str, ...]
+    source_path: str = MAIN
 
 
 def _inside(path: str, root: str) -> bool:
@@ -123,9 +131,10 @@ def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
     if problems:
         raise HeaderError(f"{path}: the project headers cannot be sent to the runner: "
                           + "; ".join(problems))
-    bad = refused_includes(text, files, main=str(path))
+    source_path = _source_path(main, text, root, files)
+    bad = refused_includes(text, files, main=str(path), at=source_path)
     if bad:
-        raise HeaderError(f"the runner would refuse these includes: "
+        raise HeaderError("the runner would refuse these includes: "
                           + "; ".join(str(b) for b in bad[:5]))
     options = []
     if files:
@@ -136,7 +145,20 @@ def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
                 if opt not in options:
                     options.append(opt)
     options += [o for o in flags.macro_options() if _runner_option(o)]
-    return RequestFiles(files, tuple(options))
+    return RequestFiles(files, tuple(options), source_path)
+
+
+def _source_path(main: str, text: str, root: str, files: dict) -> str:
+    """Where the runner writes the kernel's file: its path from the project's ``root`` when
+    one of its quoted includes climbs with ``..`` and that path is one the runner takes
+    (``gpu_runner.includes.source_path_problems``); else ``kernel.cu``."""
+    if not files or not any(inc.name and not inc.angle and ".." in inc.name.split("/")
+                            for inc in find_includes(text)):
+        return MAIN
+    rel = os.path.relpath(main, root).replace(os.sep, "/")
+    if not _inside(main, root) or source_path_problems(rel, files):
+        return MAIN
+    return rel
 
 
 def project_header_texts(path: Path, text: str) -> tuple[str, ...]:

@@ -57,7 +57,8 @@ class Bench:
                              self.target.spec, launch or candidate.launch,
                              self.device.sm_count,
                              options=(*self.build.options, *candidate.options),
-                             files=self.build.files)
+                             files=self.build.files,
+                             source_path=self.build.source_path)
 
     def _evaluate(self, variants: list[Variant]) -> Evaluation:
         return baseline_measured(self.target, self.runner.evaluate(

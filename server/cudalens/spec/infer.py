@@ -117,6 +117,7 @@ from cudalens.spec.host_locals import line_starts, locals_in, offset_of
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
                                  SizeDecl)
 from cudalens.spec.poly import Poly
+from cudalens.spec.shared_block import shared_block
 from cudalens.spec.tile_step import tile_step
 from cudalens.textfile import from_bytes, to_bytes
 
@@ -1446,6 +1447,18 @@ class _Drafter:
         name = "n" if "n" not in taken or "n" in self.int_params else "n_elements"
         return name, name
 
+    def int_value(self, text: str) -> Optional[int]:
+        """``text`` (an array extent, a constant) as an integer: of literals, the file's
+        macros and constants and the build's defines; None when it is not one."""
+        try:
+            value = evaluate(re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text.strip()),
+                             dict(self.constants))
+        except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+            value = None
+        if not isinstance(value, int) or isinstance(value, bool):
+            value = const_value(text, self.context)
+        return value if isinstance(value, int) else None
+
     def block(self) -> tuple[tuple[int, ...], str]:
         found = block_from_file(self.kernel, self.sites, self.context, self.source)
         if found is not None:
@@ -1458,6 +1471,12 @@ class _Drafter:
                 return (value * value,), (f"template argument {name} = {value} of "
                                           f"{self.instance} squared: the body splits "
                                           f"threadIdx.x into rows and columns of {name}")
+            n = re.escape(name)
+            if value is not None and 1 <= value <= 1024 and re.search(
+                    rf"\b{n}\s*==\s*0\s*\?\s*blockDim\.x\s*:\s*{n}\b", body):
+                return (value,), (f"template argument {name} = {value} of {self.instance}: "
+                                  f"the body uses {name} as its block size where it is not 0 "
+                                  f"('{name} == 0 ? blockDim.x : {name}')")
             if _BLOCK_NAME.match(name) and value is not None and 1 <= value <= 1024:
                 return (value,), f"template argument {name} = {value} of {self.instance}"
             if value is not None and 1 <= value <= 1024 and _block_stride(body, name) and \
@@ -1473,6 +1492,19 @@ class _Drafter:
             return (step.value,), (f"the loop at line {step.line} steps {step.var} by "
                                    f"{step.step} (= {step.value}) from threadIdx.x, so the "
                                    f"kernel covers its elements with exactly {step.value} threads")
+        shared = shared_block(body, self.int_value, "threadIdx.y" in self.facts.builtins)
+        if shared is not None and "threadIdx.z" not in self.facts.builtins:
+            return shared.block, shared.reason()
+        if "threadIdx.y" not in self.facts.builtins and "threadIdx.z" not in self.facts.builtins:
+            for name in dict.fromkeys(re.findall(r"\bblockIdx\.x\s*\*\s*\(?\s*([A-Za-z_]\w*)|"
+                                                 r"\b([A-Za-z_]\w*)\s*\)?\s*\*\s*blockIdx\.x",
+                                                 body)):
+                name = "".join(name)
+                value = self.constants.get(name)
+                if value is not None and 1 <= value <= 1024 and _block_stride(body, name):
+                    return (value,), (f"{name} = {value}: the body steps blockIdx.x by {name} "
+                                      f"before adding threadIdx.x, so a block has {name} "
+                                      f"threads (no launch site gives the block)")
         if "threadIdx.y" in self.facts.builtins or "threadIdx.z" in self.facts.builtins:
             return DEFAULT_BLOCK_2D, "GUESS, the default for a body that uses threadIdx.y " \
                                      "(no launch site with a literal block)"

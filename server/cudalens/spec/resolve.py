@@ -464,11 +464,13 @@ def build_problem(spec: KernelSpec, kernel: Kernel,
 
 def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
                   launch: LaunchDecl, sm_count: int, options: Sequence[str] = (),
-                  files: Optional[Mapping[str, str]] = None) -> Variant:
+                  files: Optional[Mapping[str, str]] = None,
+                  source_path: str = "kernel.cu") -> Variant:
     """A variant with one :class:`Launch` per case of :func:`build_problem`, each evaluated with
     that case's sizes, so a changed block shape flows into the grid through ``block.x``.
     ``files``: the project headers the source needs (``cudalens.build.request_files``), sent
-    with it; ``options`` then carry their relative ``-I`` folders.
+    with it; ``options`` then carry their relative ``-I`` folders; ``source_path``: where the
+    runner writes the source among them (``RequestFiles.source_path``).
 
     Raises:
         SpecError: a launch value is unusable (at ``launch.line``), or ``launch``'s block would
@@ -486,7 +488,8 @@ def build_variant(label: str, source: str, kernel_name: str, spec: KernelSpec,
     # JSON (the runner's requests) cannot hold a byte that is not UTF-8 (``textfile``).
     return Variant(label=label, source=wire_text(source), name=kernel_name,
                    launches=tuple(launches), options=tuple(options),
-                   files={name: wire_text(text) for name, text in (files or {}).items()})
+                   files={name: wire_text(text) for name, text in (files or {}).items()},
+                   source_path=source_path)
 
 
 def instance_name(kernel_name: str, spec: KernelSpec) -> str:

@@ -89,11 +89,13 @@ def profile_subject(result: OptimizeResult) -> Optional[tuple[str, str, Variant]
         if result.winner is None:
             return BASELINE, BASELINE, build_variant(BASELINE, target.text, name, spec,
                                                      spec.launch, sms, options=build.options,
-                                                     files=build.files)
+                                                     files=build.files,
+                                                     source_path=build.source_path)
         c = result.winner.candidate
         sent = result.winner.result.verdict.variant or "winner"
         return (candidate_id(c.source, launch_record(c.launch)), c.label,
                 build_variant(sent, c.source, name, spec, c.launch, sms,
-                              options=(*build.options, *c.options), files=build.files))
+                              options=(*build.options, *c.options), files=build.files,
+                              source_path=build.source_path))
     except (CudalensError, ValueError, KeyError):
         return None
