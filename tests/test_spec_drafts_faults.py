@@ -327,3 +327,37 @@ __global__ void spans(const Span *s, const int *edges, int *hit, int n) {
     sf = parse_source(typedef, "k.cu")
     with pytest.raises(SpecError, match="points to 'Span'"):
         infer_spec(sf.kernels[0], typedef, sf.launch_sites)
+
+
+def test_a_project_header_included_through_dotdot_is_read_for_the_draft(tmp_path):
+    """PolyBench includes ``"../../common/polybench.h"``: the runner refuses to receive such
+    an include (``request_files``), but the draft reads the header, inside the project, all
+    the same, so ``_B_NX`` expands to the parameter ``nx``."""
+    from cudalens.build.headers import HeaderError, request_files
+    from cudalens.build.project import build_for
+    from cudalens.target import load_target
+
+    root = tmp_path / "suite"
+    (root / ".git").mkdir(parents=True)
+    (root / "cudalens.toml").write_text("[build]\n")
+    (root / "common").mkdir()
+    (root / "common" / "bounds.h").write_text(LOOP_BOUNDS_HEADER)
+    (root / "rows").mkdir()
+    kernel = root / "rows" / "row.cu"
+    kernel.write_text("""\
+#include "../common/bounds.h"
+__global__ void row_sum(const float *A, float *out, int nx, int ny) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < _B_NX) {
+        float s = 0.0f;
+        for (int j = 0; j < _B_NY; j++) s += A[i * NY + j];
+        out[i] = s;
+    }
+}
+void run(const float *A, float *out) { row_sum<<<(NX + 255) / 256, 256>>>(A, out, NX, NY); }
+""")
+    spec = load_target(kernel).spec
+    assert sizes(spec) == {"nx": "4096", "ny": "1024"}
+    assert buffers(spec) == {"A": ("in", "1024 * nx + ny - 1024"), "out": ("out", "nx")}
+    with pytest.raises(HeaderError, match="the runner would refuse these includes"):
+        request_files(kernel, kernel.read_text(), build_for(kernel))
