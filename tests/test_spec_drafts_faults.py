@@ -329,6 +329,33 @@ __global__ void spans(const Span *s, const int *edges, int *hit, int n) {
         infer_spec(sf.kernels[0], typedef, sf.launch_sites)
 
 
+def test_a_pointer_to_a_struct_of_another_file_is_refused_when_the_body_reads_its_fields():
+    """Rodinia bfs's kernel.cu: ``Node* g_graph_nodes`` with ``struct Node`` declared in
+    bfs.cu, and loop bounds read from ``g_graph_nodes[tid].starting``; before, a float
+    buffer whose bit patterns became loop bounds."""
+    source = """\
+__global__ void visit(Node *nodes, const int *edges, int *cost, int count) {
+    int tid = blockIdx.x * 256 + threadIdx.x;
+    if (tid < count)
+        for (int i = nodes[tid].starting; i < nodes[tid].starting + nodes[tid].no_of_edges; i++)
+            cost[edges[i]] = cost[tid] + 1;
+}
+"""
+    sf = parse_source(source, "k.cu")
+    with pytest.raises(SpecError) as err:
+        infer_spec(sf.kernels[0], source, sf.launch_sites)
+    assert err.value.line == 1
+    assert err.value.message.startswith(
+        "cannot draft a spec for parameter nodes of visit: 'Node *nodes' points to 'Node', "
+        "which this file does not declare, and the body reads a field of its elements "
+        "('nodes[tid].starting'), so it is a struct, class or union")
+    plain = source.replace("Node *nodes", "Weight *nodes").replace(
+        "for (int i = nodes[tid].starting; i < nodes[tid].starting + nodes[tid].no_of_edges; "
+        "i++)\n            cost[edges[i]] = cost[tid] + 1;", "cost[tid] = nodes[tid];")
+    spec = infer(plain)  # an unknown type read whole is still drafted, with its note
+    assert "nodes: element type 'Weight' unknown, assumed float" in spec.notes
+
+
 def test_a_project_header_included_through_dotdot_is_read_for_the_draft(tmp_path):
     """PolyBench includes ``"../../common/polybench.h"``: the runner refuses to receive such
     an include (``request_files``), but the draft reads the header, inside the project, all

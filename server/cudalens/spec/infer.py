@@ -1580,6 +1580,17 @@ class _Drafter:
         if assumed:
             self.notes.append(f"length of {p.name} assumed {elements}: {assumed}")
         if st is None:
+            field = _field_read(p.name, _kernel_text(self.kernel, self.source))
+            if field is not None:  # a struct the file does not declare (another file's)
+                raise SpecError(INFERRED, p.range.start.line + 1, (
+                    f"cannot draft a spec for parameter {p.name} of {self.kernel.name}: "
+                    f"'{p.text}' points to '{p.type.replace('*', '').strip()}', which this "
+                    f"file does not declare, and the body reads a field of its elements "
+                    f"('{field}'), so it is a struct, class or union; a spec's buffer holds "
+                    f"numbers of one type, so a drafted buffer would fill its fields with "
+                    f"meaningless values; write the spec yourself, giving {p.name} as a "
+                    f"buffer of its fields' number type (its length counted in fields) with a "
+                    f"range that keeps what the kernel reads from it inside its buffers"))
             st = "float"
             self.notes.append(f"{p.name}: element type '{p.type}' unknown, assumed float")
         elif lanes > 1:
@@ -1745,6 +1756,14 @@ class _Drafter:
                 return size, f"{declared} (used as {cast} through a cast)"
         size = _sizeof(templates.resolve_type(m.group("type"), self.context, self.bound))
         return size or 4, declared
+
+
+def _field_read(name: str, body: str) -> Optional[str]:
+    """The first ``name[...].field`` or ``name->field`` of ``body`` (an element of pointer
+    ``name`` read as a record), as written; None when there is none."""
+    m = re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:\[(?:[^\[\]]|\[[^\[\]]*\])*\]\s*\.|->)"
+                  rf"\s*[A-Za-z_]\w*", body)
+    return " ".join(m.group(0).split()) if m else None
 
 
 def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
