@@ -61,8 +61,9 @@ def _clear_caches() -> None:
 
 def ref_record_types(text: str) -> frozenset:
     names = set(re.findall(r"\b(?:struct|class|union)\s+([A-Za-z_]\w*)", text))
-    names |= set(re.findall(r"typedef\s+(?:struct|class|union)\b[^;]*?\}\s*([A-Za-z_]\w*)\s*;",
-                            text, flags=re.S))
+    # (a typedef's braced body may hold fields' semicolons: ``typedef struct { int a; } P;``)
+    names |= set(re.findall(r"typedef\s+(?:struct|class|union)\b(?:[^;{]*\{[^{}]*\}|[^;]*?\})"
+                            r"\s*([A-Za-z_]\w*)\s*;", text, flags=re.S))
     return frozenset(names)
 
 

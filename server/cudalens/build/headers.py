@@ -83,11 +83,12 @@ def _runner_option(opt: str) -> bool:
     return check_options((opt,)) is None
 
 
-def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
-    """The headers ``text`` (the contents of ``path``) needs, and the options naming them.
+def _project_headers(path: Path, text: str, build: ProjectBuild) -> dict[str, str]:
+    """The project headers ``text`` (the contents of ``path``) includes, transitively: path
+    relative to the project's root -> text.
 
     Raises HeaderError naming the header (and the file and line including it) for a header
-    outside the project, too large or too many, or whose includes the runner refuses."""
+    outside the project, too large or too many."""
     root = os.path.realpath(build.root)
     flags: BuildFlags = build.flags
     dirs = [os.path.realpath(d) for d in (*flags.include_dirs, *flags.system_include_dirs)]
@@ -127,6 +128,19 @@ def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
                 raise HeaderError(f"{where}: header {found} is one too many: the runner takes "
                                   f"at most {MAX_FILES} headers with a kernel")
             todo.append((found, content))
+    return files
+
+
+def request_files(path: Path, text: str, build: ProjectBuild) -> RequestFiles:
+    """The headers ``text`` (the contents of ``path``) needs, and the options naming them.
+
+    Raises HeaderError naming the header (and the file and line including it) for a header
+    outside the project, too large or too many, or whose includes the runner refuses."""
+    files = _project_headers(path, text, build)
+    root = os.path.realpath(build.root)
+    flags: BuildFlags = build.flags
+    dirs = [os.path.realpath(d) for d in (*flags.include_dirs, *flags.system_include_dirs)]
+    main = os.path.realpath(path)
     problems = check_file_names(files)
     if problems:
         raise HeaderError(f"{path}: the project headers cannot be sent to the runner: "
@@ -163,9 +177,11 @@ def _source_path(main: str, text: str, root: str, files: dict) -> str:
 
 def project_header_texts(path: Path, text: str) -> tuple[str, ...]:
     """The texts of the project headers ``text`` (the contents of ``path``) includes,
-    transitively, through the build's folders (``request_files``), for spec inference;
-    () when the build cannot be read or the headers could not be sent."""
+    transitively, through the build's folders (``_project_headers``), for spec inference;
+    () when the build cannot be read or a header is outside the project, too large or too
+    many. Headers the runner would refuse to receive (an include through ``..``, PolyBench's
+    ``"../../common/polybench.h"``) are read all the same: inference only reads them."""
     try:
-        return tuple(request_files(path, text, build_for(path)).files.values())
+        return tuple(_project_headers(path, text, build_for(path)).values())
     except (CudalensError, OSError):
         return ()

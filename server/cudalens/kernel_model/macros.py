@@ -112,3 +112,35 @@ def parse_expression(text: str) -> tuple[Parsed, tree_sitter.Node]:
                 if len(inner) == 1:
                     return parsed, inner[0]
     raise ValueError(f"cannot parse '{text}' as an expression")
+
+
+def expand_use(node: tree_sitter.Node, parsed: Parsed, macros: dict[str, Macro]
+               ) -> Optional[tuple[Parsed, tree_sitter.Node]]:
+    """The expression a macro use ``node`` (of ``parsed``) stands for, re-parsed, as (its
+    parse, its node): an object-like macro whose body is no integer literal (``_PB_NX`` with
+    ``#define _PB_NX POLYBENCH_LOOP_BOUND(NX, nx)``) or a function-like macro's call with its
+    arguments substituted (``substitute``). None for anything else, a macro that is not
+    ``expandable``, a wrong argument count, or a replacement that is no expression."""
+    text: Optional[str] = None
+    if node.type == "identifier":
+        macro = macros.get(parsed.text_of(node))
+        if macro is not None and macro.params is None and macro.expandable and \
+                int_value(macro) is None and macro.body:
+            text = macro.body
+    elif node.type == "call_expression":
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        macro = macros.get(parsed.text_of(fn)) if fn is not None and \
+            fn.type == "identifier" else None
+        if macro is not None and macro.params is not None and macro.expandable and \
+                args is not None:
+            try:
+                text = substitute(macro, [parsed.text_of(a) for a in args.named_children
+                                          if a.type != "comment"])
+            except ValueError:
+                text = None
+    if text is None:
+        return None
+    try:
+        return parse_expression(text)
+    except ValueError:
+        return None

@@ -27,6 +27,7 @@ from typing import Optional
 import tree_sitter
 
 from cudalens.kernel_model.file_facts import fact, file_nodes
+from cudalens.kernel_model.macros import expand_use, file_macros
 from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
@@ -252,11 +253,17 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
     return form, bound
 
 
-def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str:
+def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
+                depth: int = 0, macros: Optional[dict] = None) -> str:
     """The guard bound as a spec expression: scalar parameters replaced by their values
-    (integer casts looked through)."""
+    (integer casts looked through, the file's macros that are no integer expanded: ``BOUND``
+    with ``#define BOUND PICK(N, n)``, at most 8 deep)."""
     node = _strip_casts(node, parsed)
     text = parsed.text_of(node)
+    macros = file_macros(parsed) if macros is None else macros
+    expanded = expand_use(node, parsed, macros) if depth < 8 else None
+    if expanded is not None:
+        return _bound_spec(expanded[1], expanded[0], ctx, depth + 1, macros)
     if node.type == "identifier":
         try:
             decl = ctx.spec.param(text)
@@ -275,8 +282,8 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext) -> str
     if node.type == "binary_expression":
         op = node.child_by_field_name("operator").type
         if op in _BOUND_OPERATORS:
-            left = _bound_spec(node.child_by_field_name("left"), parsed, ctx)
-            right = _bound_spec(node.child_by_field_name("right"), parsed, ctx)
+            left = _bound_spec(node.child_by_field_name("left"), parsed, ctx, depth, macros)
+            right = _bound_spec(node.child_by_field_name("right"), parsed, ctx, depth, macros)
             return f"({left} {op} {right})"
     raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not an integer "
                 f"expression of scalar parameters", line=parsed.line_of(node))

@@ -25,6 +25,7 @@ from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
+from cudalens.kernel_model.macros import expand_use
 from cudalens.optimizer.macros import Macro, file_macros, int_value
 from cudalens.optimizer.reasons import LocatedError
 from cudalens.spec import dtypes
@@ -84,15 +85,19 @@ def _first_line(text: str) -> str:
 
 
 def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
-              macros: dict[str, Macro]) -> str:
+              macros: dict[str, Macro], depth: int = 0) -> str:
     """A bound as a spec expression: scalar parameters replaced by their spec values, integer
-    macros by their values.
+    macros by their values, other macros expanded (``#define BOUND PICK(N, m)`` with
+    ``#define PICK(x, y) y`` is ``m``'s value; at most 8 expansions deep).
 
     Raises:
         NoMatch: the bound uses anything else (a local variable, a call, a float).
     """
     node = unparen(node)
     text = parsed.text_of(node)
+    expanded = expand_use(node, parsed, macros) if depth < 8 else None
+    if expanded is not None:
+        return spec_text(expanded[1], expanded[0], ctx, macros, depth + 1)
     if node.type == "identifier":
         if text in macros and int_value(macros[text]) is not None:
             return str(int_value(macros[text]))

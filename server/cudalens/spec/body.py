@@ -38,7 +38,7 @@ from cudalens.kernel_model.syntax import (Node, Parsed, declared_name, int_liter
                                           named_children, operator, strip, walk)
 from cudalens.source.model import Kernel
 from cudalens.spec import dtypes, templates
-from cudalens.spec.defines import function_macros
+from cudalens.spec.defines import function_macros, object_macros
 from cudalens.spec.loop_counts import LoopCount, bump_count, divide, loop_count, loops_around
 from cudalens.spec.poly import Poly
 
@@ -161,6 +161,10 @@ class BodyAnalysis:
         self.kernel_params = tuple(kernel.parameters)
         # the file's own macros too when no context is given (``validate.check_roles``)
         self.macros = function_macros(context or parsed.text)
+        self.object_macros = object_macros(context or parsed.text)
+        # re-parsed expansions of macros in conditions and bounds (``IN_RANGE(x, 0, n - 1)``,
+        # ``BOUND``); while any exists, ``text`` reads each node from its own parse
+        self.expansions: list[Parsed] = []
         self.int_params = {p.name for p in kernel.parameters
                            if not p.is_pointer and (dtypes.is_int_c_type(p.type) or (
                                context and dtypes.is_int_c_type(
@@ -261,6 +265,12 @@ class BodyAnalysis:
         if cond is not None:
             self.facts.checked_names |= {self.text(m) for m in walk(cond)
                                          if m.type == "identifier"}
+            for m in walk(cond):
+                macro = self.expanded(m) if m.type in ("call_expression", "identifier") \
+                    else None
+                if macro is not None:  # the names a macro's check reads
+                    self.facts.checked_names |= {self.text(e) for e in walk(macro)
+                                                 if e.type == "identifier"}
 
     def _flags(self) -> dict[str, list[tuple[Node, bool]]]:
         """Boolean locals that stand for bounds checks, as name -> [(condition, exit)]:
@@ -528,8 +538,49 @@ class BodyAnalysis:
         if self.facts.steps.setdefault(name, found) != found:
             self.facts.steps[name] = ("", "")
 
+    def expanded(self, node: Node, depth: int = 0) -> Optional[Node]:
+        """The expression a macro use stands for, re-parsed: a call of a function-like macro
+        of the file or its headers (``IN_RANGE(x, 0, cols - 1)`` with ``#define IN_RANGE(x,
+        lo, hi) ((x) >= (lo) && (x) <= (hi))``) with its arguments substituted as written, or
+        an object-like macro whose text is no integer (``BOUND`` with ``#define BOUND PICK(N,
+        m)``), expanded again while the result is one such use (at most 8 times); None when
+        ``node`` is neither or the text does not parse."""
+        from cudalens.kernel_model.macros import Macro, parse_expression, substitute
+
+        node = strip(node)
+        text = None
+        if node.type == "identifier":
+            name = self.text(node)
+            if name in self.object_macros and name not in self.defs and \
+                    name not in self.int_params and name not in self.pointers:
+                text = self.object_macros[name]
+        elif node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            name = self.text(fn).strip() if fn is not None else ""
+            args = node.child_by_field_name("arguments")
+            if name in self.macros and args is not None:
+                params, body = self.macros[name]
+                try:
+                    text = substitute(Macro(name, params, body, 0),
+                                      [self.text(a) for a in named_children(args)])
+                except ValueError:
+                    text = None
+        if text is None or depth > 8:
+            return None
+        try:
+            parsed, expr = parse_expression(text)
+        except ValueError:
+            return None
+        self.expansions.append(parsed)
+        again = self.expanded(expr, depth + 1)
+        return again if again is not None else expr
+
     def _bounds(self, cond: Node, exit_: bool, scope: Optional[int] = None) -> None:
         cond = strip(cond)
+        macro = self.expanded(cond)
+        if macro is not None:  # if (IN_RANGE(x, 0, cols - 1)): the checks it expands to
+            self._bounds(macro, exit_, scope)
+            return
         joiner = "||" if exit_ else "&&"
         if cond.type == "binary_expression" and operator(cond) == joiner:
             self._bounds(cond.child_by_field_name("left"), exit_, scope)
@@ -584,6 +635,12 @@ class BodyAnalysis:
                     return self.poly(value, depth + 1)
                 return self._changed_in_place(name, node, depth)
             if name in self.bounded or name in self.int_params:
+                return Poly.sym(name)
+            if name in self.object_macros and name not in self.defs:
+                macro = self.expanded(node)  # i < BOUND with #define BOUND PICK(N, m)
+                inner = self.poly(macro, depth + 1) if macro is not None else None
+                if inner is not None:
+                    return inner
                 return Poly.sym(name)
             if name not in self.pointer_locals and self.substitutable(name):
                 inner = self.poly(self.defs[name][0], depth + 1)
@@ -1460,6 +1517,10 @@ class BodyAnalysis:
                             self._builtins_in(v, found, depth + 1, seen)
 
     def text(self, node: Node) -> str:
+        if self.expansions:  # a node may be one of a macro's expansion (its own parse)
+            raw = node.text
+            if raw is not None:
+                return raw.decode("utf-8", errors="replace")
         return self.parsed.text_of(node)
 
 

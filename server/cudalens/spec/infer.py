@@ -463,8 +463,8 @@ class _Drafter:
                                                         p.type, self.context, self.bound)))}
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
-        self.site_grid = self.launch_grid()
         self.site_block = block_from_file(kernel, self.sites, self.context, source)
+        self.site_grid = self.launch_grid()
         # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
         self.site_block_params: dict[str, Poly] = {}
         self.site_block_line = 0
@@ -746,7 +746,13 @@ class _Drafter:
             args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
                     if q.name in self.int_params}
             out: dict[str, tuple[Poly, int, str]] = {}
+            named = site.config[1].strip() if len(site.config) > 1 else ""
             for axis, part in zip("xyz", _site_grid_text(site, self.source)):
+                if self.site_block is not None and re.fullmatch(r"[A-Za-z_]\w*", named):
+                    # ceil((float)W / block.x) with dim3 block(32, 8): the block's extents
+                    shape = tuple(self.site_block[0]) + (1, 1)
+                    part = re.sub(rf"(?<![\w.]){re.escape(named)}\s*\.\s*([xyz])\b",
+                                  lambda m: str(shape["xyz".index(m.group(1))]), part)
                 found = _grid_axis(part, args, self.constants)
                 if found is not None:
                     out[axis] = found
@@ -1136,6 +1142,7 @@ class _Drafter:
                           f"the block, so threadIdx is below it")
         fixed = any(ln.grid_axis or ln.draft_axes for ln in lengths.values())
         grid = self.grid(grid_vars, block, fixed, rename, main_text)
+        grid = self.checked_grid(grid, sizes, block, fixed, main_text)
         if fixed and block_texts is None:
             self.launch_notes.append(f"block fixed at {', '.join(map(str, block))} in grid and "
                                      f"lengths: a buffer is indexed by blockIdx, so its length "
@@ -1308,7 +1315,9 @@ class _Drafter:
         found: dict[str, tuple[str, str]] = {}
         for s in in_indices + list(self.facts.axes):
             axis = self.facts.axes.get(s)
-            if axis is not None and axis[0] not in found and self.bound_of(s) is not None:
+            b = self.bound_of(s) if axis is not None and axis[0] not in found else None
+            if b is not None and not (b.is_const() and b.constant < 1):
+                # (a check such as ``(blkX < 0) ? -blkX : 0`` is no extent: no grid of 0)
                 found[axis[0]] = (s, axis[1])
         return found
 
@@ -1444,7 +1453,11 @@ class _Drafter:
         if sizes:
             return sizes[0].name, ""
         taken = {p.name for p in self.kernel.parameters}
-        name = "n" if "n" not in taken or "n" in self.int_params else "n_elements"
+        # an integer parameter named n is passed this size, unless the host passes it a value
+        # of its own (``host(int n, ...)`` called with ``int n = N;``): that value wins
+        passed = "n" in self.int_params and self.passed_value("n") is not None
+        name = "n" if "n" not in taken or ("n" in self.int_params and not passed) \
+            else "n_elements"
         return name, name
 
     def int_value(self, text: str) -> Optional[int]:
@@ -1458,6 +1471,18 @@ class _Drafter:
         if not isinstance(value, int) or isinstance(value, bool):
             value = const_value(text, self.context)
         return value if isinstance(value, int) else None
+
+    def passed_value(self, name: str) -> Optional[str]:
+        """The value the host code passes integer parameter ``name`` (``site_value``, else
+        ``host_value``), as text; None when no launch site gives one."""
+        param = next((q for q in self.kernel.parameters if q.name == name), None)
+        if param is None:
+            return None
+        found = self.site_value(param)
+        if found is not None:
+            return found[0] if "." not in found[0] else None
+        host = self.host_value(name)
+        return str(host[0]) if host is not None else None
 
     def block(self) -> tuple[tuple[int, ...], str]:
         found = block_from_file(self.kernel, self.sites, self.context, self.source)
@@ -1579,6 +1604,62 @@ class _Drafter:
                                          f"check")
         while len(out) > 1 and out[-1] == "1":
             out.pop()
+        return tuple(out)
+
+    def grid_value(self, text: str, sizes: list[SizeDecl],
+                   block: tuple[int, ...]) -> Optional[object]:
+        """The value of grid axis ``text`` at the drafted sizes (their nominal values, the
+        file's constants and ``block``), or None when it does not evaluate."""
+        from cudalens.spec.expr import Dim3
+
+        env: dict[str, object] = dict(self.constants)
+        try:
+            for size in sizes:
+                env[size.name] = evaluate(size.expr, env)
+            env["block"] = Dim3(*block)
+            return evaluate(text, env)
+        except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError, OverflowError):
+            return None
+
+    def checked_grid(self, grid: tuple[str, ...], sizes: list[SizeDecl],
+                     block: tuple[int, ...], fixed: bool, main: str) -> tuple[str, ...]:
+        """``grid`` with each axis that is not a whole number >= 1 at the drafted sizes (a
+        launch's ``dim3 grid(blockCols)`` with ``blockCols = cols / (BLOCK - 2)`` and a small
+        ``cols`` is 0; a text naming what no size gives does not evaluate) replaced by the
+        grid the kernel's guards would give: ``ceil_div(MAIN, block.x)`` along x (the ragged
+        size kept a multiple of the block), 1 along y and z; each replacement a GUESS note.
+        A grid that uses ``sm_count`` is kept (it is known only on the GPU)."""
+        out = list(grid)
+        for i, text in enumerate(grid):
+            if "sm_count" in text:
+                continue
+            value = self.grid_value(text, sizes, block)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                continue
+            axis = "xyz"[i]
+            if axis == "x":
+                bx = str(block[0]) if fixed else "block.x"
+                new = f"ceil_div({main}, {bx})"
+                if self.grid_value(new, sizes, block) is None:
+                    continue  # nothing better to offer: the checks report the axis
+                if re.fullmatch(r"[A-Za-z_]\w*", main) and main not in self.constants and \
+                        len(block) == 1 and block[0] > 1:
+                    self.multiples.setdefault(main, block[0])
+                    self.multiple_why.setdefault(main, (
+                        f"multiple {main} = {block[0]}: the drafted grid covers {main} with "
+                        f"whole blocks of {block[0]}, so the ragged size stays a multiple"))
+                cover = f"a grid covering {main} with blocks of {bx}"
+            else:
+                new, cover = "1", "one block"
+            shown = "does not evaluate" if value is None else f"is {value}"
+            self.launch_notes = [n for n in self.launch_notes
+                                 if not n.startswith((f"grid.{axis} = {text}:",
+                                                      f"grid.{axis} assumed"))]
+            self.launch_notes.append(
+                f"grid.{axis} = {new}: GUESS, the grid drafted from the kernel and its launch, "
+                f"'{text}', {shown} at the drafted sizes (not a number of blocks >= 1), so "
+                f"{cover} is drafted instead; set the grid the host launches")
+            out[i] = new
         return tuple(out)
 
     def smallest_bound(self, var: str, first: Poly) -> Poly:
@@ -1828,6 +1909,17 @@ class _Drafter:
         if assumed:
             self.notes.append(f"length of {p.name} assumed {elements}: {assumed}")
         if st is None:
+            field = _field_read(p.name, _kernel_text(self.kernel, self.source))
+            if field is not None:  # a struct the file does not declare (another file's)
+                raise SpecError(INFERRED, p.range.start.line + 1, (
+                    f"cannot draft a spec for parameter {p.name} of {self.kernel.name}: "
+                    f"'{p.text}' points to '{p.type.replace('*', '').strip()}', which this "
+                    f"file does not declare, and the body reads a field of its elements "
+                    f"('{field}'), so it is a struct, class or union; a spec's buffer holds "
+                    f"numbers of one type, so a drafted buffer would fill its fields with "
+                    f"meaningless values; write the spec yourself, giving {p.name} as a "
+                    f"buffer of its fields' number type (its length counted in fields) with a "
+                    f"range that keeps what the kernel reads from it inside its buffers"))
             st = "float"
             self.notes.append(f"{p.name}: element type '{p.type}' unknown, assumed float")
         elif lanes > 1:
@@ -1995,6 +2087,14 @@ class _Drafter:
         return size or 4, declared
 
 
+def _field_read(name: str, body: str) -> Optional[str]:
+    """The first ``name[...].field`` or ``name->field`` of ``body`` (an element of pointer
+    ``name`` read as a record), as written; None when there is none."""
+    m = re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:\[(?:[^\[\]]|\[[^\[\]]*\])*\]\s*\.|->)"
+                  rf"\s*[A-Za-z_]\w*", body)
+    return " ".join(m.group(0).split()) if m else None
+
+
 def _site_grid_text(site: LaunchSite, source: str) -> tuple[str, ...]:
     """The texts of ``site``'s grid, one per axis: a ``dim3`` variable's arguments (its last
     declaration before the launch), ``dim3(...)``'s, or the expression; each with the names
@@ -2031,10 +2131,19 @@ def _multiple_of(size: SizeDecl, step: int, constants: dict[str, int]) -> SizeDe
     return SizeDecl(name=size.name, expr=str(max(step, value - value % step)))
 
 
+# C casts in a launch's grid, dropped for reading it (``(size_t)ceil((float)W / block.x)``)
+_GRID_CASTS = re.compile(r"\(\s*(?:const\s+)?(?:(?:unsigned|signed)\s+)?(?:size_t|int|long"
+                         r"(?:\s+long)?|unsigned|float|double|u?int(?:32|64)_t)\s*\)")
+
+
 def _grid_axis(text: str, args: dict[str, str],
                constants: dict[str, int]) -> Optional[tuple[Poly, int, str]]:
     """One axis of a launch's grid as (extent, step, "floor"|"ceil") in the kernel's
-    parameters (``args``: launch argument text -> parameter), or None."""
+    parameters (``args``: launch argument text -> parameter), or None. C casts to integer
+    and floating types are dropped and ``ceil(A / B)`` is ``ceil_div(A, B)``
+    (``(size_t)ceil((float)W / 32)``); a grid of constants alone (``W / 32`` with ``#define W
+    4096``) is its number of blocks, step 1."""
+    text = _GRID_CASTS.sub("", text)
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -2057,10 +2166,18 @@ def _grid_axis(text: str, args: dict[str, str],
                 a - b if isinstance(node.op, ast.Sub) else a * b)
         return None
 
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and len(tree.args) == 1 \
+            and tree.func.id in ("ceil", "ceilf") and isinstance(tree.args[0], ast.BinOp) and \
+            isinstance(tree.args[0].op, ast.Div):
+        tree = ast.Call(func=ast.Name(id="ceil_div"), args=[tree.args[0].left,
+                                                            tree.args[0].right], keywords=[])
     if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and len(tree.args) == 2 \
             and tree.func.id.lower() in ("ceil_div", "cdiv", "div_up", "divup", "ceildiv",
                                          "div_round_up"):
         a, b = poly(tree.args[0]), poly(tree.args[1])
+        if a is not None and b is not None and b.is_const() and b.constant >= 1 \
+                and a.is_const() and a.constant >= 1:
+            return Poly.const(-(-a.constant // b.constant)), 1, "floor"
         if a is not None and b is not None and b.is_const() and b.constant >= 1 \
                 and not a.is_const():
             return a, b.constant, "ceil"
@@ -2078,6 +2195,9 @@ def _grid_axis(text: str, args: dict[str, str],
 
     if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Div):
         a, b = poly(tree.left), poly(tree.right)
+        if a is not None and b is not None and b.is_const() and b.constant >= 1 and \
+                a.is_const() and a.constant // b.constant >= 1:
+            return Poly.const(a.constant // b.constant), 1, "floor"
         # a grid over vectors of elements: N / 8 / 256 and (N / 8 + 255) / 256 cover N with
         # whole steps of 8 * 256 (ceil: the ragged N kept a multiple of that, see
         # grid_resolved, which also makes the inner floor exact)

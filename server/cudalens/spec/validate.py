@@ -155,6 +155,14 @@ def unsupported_parameter(p: Parameter, kernel: Kernel, records: frozenset = fro
     if not p.is_pointer and base in records and base not in kernel.template_parameters:
         return (f"'{text}' is of type '{base}', a struct, class or union, which cudalens cannot "
                 f"fill or pass (it passes numbers and pointers to numbers)")
+    pointee = dtypes.normalize_c_type(p.type.replace("*", " ").replace("const", " "))
+    if p.is_pointer and pointee in records and pointee not in kernel.template_parameters:
+        return (f"'{text}' points to '{pointee}', a struct, class or union; a spec's buffer "
+                f"holds numbers of one type, so a drafted buffer would fill its fields with "
+                f"meaningless values (a count or an index read from them can send the kernel "
+                f"out of bounds); write the spec yourself, giving {p.name} as a buffer of its "
+                f"fields' number type (its length counted in fields) with a range that keeps "
+                f"what the kernel reads from it inside its buffers")
     return None
 
 
@@ -164,8 +172,8 @@ def unsupported_parameter(p: Parameter, kernel: Kernel, records: frozenset = fro
 # after the keyword by one lookbehind per keyword (each can fail only after its own keyword).
 _RECORD = re.compile(r"(?:struct|class|union)(?<!\wstruct)(?<!\wclass)(?<!\wunion)"
                      r"\s+([A-Za-z_]\w*)")
-_TYPEDEF_RECORD = re.compile(r"typedef\s+(?:struct|class|union)\b[^;]*?\}\s*([A-Za-z_]\w*)\s*;",
-                             flags=re.S)
+_TYPEDEF_RECORD = re.compile(r"typedef\s+(?:struct|class|union)\b(?:[^;{]*\{[^{}]*\}|[^;]*?\})"
+                             r"\s*([A-Za-z_]\w*)\s*;", flags=re.S)
 
 
 def record_types(source_text: str) -> frozenset:
