@@ -357,10 +357,10 @@ __global__ void visit(Node *nodes, const int *edges, int *cost, int count) {
 
 
 def test_a_project_header_included_through_dotdot_is_read_for_the_draft(tmp_path):
-    """PolyBench includes ``"../../common/polybench.h"``: the runner refuses to receive such
-    an include (``request_files``), but the draft reads the header, inside the project, all
-    the same, so ``_B_NX`` expands to the parameter ``nx``."""
-    from cudalens.build.headers import HeaderError, request_files
+    """PolyBench includes ``"../../common/polybench.h"``: the draft reads the header, inside
+    the project, so ``_B_NX`` expands to the parameter ``nx``; the runner's request carries it
+    at its relative place (``request_files``: the kernel at ``rows/row.cu``)."""
+    from cudalens.build.headers import request_files
     from cudalens.build.project import build_for
     from cudalens.target import load_target
 
@@ -386,5 +386,7 @@ void run(const float *A, float *out) { row_sum<<<(NX + 255) / 256, 256>>>(A, out
     spec = load_target(kernel).spec
     assert sizes(spec) == {"nx": "4096", "ny": "1024"}
     assert buffers(spec) == {"A": ("in", "1024 * nx + ny - 1024"), "out": ("out", "nx")}
-    with pytest.raises(HeaderError, match="the runner would refuse these includes"):
-        request_files(kernel, kernel.read_text(), build_for(kernel))
+    # and the runner receives it at its place: the kernel at its own path under the project
+    sent = request_files(kernel, kernel.read_text(), build_for(kernel))
+    assert sent.source_path == "rows/row.cu"
+    assert sent.files == {"common/bounds.h": LOOP_BOUNDS_HEADER}
