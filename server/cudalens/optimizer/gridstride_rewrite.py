@@ -31,6 +31,10 @@ the index as a value and every element type has a CUDA vector type (``float4``, 
 (``alignas(16) float x_v[4]``) and BODY runs once per lane in an unrolled loop. Template
 element types ``T`` move as ``int4`` (16 bytes whatever ``sizeof(T)`` is).
 
+Reads at a data-dependent index (``src[idx[i]]``, ``Elementwise.gathers``) are left as
+written in each lane's copy of the statement: scalar loads, one per lane, so a thread has
+``W`` independent gathers in flight while ``idx`` and ``out`` move as vectors.
+
 Elements of 2 bytes (``half``, ``__nv_bfloat16``) move as the toolkit's pairs (``half2``,
 ``__nv_bfloat162``, 4-byte accesses), and a single expression of paired operations is computed
 by one paired intrinsic per pair (``cudalens.optimizer.half_pairs``), for half saxpy::
@@ -298,6 +302,9 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
              f"grid-stride loop;")
     else:
         w(1, f"// {shown} loads/stores (fewer, wider memory instructions) in a grid-stride loop;")
+    if em.gathers:
+        w(1, f"// gathers ({', '.join(f'{g}[...]' for g in em.gathers)}) stay scalar reads, "
+             f"{w_int} independent ones in flight per thread;")
     if pair is not None and pair.arch_guard:
         w(1, "// the tail, unaligned pointers and GPUs before sm_80 go one element at a time.")
     else:
