@@ -400,8 +400,7 @@ def test_gather_vectorizes_index_and_output_and_keeps_the_gathers_scalar():
     assert _kernel_text(result.source, "gather_scale") == """\
 __global__ void gather_scale(const float* src, const int* idx, float* out, float scale, int n)
 {
-    // float4/int4 loads/stores (fewer, wider memory instructions) in a grid-stride loop;
-    // gathers (src[...]) stay scalar reads, 4 independent ones in flight per thread;
+    // float4/int4 loads/stores in a grid-stride loop; gathers stay scalar, 4 in flight per thread;
     // the tail, and every element when a pointer is unaligned, go one by one.
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int stride = gridDim.x * blockDim.x;

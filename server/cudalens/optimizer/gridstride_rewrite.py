@@ -300,11 +300,11 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     if store is not None:
         w(1, f"// {shown} loads/stores, paired math ({', '.join(store.value.ops)}), in a "
              f"grid-stride loop;")
+    elif em.gathers:
+        w(1, f"// {shown} loads/stores in a grid-stride loop; gathers stay scalar, {w_int} in "
+             f"flight per thread;")
     else:
         w(1, f"// {shown} loads/stores (fewer, wider memory instructions) in a grid-stride loop;")
-    if em.gathers:
-        w(1, f"// gathers ({', '.join(f'{g}[...]' for g in em.gathers)}) stay scalar reads, "
-             f"{w_int} independent ones in flight per thread;")
     if pair is not None and pair.arch_guard:
         w(1, "// the tail, unaligned pointers and GPUs before sm_80 go one element at a time.")
     else:
