@@ -19,6 +19,7 @@ from cudalens.optimizer.passes import gridstride, vectorize_gridstride
 from cudalens.source.parser import parse_source
 from cudalens.spec import expr as spec_expr
 
+import block_sim
 import host_sim
 from nvcc_util import compile_source, needs_nvcc
 from optimizer_fixtures import context, context_with_spec
@@ -367,3 +368,134 @@ def test_mixed_element_sizes_use_the_widest():
     assert "float2 x2 = reinterpret_cast<const float2*>(x)[v];" in text
     assert "y2.y = (double)x2.y;" in text
     assert result.tags[0] == "vec2+gridstride"
+
+
+# -- gathers: reads at a data-dependent index stay scalar per lane (issue 14) ----------------
+
+GATHER_SPEC = """
+kernel {kernel}
+size n = 1 << 24
+size m = 1 << 22
+scalar n: int = n
+scalar scale: float = 0.5
+in src: float[m]
+in idx: int[n] range(0, m)
+out out: float[n]
+block = 256
+grid = ceil_div(n, block.x)
+"""
+
+
+def _gather_example():
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "examples"
+    return context_with_spec((root / "gather.cu").read_text(), "gather_scale",
+                             (root / "gather.cu.spec").read_text(), "gather.cu")
+
+
+def test_gather_vectorizes_index_and_output_and_keeps_the_gathers_scalar():
+    ctx = _gather_example()
+    assert vectorize_gridstride.check(ctx) is None
+    result = vectorize_gridstride.apply(ctx, blocks_per_sm=8)
+    assert _kernel_text(result.source, "gather_scale") == """\
+__global__ void gather_scale(const float* src, const int* idx, float* out, float scale, int n)
+{
+    // float4/int4 loads/stores in a grid-stride loop; gathers stay scalar, 4 in flight per thread;
+    // the tail, and every element when a pointer is unaligned, go one by one.
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int stride = gridDim.x * blockDim.x;
+    if (reinterpret_cast<size_t>(idx) % 16 == 0 && reinterpret_cast<size_t>(out) % 16 == 0) {
+        for (int v = i; v < n / 4; v += stride) {
+            int4 idx4 = reinterpret_cast<const int4*>(idx)[v];
+            float4 out4;
+            out4.x = scale * src[idx4.x];
+            out4.y = scale * src[idx4.y];
+            out4.z = scale * src[idx4.z];
+            out4.w = scale * src[idx4.w];
+            reinterpret_cast<float4*>(out)[v] = out4;
+        }
+        i += n / 4 * 4;
+    }
+    for (; i < n; i += stride) {
+        out[i] = scale * src[idx[i]];
+    }
+}"""
+    # src is gathered, not an operand: no alignment test for it
+    assert "reinterpret_cast<size_t>(src)" not in result.source
+    assert result.tags[0] == "vec4+gridstride"
+    assert result.explanation.endswith(
+        "the gathers (src[...], at indices loaded per element) stay scalar loads, 4 "
+        "independent ones in flight per thread")
+    assert result.launch.grid == ("min(ceil_div(n, block.x * 4), sm_count * 8)",)
+
+
+def test_gather_through_a_loaded_local_runs_per_lane():
+    text = ("__global__ void k(const float* src, const int* idx, float* out, float scale, int n)\n"
+            "{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (i < n) {\n        int j = idx[i];\n        out[i] = scale * src[j];\n    }\n}\n")
+    ctx = context_with_spec(text, "k", GATHER_SPEC.format(kernel="k"))
+    src = _kernel_text(vectorize_gridstride.apply(ctx).source, "k")
+    assert "*reinterpret_cast<int4*>(idx_v) = reinterpret_cast<const int4*>(idx)[v];" in src
+    assert "int j = idx_v[k1];\n                out_v[k1] = scale * src[j];" in src
+
+
+@pytest.mark.parametrize("body,reason,line", [
+    # an in-place permutation: lanes read elements that other lanes store
+    ("if (i < n) src[i] = scale * src[idx[i]];",
+     "gathers 'src[idx[i]]' at line 4 from src, which the kernel also writes (line 4): a lane "
+     "could read an element another lane stores", 4),
+    ("if (i < n) {\n        out[i] = scale * src[idx[i]];\n        src[i] = 0.0f;\n    }",
+     "gathers 'src[idx[i]]' at line 5 from src, which the kernel also writes (line 6): a lane "
+     "could read an element another lane stores", 5),
+    # the index array itself read off the thread's element: not a gather through idx[i]
+    ("if (i < n) out[i] = src[idx[i + 1]];",
+     "reads 'idx[i + 1]' at line 4, not idx[i] (neighbours or gathers: not an elementwise "
+     "kernel)", 4),
+])
+def test_gather_from_a_written_buffer_is_refused(body, reason, line):
+    from cudalens.optimizer.reasons import line_of
+    params = "float* src, const int* idx, float* out, float scale, int n"
+    text = (f"__global__ void k({params})\n{{\n"
+            f"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    {body}\n}}\n")
+    spec = GATHER_SPEC.format(kernel="k")
+    if "src[i] =" in body and "out[i]" not in body:
+        spec = spec.replace("in src:", "inout src:").replace("out out: float[n]\n", "")
+        text = text.replace("float* out, ", "")
+    elif "src[i] = 0.0f" in body:
+        spec = spec.replace("in src:", "inout src:")
+    ctx = context_with_spec(text, "k", spec)
+    got = vectorize_gridstride.check(ctx)
+    assert got == reason and line_of(got) == line
+    assert gridstride.check(ctx) == reason
+
+
+@needs_nvcc
+def test_gather_rewrite_ptx_has_vector_index_load_vector_store_and_no_local_memory():
+    ctx = _gather_example()
+    before = compile_source(ctx.text, ptx=True)
+    after = compile_source(vectorize_gridstride.apply(ctx).source, ptx=True)
+    assert before.ok and after.ok, after.stderr
+    assert "warning" not in after.stderr, after.stderr
+    load, store = r"ld\.global(\.nc)?\.v4\.u32", r"st\.global\.v4\.f32"
+    assert not re.search(load, before.ptx) and not re.search(store, before.ptx)
+    assert re.search(load, after.ptx), "no int4 load of idx"
+    assert re.search(store, after.ptx), "no float4 store of out"
+    assert ".local" not in after.ptx and "__local_depot" not in after.ptx
+    # the gathers: 4 scalar float loads in the vector loop, 1 in the tail
+    assert len(re.findall(r"ld\.global(\.nc)?\.f32", after.ptx)) >= 5
+
+
+@block_sim.needs_gxx
+@pytest.mark.parametrize("n", [1, 6, 1003])
+@pytest.mark.parametrize("shift", [{}, {"idx": 1}, {"out": 3}, {"idx": 2, "out": 1, "src": 1}],
+                         ids=["aligned", "idx+1", "out+3", "all"])
+def test_gather_rewrite_computes_the_originals_outputs_checked(n, shift):
+    ctx = _gather_example()
+    result = vectorize_gridstride.apply(ctx)
+    sizes = {"n": n, "m": 37}
+    before = block_sim.run(ctx.text, "gather_scale", ctx.spec, sizes, checked=True,
+                           shift=shift or None)
+    after = block_sim.run(result.source, "gather_scale", ctx.spec, sizes, result.launch,
+                          checked=True, shift=shift or None)
+    assert after.buffers == before.buffers
+    assert 77 not in before.buffers["out"][:n]  # every element written, by both

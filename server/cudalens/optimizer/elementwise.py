@@ -9,7 +9,8 @@ casts allowed, any integer index type, ``const`` or not)::
     }
 
 where ``n`` is an integer expression of scalar parameters, the body touches every pointer
-parameter only as ``p[i]``, never changes ``i`` or ``n``, and has no thread-index builtins,
+parameter only as ``p[i]`` (or reads, of a pointer it never writes, at ``p[i % c]`` /
+``p[i / c]`` or at a data-dependent index such as ``p[idx[i]]``), never changes ``i`` or ``n``, and has no thread-index builtins,
 barriers, warp intrinsics, atomics, shared memory, ``return`` or ``goto``. Each element
 ``i`` is then independent of the others, so any assignment of elements to threads computes
 the same thing. Functions defined in the file that the body calls are checked for the same
@@ -26,6 +27,7 @@ from typing import Optional
 
 import tree_sitter
 
+from cudalens.kernel_model.accesses import first_load, loaded_names
 from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.macros import expand_use, file_macros
 from cudalens.kernel_model.model import readable_body_or
@@ -94,7 +96,10 @@ class Elementwise:
     return); ``accesses``: every ``p[i]`` in it; ``operands``: the accessed pointers in
     parameter order; ``index_used``: ``i`` appears outside ``p[i]``; ``template_types``: the
     element types that name a template parameter (``("T",)``), empty when all are concrete;
-    ``single_expression``: the guarded body is one expression statement (``y[i] = ...;``).
+    ``single_expression``: the guarded body is one expression statement (``y[i] = ...;``);
+    ``gathers``: the pointers read at a data-dependent index (``src[idx[i]]``: computed from a
+    value loaded from memory, ``cudalens.kernel_model.accesses``), in parameter order; they
+    are never written by the kernel and stay per-lane scalar reads in the rewrites.
     """
 
     index: str
@@ -108,6 +113,7 @@ class Elementwise:
     index_used: bool
     template_types: tuple[str, ...] = ()
     single_expression: bool = False
+    gathers: tuple[str, ...] = ()
 
     @property
     def widest_bytes(self) -> int:
@@ -467,8 +473,13 @@ def match(ctx: PassContext) -> Elementwise:
     reads: set[str] = set()
     writes: dict[str, list[tree_sitter.Node]] = {}
     guarded_keys = {(g.start_byte, g.end_byte) for g in guarded}
-    written = {u.name for stmt in guarded for u in pointer_uses(stmt, parsed, pointers)
-               if u.kind in ("write", "update")}
+    written: dict[str, int] = {}
+    for stmt in guarded:
+        for u in pointer_uses(stmt, parsed, pointers):
+            if u.kind in ("write", "update"):
+                written.setdefault(u.name, u.line)
+    loaded = loaded_names(body, parsed)
+    gathered: set[str] = set()
     for stmt in guarded:
         for use in pointer_uses(stmt, parsed, pointers):
             shown = f"'{use.text}' at line {use.line}"
@@ -476,6 +487,14 @@ def match(ctx: PassContext) -> Elementwise:
                 raise _fail(f"{use.name} is used as a pointer value ({shown}); the pass needs "
                             f"every access to be {use.name}[{index}]", line=use.line)
             idx = unparen(use.index) if use.index is not None else None
+            if use.kind == "read" and use.form == "subscript" and idx is not None and \
+                    _data_dependent(idx, parsed, loaded):
+                if use.name in written:
+                    raise _fail(f"gathers {shown} from {use.name}, which the kernel also writes "
+                                f"(line {written[use.name]}): a lane could read an element "
+                                f"another lane stores", line=use.line)
+                gathered.add(use.name)
+                continue  # src[idx[i]]: a per-lane scalar read of a buffer nobody writes
             if use.kind == "read" and use.form == "subscript" and idx is not None and \
                     use.name not in written and _broadcast(idx, parsed, index):
                 continue  # bias[i % cols], scale[i / cols]: read in place, per element
@@ -553,7 +572,19 @@ def match(ctx: PassContext) -> Elementwise:
                        operands=tuple(operands), index_used=index_used,
                        template_types=generic,
                        single_expression=len(guarded) == 1 and
-                       guarded[0].type == "expression_statement")
+                       guarded[0].type == "expression_statement",
+                       gathers=tuple(p.name for p in pointer_params if p.name in gathered))
+
+
+def _data_dependent(idx: tree_sitter.Node, parsed: Parsed, loaded: dict[str, str]) -> bool:
+    """``idx`` reads memory (``idx[i]``, ``ids[i / D] * D + i % D``) or uses a local whose
+    value comes from memory (``loaded``: ``accesses.loaded_names``), and has no call,
+    assignment or increment (evaluating it per lane changes nothing)."""
+    if any(n.type in ("call_expression", "assignment_expression", "update_expression",
+                      "comma_expression") for n in walk(idx)):
+        return False
+    return first_load(idx, parsed) is not None or any(
+        n.type == "identifier" and parsed.text_of(n) in loaded for n in walk(idx))
 
 
 def _broadcast(idx: tree_sitter.Node, parsed: Parsed, index: str) -> bool:

@@ -31,6 +31,10 @@ the index as a value and every element type has a CUDA vector type (``float4``, 
 (``alignas(16) float x_v[4]``) and BODY runs once per lane in an unrolled loop. Template
 element types ``T`` move as ``int4`` (16 bytes whatever ``sizeof(T)`` is).
 
+Reads at a data-dependent index (``src[idx[i]]``, ``Elementwise.gathers``) are left as
+written in each lane's copy of the statement: scalar loads, one per lane, so a thread has
+``W`` independent gathers in flight while ``idx`` and ``out`` move as vectors.
+
 Elements of 2 bytes (``half``, ``__nv_bfloat16``) move as the toolkit's pairs (``half2``,
 ``__nv_bfloat162``, 4-byte accesses), and a single expression of paired operations is computed
 by one paired intrinsic per pair (``cudalens.optimizer.half_pairs``), for half saxpy::
@@ -296,6 +300,9 @@ def rewrite_vector(ctx: PassContext, em: Elementwise) -> str:
     if store is not None:
         w(1, f"// {shown} loads/stores, paired math ({', '.join(store.value.ops)}), in a "
              f"grid-stride loop;")
+    elif em.gathers:
+        w(1, f"// {shown} loads/stores in a grid-stride loop; gathers stay scalar, {w_int} in "
+             f"flight per thread;")
     else:
         w(1, f"// {shown} loads/stores (fewer, wider memory instructions) in a grid-stride loop;")
     if pair is not None and pair.arch_guard:

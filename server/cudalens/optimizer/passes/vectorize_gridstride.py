@@ -6,7 +6,9 @@ thread moves ``16 / sizeof(element)`` elements per load or store instruction (4 
 request covers 512 contiguous bytes (CUDA C++ Best Practices Guide, "Coalesced Access to
 Global Memory"; NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized
 Memory Access", 2013). Pointers not aligned to the vector size take the scalar grid-stride
-path, and the last ``n % width`` elements always do. Half-precision elements (``half``,
+path, and the last ``n % width`` elements always do. Reads at a data-dependent index
+(``src[idx[i]]``, of a buffer the kernel does not write) stay scalar per lane: ``idx`` and
+``out`` move as vectors and each thread has ``width`` gathers in flight. Half-precision elements (``half``,
 ``__nv_bfloat16``) move as the toolkit's pairs, ``half2`` / ``__nv_bfloat162``, with paired
 arithmetic where the body allows (``cudalens.optimizer.half_pairs``).
 
@@ -76,6 +78,10 @@ def apply(ctx: PassContext, blocks_per_sm: Optional[int] = 8) -> PassResult:
                        f"access) in a grid-stride loop with a scalar tail: {width}x fewer memory "
                        f"instructions, fully coalesced 512-byte warp requests; "
                        f"{grid_choice.grid_words(blocks_per_sm, width)}")
+    if em.gathers:
+        shown = ", ".join(f"{g}[...]" for g in em.gathers)
+        explanation += (f"; the gathers ({shown}, at indices loaded per element) stay scalar "
+                        f"loads, {width} independent ones in flight per thread")
     return PassResult(source=source, launch=launch,
                       tags=(f"vec{width}+gridstride", grid_choice.grid_tag(blocks_per_sm)),
                       explanation=explanation)
