@@ -1076,6 +1076,11 @@ class _Drafter:
             by_param.setdefault(a.param, []).append(a)
         roles = {p.name: self.role(p, by_param[p.name]) for p in pointers}
         self.draft_grid_axes = set(self.grid_vars())
+        # one row per block (``out[blockIdx.x]``): the draft's grid bounds that axis's blocks in
+        # the other indices too (``x[blockIdx.x * ncols + c]`` with c < ncols: grid * ncols)
+        self.draft_grid_axes |= {only[-1] for only in (_single_symbol(a.index)
+                                                       for a in self.facts.accesses)
+                                 if only is not None and only.startswith("blockIdx.")}
         lengths = {p.name: self.length_of(by_param[p.name]) for p in pointers}
 
         grid_vars = self.grid_vars()
@@ -1440,9 +1445,16 @@ class _Drafter:
                  if len(ln.polys) == 1 and not ln.draft_axes]
         if texts:
             return Counter(texts).most_common(1)[0][0], ""
+        taken = {p.name for p in self.kernel.parameters}
+        if sizes and not (grid_vars and "x" in grid_vars) and \
+                any(ln.grid_axis == "x" for ln in lengths.values()):
+            # a row per block and no bounded index along x: the draft's grid is a size of its
+            # own (``x[blockIdx.x * ncols + c]`` is grid * ncols, not ceil_div(ncols, 32) * ncols)
+            name = next(n for n in ("n", "n_elements", "n_size")
+                        if n not in taken and n not in {d.name for d in sizes})
+            return name, name
         if sizes:
             return sizes[0].name, ""
-        taken = {p.name for p in self.kernel.parameters}
         name = "n" if "n" not in taken or "n" in self.int_params else "n_elements"
         return name, name
 
