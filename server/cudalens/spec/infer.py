@@ -1910,12 +1910,25 @@ class _Drafter:
         if dtypes.is_float(st):
             value = NAMED_FLOATS.get(p.name.lower(), FLOAT_SCALAR)
             why = "the usual value for that name" if p.name.lower() in NAMED_FLOATS \
-                else "no launch site passes a value"
+                else self.unknown_argument(p)
             self.notes.append(f"scalar {p.name} = {value}: GUESS ({why}), confirm it")
             return ScalarDecl(name=p.name, type=st, expr=value)
-        self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, no launch "
-                          f"site passes a value), confirm it")
+        self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, "
+                          f"{self.unknown_argument(p)}), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
+
+    def unknown_argument(self, p: Parameter) -> str:
+        """Why no launch gives by-value parameter ``p`` a value: "the launch at line L passes
+        'ARG', a variable whose value is not known here" for the first site passing an
+        expression that is not a literal, else "no launch site passes a value"."""
+        index = [q.name for q in self.kernel.parameters].index(p.name)
+        for site in self.sites:
+            if index < len(site.arguments) and site.arguments[index].strip():
+                arg = " ".join(site.arguments[index].split())
+                kind = "a variable" if re.fullmatch(r"[A-Za-z_]\w*", arg) else "an expression"
+                return (f"the launch at line {site.range.start.line + 1} passes '{arg}', "
+                        f"{kind} whose value is not known here")
+        return "no launch site passes a value"
 
     def shared(self, rename: dict[str, str], block: tuple[int, ...],
                scalars: Optional[dict[str, str]] = None) -> str:
