@@ -56,7 +56,7 @@ void launch(int n, float a, const float* x, float* y)
 def test_saxpy_full_text():
     assert format_spec(infer(SAXPY)) == """\
 kernel saxpy
-# scalar a = 0.5: GUESS (no launch site passes a value), confirm it
+# scalar a = 0.5: GUESS (the launch at line 11 passes 'a', a variable whose value is not known here), confirm it
 # block 128: the launch at line 11
 # sizes are defaults (n = 1 << 24): set them to your problem
 size n = 1 << 24

@@ -106,7 +106,8 @@ void step(float* p, int n) { const float eps = 1e-6f; k<<<n / 256, 256>>>(p, 3e-
     values = {p.name: p.expr for p in spec.params if not isinstance(p, BufferDecl)}
     assert values == {"lr": "3e-4", "eps": "1e-6", "decay": "0.5", "n": "n"}
     assert "scalar eps = 1e-6: from the launch at line 6 ('eps')" in spec.notes
-    assert "scalar decay = 0.5: GUESS (no launch site passes a value), confirm it" in spec.notes
+    assert "scalar decay = 0.5: GUESS (the launch at line 6 passes '0.5f + 0.4f', an " \
+        "expression whose value is not known here), confirm it" in spec.notes
 
 
 def test_csr_row_pointers_and_gathered_vector():

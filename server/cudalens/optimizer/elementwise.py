@@ -222,6 +222,27 @@ def _index_declaration(stmt: tree_sitter.Node, parsed: Parsed) -> tuple[str, str
     return parsed.text_of(name_node), " ".join(ctype.split()), value
 
 
+def _later_guard(stmt: tree_sitter.Node, parsed: Parsed,
+                 index: str) -> Optional[tree_sitter.Node]:
+    """The ``if`` testing ``index`` that follows ``stmt`` in its block when only declarations
+    (``int i;``, ``float c11 = 0.2f;``) that the ``if`` does not read come between, else
+    None: the guard a message should name when ``stmt`` stands where the guard is
+    expected."""
+    cur, declared = stmt, set()
+    while cur is not None and cur.type == "declaration":
+        for d in cur.children_by_field_name("declarator"):
+            name = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            declared.add(parsed.text_of(name) if name is not None else "")
+        cur = cur.next_named_sibling
+    if cur is None or cur.type != "if_statement":
+        return None
+    cond = cur.child_by_field_name("condition")
+    names = {parsed.text_of(n) for n in walk(cond) if n.type == "identifier"} \
+        if cond is not None else set()
+    # a declaration the guard reads (int N = B * T; if (i < N)) cannot move below it
+    return cur if index in names and not names & declared else None
+
+
 def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tree_sitter.Node]:
     """(form, bound node): form ``"if"`` for ``if (i < n) S``, ``"return"`` for
     ``if (i >= n) return;``."""
@@ -229,8 +250,12 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
     where = f"line {where_line}"
     expected = f"expected the bounds guard 'if ({index} < n)' or 'if ({index} >= n) return;'"
     if stmt.type != "if_statement":
-        raise _fail(f"{expected} after the index, found '{_first_line(parsed.text_of(stmt))}' "
-                    f"at {where}", line=where_line)
+        found = _first_line(parsed.text_of(stmt))
+        later = _later_guard(stmt, parsed, index)
+        tail = f"; the guard at line {parsed.line_of(later)} must come first (move '{found}' " \
+            f"below it)" if later is not None else ""
+        raise _fail(f"{expected} after the index, found '{found}' at {where}{tail}",
+                    line=where_line)
     cond = unparen(stmt.child_by_field_name("condition"))
     if cond.type != "binary_expression":
         raise _fail(f"{expected}, found 'if {parsed.text_of(stmt.child_by_field_name('condition'))}'"

@@ -1083,6 +1083,11 @@ class _Drafter:
             by_param.setdefault(a.param, []).append(a)
         roles = {p.name: self.role(p, by_param[p.name]) for p in pointers}
         self.draft_grid_axes = set(self.grid_vars())
+        # one row per block (``out[blockIdx.x]``): the draft's grid bounds that axis's blocks in
+        # the other indices too (``x[blockIdx.x * ncols + c]`` with c < ncols: grid * ncols)
+        self.draft_grid_axes |= {only[-1] for only in (_single_symbol(a.index)
+                                                       for a in self.facts.accesses)
+                                 if only is not None and only.startswith("blockIdx.")}
         lengths = {p.name: self.length_of(by_param[p.name]) for p in pointers}
 
         grid_vars = self.grid_vars()
@@ -1450,9 +1455,16 @@ class _Drafter:
                  if len(ln.polys) == 1 and not ln.draft_axes]
         if texts:
             return Counter(texts).most_common(1)[0][0], ""
+        taken = {p.name for p in self.kernel.parameters}
+        if sizes and not (grid_vars and "x" in grid_vars) and \
+                any(ln.grid_axis == "x" for ln in lengths.values()):
+            # a row per block and no bounded index along x: the draft's grid is a size of its
+            # own (``x[blockIdx.x * ncols + c]`` is grid * ncols, not ceil_div(ncols, 32) * ncols)
+            name = next(n for n in ("n", "n_elements", "n_size")
+                        if n not in taken and n not in {d.name for d in sizes})
+            return name, name
         if sizes:
             return sizes[0].name, ""
-        taken = {p.name for p in self.kernel.parameters}
         # an integer parameter named n is passed this size, unless the host passes it a value
         # of its own (``host(int n, ...)`` called with ``int n = N;``): that value wins
         passed = "n" in self.int_params and self.passed_value("n") is not None
@@ -2022,12 +2034,25 @@ class _Drafter:
         if dtypes.is_float(st):
             value = NAMED_FLOATS.get(p.name.lower(), FLOAT_SCALAR)
             why = "the usual value for that name" if p.name.lower() in NAMED_FLOATS \
-                else "no launch site passes a value"
+                else self.unknown_argument(p)
             self.notes.append(f"scalar {p.name} = {value}: GUESS ({why}), confirm it")
             return ScalarDecl(name=p.name, type=st, expr=value)
-        self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, no launch "
-                          f"site passes a value), confirm it")
+        self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, "
+                          f"{self.unknown_argument(p)}), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
+
+    def unknown_argument(self, p: Parameter) -> str:
+        """Why no launch gives by-value parameter ``p`` a value: "the launch at line L passes
+        'ARG', a variable whose value is not known here" for the first site passing an
+        expression that is not a literal, else "no launch site passes a value"."""
+        index = [q.name for q in self.kernel.parameters].index(p.name)
+        for site in self.sites:
+            if index < len(site.arguments) and site.arguments[index].strip():
+                arg = " ".join(site.arguments[index].split())
+                kind = "a variable" if re.fullmatch(r"[A-Za-z_]\w*", arg) else "an expression"
+                return (f"the launch at line {site.range.start.line + 1} passes '{arg}', "
+                        f"{kind} whose value is not known here")
+        return "no launch site passes a value"
 
     def shared(self, rename: dict[str, str], block: tuple[int, ...],
                scalars: Optional[dict[str, str]] = None) -> str:

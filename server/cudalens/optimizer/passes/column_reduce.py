@@ -312,8 +312,7 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
     w(1, f"{m.index_type} {c} = {m.index_init};")
     w.text_block(1, p.text_of(m.acc_decl))
     head_body = m.loop.child_by_field_name("body")
-    init = m.loop.child_by_field_name("initializer")
-    itype = p.text_of(init.child_by_field_name("type"))
+    itype = for_header(m.loop, p).ctype or "int"
     w(1, f"if ({c} < {m.bound})")
     header = f"for ({itype} {r} = threadIdx.y; {r} < {p.text_of(m.rows)}; {r} += {ty})"
     if head_body.type == "compound_statement":

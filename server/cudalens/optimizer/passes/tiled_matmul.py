@@ -117,6 +117,9 @@ def _match(ctx: PassContext) -> _Match:
         raise _fail(f"expected one loop over k in the guarded body, found {len(loops)}")
     li = loops[0]
     loop, pre, post = stmts[li], stmts[:li], tuple(stmts[li + 1:])
+    head = for_header(loop, parsed)  # 'int k;' before 'for (k = 0; ...)': the loop's own
+    if head is not None and head.declared is not None:
+        pre = [st for st in pre if st.id != head.declared.id]
     if len(pre) != 1 or pre[0].type != "declaration":
         found = "; ".join(f"'{_short(parsed, s)}' (line {parsed.line_of(s)})" for s in pre)
         raise _fail(f"expected exactly the accumulator's declaration ('float acc = 0.0f;') "

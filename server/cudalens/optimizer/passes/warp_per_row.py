@@ -349,9 +349,7 @@ class _Analysis:
         for stmt in self.stmts:
             loop_var = None
             if stmt.type == "for_statement":
-                init = stmt.child_by_field_name("initializer")
-                loop_var = p.text_of(init.children_by_field_name("declarator")[0]
-                                     .child_by_field_name("declarator"))
+                loop_var = for_header(stmt, p).var
             for n in walk(stmt):
                 if n.type != "identifier" or p.text_of(n) not in names:
                     continue

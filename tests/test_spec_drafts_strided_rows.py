@@ -1,0 +1,34 @@
+"""Drafts of a row per block walked by a thread-strided loop (``for (c = threadIdx.x; c <
+ncols; c += blockDim.x)``, ggml's sum-rows shape; R6 of the first-use report): the row length
+is a size bounding the loop, not a GUESS scalar of 1. Kernels are this repository's own."""
+
+from __future__ import annotations
+
+from test_spec_drafts_loops import buffers, infer
+
+ROW_SUMS = """\
+__global__ void row_sums(const float *x, float *out, int ncols) {
+  int row = blockIdx.x;
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < ncols; c += blockDim.x) s += x[row * ncols + c];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
+  if (threadIdx.x == 0) out[row] = s;
+}
+void launch(const float *x, float *out, int nrows, int ncols) {
+  row_sums<<<nrows, 32>>>(x, out, ncols);
+}
+"""
+
+
+def test_the_strided_loop_bound_is_the_row_length():
+    spec = infer(ROW_SUMS)  # also a valid spec for the kernel (infer checks it)
+    assert buffers(spec) == {"x": ("in", "ncols * ceil_div(n, 32)"),
+                             "out": ("out", "ceil_div(n, 32)")}
+    scalars = {p.name: p.expr for p in spec.params if p.name == "ncols"}
+    assert scalars == {"ncols": "ncols"}
+    assert [s.name for s in spec.sizes] == ["n", "ncols"]
+    assert spec.launch.grid == ("ceil_div(n, 32)",)
+    assert not any(n.startswith("scalar ncols") for n in spec.notes), spec.notes
+    assert "length of x = ncols * ceil_div(n, 32): 'x[row * ncols + c]' takes a row per block " \
+        "and no launch gives the grid, so it follows the draft's (grid.x = ceil_div(n, 32)); " \
+        "GUESS: set the grid the host launches, and the length with it" in spec.notes
