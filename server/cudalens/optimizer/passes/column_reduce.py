@@ -179,6 +179,12 @@ def match(ctx: PassContext) -> ColumnReduction:
         guarded = elementwise.guarded(stmts, form, p)
     except elementwise.NotElementwise as exc:
         raise _fail(str(exc), exc.line) from None
+    # a row counter declared before its loop (``int r; ... for (r = 0; ...)``, ``for_header``'s
+    # ``declared``) is the loop's own: the rewrite declares it in its loops
+    for st in guarded:
+        h = for_header(st, p) if st.type == "for_statement" else None
+        if h is not None and h.declared is not None:
+            guarded = [g for g in guarded if g.id != h.declared.id]
     if len(guarded) < 3 or guarded[0].type != "declaration" or guarded[1].type != "for_statement":
         shown = _short(p, guarded[0]) if guarded else "nothing"
         line = p.line_of(guarded[0]) if guarded else p.line_of(stmts[1])
