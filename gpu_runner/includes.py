@@ -26,12 +26,19 @@ path option are refused by ``gpu_runner.compiler.check_options``. Nothing the re
 send can be reached through a symbolic link: the folder holds no links (a later ``files`` field
 of a request is written there as regular files, named as ``check_file_names`` allows).
 
-Directives are found as the preprocessor finds them: after line splicing (a backslash at a line's
+Also refused: other directives that make the compiler open a file by name (gcc prints lines of
+the file a ``#line`` or line marker names under its diagnostics; ``#pragma GCC dependency``
+opens its file): a ``#line`` naming an absolute or ``..`` path or whose operand is a macro, any
+``GCC dependency`` pragma, and a universal character name in a directive's name
+(``file_directive_problems``).
+
+Directives are found as the preprocessor finds them: lines ended by LF, CR LF or a lone CR and
+NUL read as a blank (``gcc_lines``, as gcc's lexer reads them), after line splicing (a backslash at a line's
 end, also with blanks after it, as gcc accepts), with comments as blanks (a comment may span
 lines inside a directive), outside string, character and raw string literals and numbers (digit
 separators), spelled ``#`` or the digraph ``%:``, for ``include``, ``include_next``, ``import``
-and ``embed``; the operand of ``__has_include`` and ``__has_include_next`` follows the same
-rules (it tells whether a host file exists). The dialects a request may pick (``-std=c++NN``)
+and ``embed``; the operand of ``__has_include``, ``__has_include_next`` and ``__has_embed``
+follows the same rules (it tells whether a host file exists). The dialects a request may pick (``-std=c++NN``)
 lex differently, so the text is scanned as written and with trigraphs replaced (``??=`` is
 ``#``, ``??/`` a backslash; gcc honours them under a strict ``-std=c++11``/``c++14``), each with
 and without raw strings (C++11) and digit separators (C++14), and a directive found in any of
@@ -50,7 +57,7 @@ from typing import Container, Iterator, Mapping, Optional
 from gpu_runner.compile_folder import OUTPUT
 
 DIRECTIVES = ("include", "include_next", "import", "embed")
-HAS_INCLUDE = ("__has_include", "__has_include_next")
+HAS_INCLUDE = ("__has_include", "__has_include_next", "__has_embed")
 
 MAX_FILES = 64  # files a request may carry besides its source
 MAX_FILE_BYTES = 1 << 20
@@ -64,8 +71,11 @@ _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _PP_NUMBER = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z_]|[0-9A-Za-z_.])*")
 _PP_NUMBER_PLAIN = re.compile(r"\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*")
 # A directive or __has_include can only be where one of these words is, once lines are spliced.
-_WORDS = re.compile(r"include|import|embed")
+_WORDS = re.compile(r"include|import|embed|line|ragma|\\[uU]|(?:#|%:)(?:[ \t\f\v]|/\*.*?\*/)*[0-9]",
+                    re.S)
 _BLANKS = " \t\f\v\r"
+_DIGITS = re.compile(r"[0-9]+")
+_DEPENDENCY = re.compile(r"\s*GCC\s+dependency\b")
 
 
 @dataclass(frozen=True)
@@ -216,9 +226,15 @@ def _skip_literal(t: str, i: int) -> int:
 
 
 def _scan(t: str, raw_strings: bool, digit_separators: bool
-          ) -> Iterator[tuple[int, Optional[str], bool, bool]]:
-    """(offset, name, angle, next) of each include in the spliced text ``t``, lexed with or without
-    C++11 raw strings and C++14 digit separators (``-std=c++03`` has neither)."""
+          ) -> Iterator[tuple[int, str, Optional[str], bool, bool]]:
+    """(offset, kind, name, angle, next) of each directive in the spliced text ``t`` that opens
+    or names a file, lexed with or without C++11 raw strings and C++14 digit separators
+    (``-std=c++03`` has neither). ``kind``: ``"include"`` (the DIRECTIVES and HAS_INCLUDE),
+    ``"line"`` (``#line N "name"`` or a line marker ``# N "name"``: gcc opens that file to show
+    its lines in diagnostics; name None when the operand is not a number and a string literal,
+    as with a macro), ``"dependency"`` (``#pragma GCC dependency``, also through ``_Pragma``:
+    gcc opens the file) and ``"ucn"`` (a universal character name in a directive's name:
+    ``#\u0069nclude`` is an include to gcc)."""
     n, i = len(t), 0
     while i < n:
         c = t[i]
@@ -232,9 +248,30 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
             start = i
             i = _skip_blanks(t, i + (1 if c == "#" else 2))
             m = _IDENT.match(t, i)
-            if m and m.group() in DIRECTIVES:
+            after = m.end() if m else i
+            if t.startswith(("\\u", "\\U"), after):
+                yield start, "ucn", None, False, False
+                i = after + 2
+            elif m and m.group() in DIRECTIVES:
                 name, angle, i = _operand(t, _skip_blanks(t, m.end()))
-                yield start, name, angle, m.group() == "include_next"
+                yield start, "include", name, angle, m.group() == "include_next"
+            elif (m and m.group() == "line") or (not m and i < n and t[i].isdigit()):
+                j = _skip_blanks(t, after)
+                num = _DIGITS.match(t, j)
+                k = _skip_blanks(t, num.end()) if num else j
+                if num and (k >= n or t[k] == "\n"):
+                    i = k  # a line number alone names no file
+                elif num and t[k] == '"':
+                    name, _, i = _operand(t, k)
+                    yield start, "line", name, False, False
+                else:
+                    yield start, "line", None, False, False
+                    i = k
+            elif m and m.group() == "pragma":
+                end = t.find("\n", m.end())
+                if _DEPENDENCY.match(t[m.end():n if end < 0 else end]):
+                    yield start, "dependency", None, False, False
+                i = m.end()
             elif m:
                 i = m.end()
         elif c == '"' or c == "'":
@@ -256,15 +293,34 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
                     name, angle, i = _operand(t, _skip_blanks(t, j + 1))
                 else:
                     name, angle = None, False
-                yield m.start(), name, angle, m.group().endswith("_next")
+                yield m.start(), "include", name, angle, m.group().endswith("_next")
+            elif m.group() == "_Pragma":
+                # the operand is a string literal (``_Pragma("GCC dependency \"f\"")``) or,
+                # in a macro, made by stringizing: then any 'dependency' in the text counts
+                j = _skip_blanks(t, i)
+                k = _skip_blanks(t, j + 1) if j < n and t[j] == "(" else j
+                if k < n and t[k] == '"':
+                    end = _skip_literal(t, k)
+                    if _DEPENDENCY.match(t[k + 1:end].replace('\\"', '"')):
+                        yield m.start(), "dependency", None, False, False
+                elif "dependency" in t:
+                    yield m.start(), "dependency", None, False, False
         else:
             i += 1
 
 
-def find_includes(source: str) -> list[Include]:
-    """Every include of ``source`` (see the module doc for what counts), by line."""
+def gcc_lines(source: str) -> str:
+    """``source`` with its lines as gcc's lexer reads them: CR LF and a lone CR end a line (so
+    ``// c\r#include ...`` is a directive, not a comment) and NUL is a blank (gcc ignores it
+    with a warning: ``#\0include`` is ``#include``)."""
+    return source.replace("\r\n", "\n").replace("\r", "\n").replace("\0", " ")
+
+
+def _directives(source: str) -> Iterator[tuple[int, str, str, Optional[str], bool, bool]]:
+    """(line, spelling, kind, name, angle, next) of each directive of ``_scan`` in ``source``,
+    in every reading (trigraphs replaced or not; raw strings and digit separators or not)."""
+    source = gcc_lines(source)
     lines = source.split("\n")  # the compiler's lines: str.splitlines also splits at \f, \v
-    found: dict[tuple[int, Optional[str], bool, bool], Include] = {}
     variants = [source]
     replaced = re.sub(r"\?\?([=/'()!<>-])", lambda m: _TRIGRAPHS[m.group(1)], source)
     if replaced != source:
@@ -275,12 +331,48 @@ def find_includes(source: str) -> list[Include]:
             continue
         for raw_strings, separators in ((True, True), (False, True), (True, False),
                                         (False, False)):
-            for offset, name, angle, nxt in _scan(spliced.text, raw_strings, separators):
+            for offset, kind, name, angle, nxt in _scan(spliced.text, raw_strings, separators):
                 line = spliced.line(offset)
                 spelling = lines[line - 1].strip() if line <= len(lines) else ""
-                found.setdefault((line, name, angle, nxt),
-                                 Include(line, spelling[:200], name, angle, nxt))
+                yield line, spelling[:200], kind, name, angle, nxt
+
+
+def find_includes(source: str) -> list[Include]:
+    """Every include of ``source`` (see the module doc for what counts), by line."""
+    found: dict[tuple[int, Optional[str], bool, bool], Include] = {}
+    for line, spelling, kind, name, angle, nxt in _directives(source):
+        if kind == "include":
+            found.setdefault((line, name, angle, nxt), Include(line, spelling, name, angle, nxt))
     return sorted(found.values(), key=lambda inc: (inc.line, inc.name or ""))
+
+
+_OTHER = {
+    "ucn": "a universal character name (\\u, \\U) in a directive's name: the compiler may "
+           "read it as an include; spell the directive in plain letters",
+    "dependency": "'#pragma GCC dependency' (or through _Pragma) opens a file by name; a "
+                  "compile request may not",
+}
+
+
+def file_directive_problems(source: str) -> list[tuple[int, str, str]]:
+    """(line, spelling, why) of each directive of ``source`` other than an include that would
+    make the compiler open a file the request did not send (gcc shows lines of the file a
+    ``#line`` names in its diagnostics, and the runner returns them): a ``#line`` or line
+    marker naming an absolute path or a ``..`` path (``name_problem``) or whose operand is not
+    a number and a string literal (a macro), ``#pragma GCC dependency``, a universal character
+    name in a directive's name. A relative name without ``..`` resolves in the compile's own
+    folder. By line."""
+    out: dict[tuple[int, str], str] = {}
+    for line, spelling, kind, name, _, _ in _directives(source):
+        if kind == "line":
+            why = ("a #line whose operand is not a number and a file name in quotes (a macro?)"
+                   if name is None else name_problem(name))
+            if why is not None:
+                out.setdefault((line, spelling), f"#line names a file outside the request: {why}"
+                               if name is not None else why)
+        elif kind in _OTHER:
+            out.setdefault((line, spelling), _OTHER[kind])
+    return sorted(((ln, sp, why) for (ln, sp), why in out.items()))
 
 
 def refused_includes(source: str, files: Mapping[str, str] | None = None,
@@ -293,10 +385,14 @@ def refused_includes(source: str, files: Mapping[str, str] | None = None,
     out = []
     for file, place, text in ((main, at or main, source),
                               *((p, p, t) for p, t in sorted((files or {}).items()))):
+        refused = []
         for inc in find_includes(text):
             why = inc.refusal_in(place, sent)
             if why:
-                out.append(IncludeRefusal(file, inc.line, inc.spelling, why))
+                refused.append(IncludeRefusal(file, inc.line, inc.spelling, why))
+        refused += [IncludeRefusal(file, line, spelling, why)
+                    for line, spelling, why in file_directive_problems(text)]
+        out += sorted(refused, key=lambda r: r.line)
     return out
 
 

@@ -24,7 +24,7 @@ from cudalens.source.parser import parse_source
 from gpu_runner.compiler import check_request, compile_variant, cubin_with_files
 from gpu_runner.cubin import find_kernel_symbol
 from gpu_runner.includes import (
-    LEAVES, check_file_names, find_includes, refused_includes, request_target,
+    LEAVES, Include, check_file_names, find_includes, refused_includes, request_target,
 )
 from gpu_runner.service.validate import compile_problems
 from gpu_runner.problem import Launch, Variant
@@ -383,3 +383,41 @@ def test_the_agent_refuses_host_includes_in_the_models_code_with_their_lines():
     assert check_candidate(nested, kernel, ['"util.cuh"']) == []
     assert [r.line for r in check_candidate(nested, kernel, [])] == [3]
     assert "neither one of CUDA's own headers" in str(check_candidate(nested, kernel, [])[0])
+
+
+# Found by a break test (2026-12-03): directives gcc obeys that the scanner did not see, or
+# that open a file without including it; each made nvcc print lines of /etc/passwd in the log.
+@pytest.mark.parametrize(("source", "line", "why"), [
+    # a lone CR ends a line for gcc: the include is not inside the comment
+    ('// c\r#include "/etc/passwd"\n', 2, "an absolute path"),
+    # backslash-CR splices lines for gcc
+    ('#inc\\\rlude "/etc/passwd"\n', 1, "an absolute path"),
+    # NUL is a blank for gcc (with a warning)
+    ('#\0include "/etc/passwd"\n', 1, "an absolute path"),
+    ('%:\0include "/etc/passwd"\n', 1, "an absolute path"),
+    # a universal character name in the directive's name is still an include to gcc
+    ('#\\u0069nclude "/etc/passwd"\n', 1, "a universal character name"),
+    ('#inc\\U0000006Cude "/etc/passwd"\n', 1, "a universal character name"),
+    # #line and line markers: gcc shows lines of the named file under its diagnostics
+    ('#line 1 "/etc/passwd"\n#warning a\n', 1, "#line names a file outside the request"),
+    ('# 7 "../../etc/passwd"\n', 1, "#line names a file outside the request"),
+    ('/**/#/**/line 3 "/etc/shadow"\n', 1, "#line names a file outside the request"),
+    ('#define F "/etc/passwd"\n#line 2 F\n', 2, "a #line whose operand is not a number"),
+    # files opened by a pragma, or probed by __has_embed
+    ('#pragma GCC dependency "/etc/passwd"\n', 1, "'#pragma GCC dependency'"),
+    ('_Pragma("GCC dependency \\"/etc/passwd\\"")\n', 1, "'#pragma GCC dependency'"),
+    ('#if __has_embed("/etc/passwd")\n#endif\n', 1, "an absolute path"),
+])
+def test_directives_gcc_reads_otherwise_are_refused(source, line, why):
+    got = [(r.line, r.why) for r in refused_includes(source + "__global__ void k() {}\n")]
+    assert len(got) == 1 and got[0][0] == line and got[0][1].startswith(why), got
+
+
+def test_line_directives_naming_request_files_or_no_file_stay():
+    # the runner's own sanitize wrapper and generated code use these
+    ok = ('#line 1 "cudalens-variant.cu"\n#line 40\n# 12 "kernel.cu" 2\n'
+          '#line 3 "detail/ops.h"\n#pragma unroll\n_Pragma("unroll 4")\n'
+          '__global__ void k() {}\n')
+    assert refused_includes(ok) == []
+    assert find_includes('// c\r#include "util.cuh"\r\n') == [
+        Include(2, '#include "util.cuh"', "util.cuh")]
