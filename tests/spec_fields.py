@@ -1,7 +1,7 @@
 """What the draft tests read of a drafted spec, and the draft itself checked the way a written
 spec is loaded: ``infer`` (the draft inferred, written out, parsed back, validated against the
 kernel and its body's output lengths, resolved into a problem), and the fields ``buffers``,
-``scalars``, ``sizes`` and a spec line (``line_of``). Used by ``test_spec_drafts_host.py`` and
+``scalars``, ``sizes`` and a spec line (``line_of``). Used by the ``test_spec_drafts_*.py`` files and
 ``test_spec_public_shapes.py``."""
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ def loads(spec: KernelSpec, kernel, source: str) -> None:
     check_lengths(spec, kernel, source)
 
 
-def infer(source: str, name: str | None = None) -> KernelSpec:
-    """The drafted spec of kernel ``name`` of ``source`` (None: the first kernel), after its
-    text form has been parsed back, loaded (``loads``) and resolved; raises ``SpecError``
-    where any of those fails."""
+def infer(source: str, name: str | None = None, instance: str | None = None) -> KernelSpec:
+    """The drafted spec of kernel ``name`` of ``source`` (None: the first kernel; ``instance``:
+    a template instance, as ``infer_spec`` takes it), after its text form has been parsed back,
+    loaded (``loads``) and resolved; raises ``SpecError`` where any of those fails."""
     sf = parse_source(source, "k.cu")
     kernel = sf.kernels[0] if name is None else sf.kernel(name)
-    spec = infer_spec(kernel, source, sf.launch_sites)
+    spec = infer_spec(kernel, source, sf.launch_sites, instance=instance)
     reparsed = parse_spec(format_spec(spec), "draft.spec")[spec.kernel]
     loads(reparsed, kernel, source)
     build_problem(reparsed, kernel)

@@ -9,38 +9,20 @@ from __future__ import annotations
 
 import pytest
 
-from cudalens.source.parser import parse_source
 from cudalens.spec.host_locals import declarations
-from cudalens.spec.infer import infer_spec
-from cudalens.spec.model import BufferDecl, KernelSpec, ScalarDecl
-from cudalens.spec.output_lengths import check_lengths
-from cudalens.spec.parser import parse_spec, validate
-from cudalens.spec.resolve import build_problem, sizes_for
+from cudalens.spec.model import KernelSpec
+from cudalens.spec.parser import parse_spec
+from cudalens.spec.resolve import sizes_for
 from cudalens.spec.writer import format_spec
 
+import spec_fields
+from spec_fields import infer, scalars, sizes
 
-def infer(source: str, name: str | None = None, instance: str | None = None) -> KernelSpec:
-    sf = parse_source(source, "k.cu")
-    kernel = sf.kernels[0] if name is None else sf.kernel(name)
-    spec = infer_spec(kernel, source, sf.launch_sites, instance=instance)
-    reparsed = parse_spec(format_spec(spec), "draft.spec")[spec.kernel]
-    validate(reparsed, kernel, source)
-    check_lengths(reparsed, kernel, source)
-    build_problem(reparsed, kernel)
-    return spec
 
 
 def buffers(spec: KernelSpec) -> dict[str, tuple]:
-    return {p.name: (p.role, p.length, p.low, p.high)
-            for p in spec.params if isinstance(p, BufferDecl)}
+    return spec_fields.buffers(spec, "role", "length", "low", "high")
 
-
-def scalars(spec: KernelSpec) -> dict[str, str]:
-    return {p.name: p.expr for p in spec.params if isinstance(p, ScalarDecl)}
-
-
-def sizes(spec: KernelSpec) -> dict[str, str]:
-    return {s.name: s.expr for s in spec.sizes}
 
 
 def multiples(spec: KernelSpec) -> dict[str, str]:
