@@ -95,7 +95,20 @@ def test_example_rewrite_keeps_the_statements_and_loads_float4_rows():
             "float4{out_r[0], out_r[1], out_r[2], out_r[3]};") in src
     assert "if ((wrote >> j) & 1u) out[(r0 + i) * cols + c0 + j] = out_r[j];" in src
     assert "orig(c0 + j, r0 + i);" in src
-    assert "long long" not in src  # the spec's sizes fit int
+    # the tile test proving every guard (64-bit), then the interior copy: guards written as
+    # constants, the weights read from registers loaded once per tile
+    proof = ("if (((long long)r0 - (long long)rows < -2) && ((long long)c0 - (long long)cols "
+             "< -4) && ((long long)r0 >= 1) && ((long long)c0 >= 1)) {")
+    assert src.count(proof) == 1
+    assert ("const float w_reg[9] = {w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]};"
+            in src)
+    assert "auto near_in = [&](int col, int row, int k, int j) {" in src
+    assert src.count("acc += w_reg[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * "
+                     "in_win[k + dx + dy * 6];") == 1
+    assert src.count("if (true) {") == 2  # the output's guard and the tap's
+    assert "for (int j = 0; j < 4; ++j) near_in(c0 + j, r0 + i, (i + 1) * 6 + j + 1, j);" in src
+    assert src.index(proof) < src.index("auto near_in") < src.index("auto near =")
+    assert "long long" not in src.replace(proof, "")  # the spec's sizes fit int
     assert "bit for bit the original's" in result.explanation
     assert "also correct under the user's launch" in result.explanation
 

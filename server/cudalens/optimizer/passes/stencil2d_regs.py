@@ -71,6 +71,7 @@ from cudalens.optimizer.affine import Scope, is_global_index, poly_of, split_lin
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch
+from cudalens.optimizer.interior import Box, prove_guards
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.passes import stencil_regs, stencil_tile
 from cudalens.optimizer.passes.coarsen_reduce import spec_to_c
@@ -126,6 +127,9 @@ class _Match:
     statements: tuple[tree_sitter.Node, ...]
     windows: tuple[_Window, ...]
     stores: tuple[_Store, ...]
+    body: tree_sitter.Node
+    scope: Scope
+    ranges: dict
 
 
 def _fail(msg: str, line: Optional[int] = None) -> NoMatch:
@@ -339,7 +343,7 @@ def _match(ctx: PassContext) -> _Match:
         raise _fail("the windowed buffers hold elements of different sizes")
     stores = _stores(ctx, parsed, body, col, row, scope, widths.pop())
     return _Match(parsed, col, col_type, row, row_type, (stmts[0], stmts[1]), tuple(rest),
-                  tuple(windows), tuple(stores))
+                  tuple(windows), tuple(stores), body, scope, ranges)
 
 
 def _user_block(ctx: PassContext) -> Optional[tuple[int, int]]:
@@ -442,6 +446,118 @@ def _int_enough(ctx: PassContext, block: tuple[int, int], m: _Match) -> bool:
         all((ty + reach) * p + tx + reach < INT32_MAX for p in pitches)
 
 
+def _deferred_stores(p: Parsed, m: _Match, edits: list[Edit], vals: dict, j: str,
+                     mask: str) -> list[Edit]:
+    """``edits`` with each store ``out[row * W + col] = E;`` of an output stored per row
+    (``_stores``) rewritten to keep ``E`` (with the edits inside it) in the row's register
+    slot ``j`` and set its bit in ``mask``."""
+    edits = list(edits)
+    for s in m.stores:
+        for a in s.writes:
+            right = a.child_by_field_name("right")
+            inner = [e for e in edits if right.start_byte <= e.start and e.end <= right.end_byte]
+            edits = [e for e in edits if e not in inner]
+            value = apply_edits(p.data[right.start_byte:right.end_byte],
+                                [Edit(e.start - right.start_byte, e.end - right.start_byte,
+                                      e.text) for e in inner])
+            edits.append(Edit(a.start_byte, a.end_byte,
+                              f"({vals[s.buffer]}[{j}] = ({value}), {mask} |= 1u << {j})"))
+    return edits
+
+
+def _declared_types(m: _Match, ctx: PassContext) -> dict[str, str]:
+    """name -> declared C type of the indices, the scalar parameters, the loop variables
+    and the locals of the statements (a name declared twice is left out)."""
+    p = m.parsed
+    types = {m.col: m.col_type, m.row: m.row_type}
+    types.update({q.name: " ".join(q.type.split()) for q in ctx.kernel.parameters
+                  if not q.is_pointer})
+    counts: dict[str, int] = {}
+    for n in (n for s in m.statements for n in walk(s)):
+        if n.type == "for_statement":
+            h = for_header(n, p)
+            if h is not None and h.ctype:
+                counts[h.var] = counts.get(h.var, 0) + 1
+                types[h.var] = " ".join(h.ctype.split())
+        elif n.type == "declaration":
+            t = n.child_by_field_name("type")
+            if t is None or (n.parent is not None and n.parent.type == "for_statement"):
+                continue
+            for d in n.children_by_field_name("declarator"):
+                name = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                if name is not None and name.type == "identifier":
+                    word = p.text_of(name)
+                    counts[word] = counts.get(word, 0) + 1
+                    types[word] = " ".join(p.text_of(t).split())
+    return {k: v for k, v in types.items() if counts.get(k, 1) == 1}
+
+
+def _box(ctx: PassContext, m: _Match, c0: str, r0: str, rx: int, ry: int) -> Box:
+    """The tile a thread computes: ``col`` over ``c0 .. c0 + RX - 1``, ``row`` over
+    ``r0 .. r0 + RY - 1``, the constant-bound loops over their ranges."""
+    return Box(tile={m.col: (c0, rx), m.row: (r0, ry)}, loops=dict(m.ranges),
+               scalars=frozenset(_scalar_params(ctx)), types=_declared_types(m, ctx))
+
+
+@dataclass(frozen=True)
+class _Hoisted:
+    buffer: str
+    ctype: str
+    name: str  # the register array
+    low: int  # its first element is buffer[low]
+    count: int
+    edits: tuple[Edit, ...]
+
+
+MAX_HOISTED = 64  # elements of one input kept in registers per tile
+
+
+def _hoisted(ctx: PassContext, m: _Match, proofs, w, windowed: set[str]) -> list[_Hoisted]:
+    """The inputs read only at indices of constant-bound loop variables (a filter's
+    weights) where every read runs for every output of a proved tile and loop iteration
+    (``Proofs.executed``): the original then reads each of those elements for the tile, so
+    loading them once into registers reads nothing it does not."""
+    import itertools
+
+    p = m.parsed
+    out = []
+    for q in ctx.kernel.parameters:
+        if not q.is_pointer or q.name in windowed:
+            continue
+        uses = pointer_uses(m.body, p, {q.name})
+        if not uses or any(u.kind != "read" or u.form != "subscript" for u in uses):
+            continue
+        ctype = " ".join(ctx.kernel.parameter(q.name).type.split())
+        values: set[int] = set()
+        edits = []
+        box = _box(ctx, m, "0", "0", 1, 1)
+        for u in uses:
+            poly = poly_of(u.index, p, m.scope)
+            if poly is None or not poly.symbols <= set(m.ranges) or                     not proofs.executed(u.access, m.body, box, p):
+                break
+            names = sorted(poly.symbols)
+            spans = [range(m.ranges[v][0], m.ranges[v][1] + 1) for v in names]
+            if 1 + sum(len(r) for r in spans) > 4 * MAX_HOISTED:
+                break
+            for combo in itertools.product(*spans):
+                env = dict(zip(names, combo))
+                values.add(poly.substitute(lambda s, env=env: Poly.const(env[s])).constant)
+            edits.append((u, p.text_of(u.index)))
+        else:
+            if not values:
+                continue
+            low, high = min(values), max(values)
+            if low < 0 or high - low + 1 > MAX_HOISTED or len(values) != high - low + 1:
+                continue
+            name = w.fresh(f"{q.name}_reg")
+            out.append(_Hoisted(q.name, ctype, name, low, high - low + 1, tuple(
+                Edit(stencil_tile._read_node(u.access, p).start_byte,  # noqa: SLF001
+                     stencil_tile._read_node(u.access, p).end_byte,  # noqa: SLF001
+                     f"{name}[({text}) - {low}]" if low else f"{name}[{text}]")
+                for u, text in edits)))
+    return out
+
+
 def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
     """The register-window 2D stencil with ``ry`` rows of outputs per thread (module doc).
 
@@ -472,30 +588,29 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
     vals = {s.buffer: w.fresh(f"{s.buffer}_r") for s in m.stores}
     mask = w.fresh("wrote")
     # the window copy of the statements: reads from the registers, stores deferred
-    edits: list[Edit] = []
+    reads: list[Edit] = []
     for x in m.windows:
         for r in x.reads:
             off = r.dy * Poly.const(pitch_w) + r.dx
-            edits.append(Edit(r.node.start_byte, r.node.end_byte,
+            reads.append(Edit(r.node.start_byte, r.node.end_byte,
                               f"{wins[x.buffer]}[{k}{_poly_text(off)}]"))
-    for s in m.stores:
-        for a in s.writes:
-            right = a.child_by_field_name("right")
-            inner = [e for e in edits if right.start_byte <= e.start and e.end <= right.end_byte]
-            edits = [e for e in edits if e not in inner]
-            value = apply_edits(p.data[right.start_byte:right.end_byte],
-                                [Edit(e.start - right.start_byte, e.end - right.start_byte,
-                                      e.text) for e in inner])
-            edits.append(Edit(a.start_byte, a.end_byte,
-                              f"({vals[s.buffer]}[{j}] = ({value}), {mask} |= 1u << {j})"))
     for n in (n for s in m.statements for n in walk(s)):
         if n.type != "for_statement" or for_header(n, p) is None:
             continue
         prev = n.prev_sibling
         if not (prev is not None and prev.type.startswith("preproc") and
                 "unroll" in p.text_of(prev)):
-            edits.append(Edit(n.start_byte, n.start_byte,
+            reads.append(Edit(n.start_byte, n.start_byte,
                               "#pragma unroll\n" + line_indent(p.data, n.start_byte)))
+    edits = _deferred_stores(p, m, reads, vals, j, mask)
+    # the interior copy: guards proved over the whole tile written as constants, reads of
+    # small constant-indexed inputs (the weights) from registers loaded once per tile
+    proofs = prove_guards(list(m.statements), p, m.scope, _box(ctx, m, c0, r0, rx, ry))
+    regs = _hoisted(ctx, m, proofs, w, {x.buffer for x in m.windows}) if proofs.edits else []
+    inner = None
+    if proofs.edits:
+        taken = proofs.edits + [e for h in regs for e in h.edits]
+        inner = _deferred_stores(p, m, reads + taken, vals, j, mask)
     stmts = list(m.statements)
     first_indent = line_indent(p.data, stmts[0].start_byte)
     plain = stencil_regs._statements_text(p, stmts, [])  # noqa: SLF001
@@ -547,33 +662,58 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
         w(4, f"{s.ctype} {vals[s.buffer]}[{rx}];")
     if m.stores:
         w(4, f"unsigned {mask} = 0;")
-    w(4, f"auto {near} = [&]({m.col_type} {m.col}, {m.row_type} {m.row}, int {k}, int {j}) {{")
-    w.lines += stencil_regs._reindent(windowed, base + unit * 5, first_indent)  # noqa: SLF001
-    w(4, "};")
-    w(4, "#pragma unroll")
-    w(4, f"for (int {i} = 0; {i} < {ry}; ++{i}) {{")
-    if lim_y:
-        w(5, f"if (!({lim_y})) break;")
-    if m.stores:
-        w(5, f"{mask} = 0;")
-    w(5, "#pragma unroll")
-    call = (f"{near}({c0} + {j}, {r0} + {i}, ({i} + {ry_lo}) * {pitch_w} + {j} + {rx_lo}, "
-            f"{j});")
-    w(5, f"for (int {j} = 0; {j} < {rx}; ++{j}) " +
-         (f"if ({lim_x}) {call}" if lim_x else call))
-    for s in m.stores:
-        at = f"({r0} + {i}) * {s.pitch} + {c0}"
-        full = (1 << rx) - 1
-        w(5, f"if ({mask} == {full}u && reinterpret_cast<size_t>({s.buffer}) % {VECTOR_BYTES} "
-             f"== 0 && {s.pitch} % {rx} == 0) {{")
-        comps = ", ".join(f"{vals[s.buffer]}[{e}]" for e in range(rx))
-        svec = _VECTORS[s.ctype][0]
-        w(6, f"*reinterpret_cast<{svec}*>(&{s.buffer}[{at}]) = {svec}{{{comps}}};")
-        w(5, "} else {")
-        w(6, f"for (int {j} = 0; {j} < {rx}; ++{j}) "
-             f"if (({mask} >> {j}) & 1u) {s.buffer}[{at} + {j}] = {vals[s.buffer]}[{j}];")
-        w(5, "}")
-    w(4, "}")
+    lambda_head = f"[&]({m.col_type} {m.col}, {m.row_type} {m.row}, int {k}, int {j}) {{"
+
+    def rows_loop(fn: str, d: int) -> None:
+        """The tile's rows: each output through ``fn``, then the row's stores."""
+        w(d, "#pragma unroll")
+        w(d, f"for (int {i} = 0; {i} < {ry}; ++{i}) {{")
+        if lim_y:
+            w(d + 1, f"if (!({lim_y})) break;")
+        if m.stores:
+            w(d + 1, f"{mask} = 0;")
+        w(d + 1, "#pragma unroll")
+        call = (f"{fn}({c0} + {j}, {r0} + {i}, ({i} + {ry_lo}) * {pitch_w} + {j} + {rx_lo}, "
+                f"{j});")
+        w(d + 1, f"for (int {j} = 0; {j} < {rx}; ++{j}) " +
+              (f"if ({lim_x}) {call}" if lim_x else call))
+        for s in m.stores:
+            at = f"({r0} + {i}) * {s.pitch} + {c0}"
+            full = (1 << rx) - 1
+            w(d + 1, f"if ({mask} == {full}u && reinterpret_cast<size_t>({s.buffer}) % "
+                     f"{VECTOR_BYTES} == 0 && {s.pitch} % {rx} == 0) {{")
+            comps = ", ".join(f"{vals[s.buffer]}[{e}]" for e in range(rx))
+            svec = _VECTORS[s.ctype][0]
+            w(d + 2, f"*reinterpret_cast<{svec}*>(&{s.buffer}[{at}]) = {svec}{{{comps}}};")
+            w(d + 1, "} else {")
+            w(d + 2, f"for (int {j} = 0; {j} < {rx}; ++{j}) "
+                     f"if (({mask} >> {j}) & 1u) {s.buffer}[{at} + {j}] = {vals[s.buffer]}[{j}];")
+            w(d + 1, "}")
+        w(d, "}")
+
+    if inner is None:
+        w(4, f"auto {near} = {lambda_head}")
+        w.lines += stencil_regs._reindent(windowed, base + unit * 5, first_indent)  # noqa: SLF001
+        w(4, "};")
+        rows_loop(near, 4)
+    else:
+        near_in = w.fresh("near_in")
+        interior = stencil_regs._statements_text(p, stmts, inner)  # noqa: SLF001
+        w(4, f"if ({' && '.join(f'({c})' for c in proofs.conditions) or 'true'}) {{")
+        w(5, "// every guard holds for the whole tile (tested once here): the interior copy")
+        for h in regs:
+            w(5, f"const {h.ctype} {h.name}[{h.count}] = {{" +
+                 ", ".join(f"{h.buffer}[{h.low + e}]" for e in range(h.count)) + "};")
+        w(5, f"auto {near_in} = {lambda_head}")
+        w.lines += stencil_regs._reindent(interior, base + unit * 6, first_indent)  # noqa: SLF001
+        w(5, "};")
+        rows_loop(near_in, 5)
+        w(4, "} else {")
+        w(5, f"auto {near} = {lambda_head}")
+        w.lines += stencil_regs._reindent(windowed, base + unit * 6, first_indent)  # noqa: SLF001
+        w(5, "};")
+        rows_loop(near, 5)
+        w(4, "}")
     w(3, "} else {")
     w(4, f"for (int {i} = 0; {i} < {ry}; ++{i})")
     w(5, f"for (int {j} = 0; {j} < {rx}; ++{j})")
