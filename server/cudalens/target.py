@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 
@@ -24,7 +25,9 @@ class Target:
     """One kernel of one file with its spec.
 
     ``spec_origin`` is the spec file's path, or ``"inferred"`` when the spec was drafted from
-    the kernel's signature and body because no spec file names the kernel.
+    the kernel's signature and body because no spec file names the kernel. ``around``: what
+    was read around the file (``FileContext``: its headers, the build's ``-D``), whose
+    macros the passes expand (``optimizer.context.make_context``); None when not read.
     """
 
     path: Path
@@ -33,6 +36,12 @@ class Target:
     kernel: Kernel
     spec: KernelSpec
     spec_origin: str
+    around: Optional["FileContext"] = None
+
+    @property
+    def header_macros(self):
+        """``around.macros`` (``kernel_model.macros.HeaderMacros``), or None."""
+        return self.around.macros if self.around is not None else None
 
     @property
     def spec_inferred(self) -> bool:
@@ -204,14 +213,34 @@ def check_spec_sections(path: Path, source: SourceFile) -> None:
 class FileContext:
     """What loading any kernel's spec reads around its file (``load_spec``), the same for every
     kernel of one text: ``headers`` (the texts of the headers beside the file it includes,
-    then the project headers found through the build's folders), ``defines`` (the build's
-    integer ``-D`` values) and ``context`` (the headers and the file's text, joined: where
-    spec expressions find ``#define``s)."""
+    then the project headers found through the build's folders; first, when the build has
+    ``-D`` options, one text of a ``#define`` line per option, as the preprocessor sees
+    them before the file), ``defines`` (the build's integer ``-D`` values) and ``context``
+    (the headers and the file's text, joined: where spec expressions find ``#define``s).
+    ``header_names``: the name of each header read (as included, or relative to the
+    project's root), in the order of ``headers`` after the ``-D`` text; ``build_macros``:
+    every ``-D`` (name, value), ``-DNAME`` as ``(NAME, "1")``. ``macros``: the macros the
+    passes expand in the file's text (``kernel_model.macros.HeaderMacros``)."""
 
     headers: tuple[str, ...]
     defines: dict
     context: str
     hosts: tuple["HostFile", ...] = ()
+    header_names: tuple[str, ...] = ()
+    build_macros: tuple[tuple[str, str], ...] = ()
+
+    @functools.cached_property
+    def macros(self):
+        from cudalens.kernel_model.macros import header_macros
+
+        texts = self.headers[len(self.headers) - len(self.header_names):] \
+            if self.header_names else ()
+        return header_macros(tuple(zip(self.header_names, texts)), self.build_macros)
+
+
+def build_prelude(build_macros) -> str:
+    """``#define NAME VALUE`` lines for the build's -D (name, value) pairs, in order."""
+    return "".join(f"#define {n} {v}\n" for n, v in build_macros)
 
 
 @dataclass(frozen=True)
@@ -266,13 +295,19 @@ def file_context(path: Path, text: str) -> FileContext:
     build looked up now (a caller loading every kernel of a file makes it once and passes it
     to each ``load_spec``: reading them per kernel made a file of 3,000 kernels take minutes),
     and the files of its folder that include it (``host_files``)."""
-    from cudalens.build import build_defines, project_header_texts
-    from cudalens.spec.headers import local_headers
+    from cudalens.build import build_defines, build_macro_values, project_header_files
+    from cudalens.spec.headers import local_header_files
 
-    own = local_headers(path, text)
-    headers = own + tuple(t for t in project_header_texts(path, text) if t not in own)
+    own = local_header_files(path, text)
+    texts = {body for _, body in own}
+    named = own + tuple((n, t) for n, t in project_header_files(path, text) if t not in texts)
+    build = tuple(build_macro_values(path).items())
+    headers = tuple(t for _, t in named)
+    if build:
+        headers = (build_prelude(build),) + headers
     return FileContext(headers=headers, defines=build_defines(path),
-                       context="\n".join(headers + (text,)), hosts=host_files(path, text))
+                       context="\n".join(headers + (text,)), hosts=host_files(path, text),
+                       header_names=tuple(n for n, _ in named), build_macros=build)
 
 
 def _line_mapper(own_lines: int, host: HostFile):
@@ -415,6 +450,7 @@ def load_target(path: Path, kernel_name: Optional[str] = None,
     text, source = read if read is not None else read_source(path, command, kernel_name)
     kernel = select_kernel(source, kernel_name, command)
     check_spec_sections(path, source)
-    spec, origin = load_spec(path, source, kernel, template_instance(kernel_name))
+    around = file_context(path, text)
+    spec, origin = load_spec(path, source, kernel, template_instance(kernel_name), around)
     return Target(path=path, text=text, source=source, kernel=kernel, spec=spec,
-                  spec_origin=origin)
+                  spec_origin=origin, around=around)

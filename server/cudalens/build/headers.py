@@ -176,12 +176,17 @@ def _source_path(main: str, text: str, root: str, files: dict) -> str:
 
 
 def project_header_texts(path: Path, text: str) -> tuple[str, ...]:
-    """The texts of the project headers ``text`` (the contents of ``path``) includes,
+    """The texts of ``project_header_files``, in the same order."""
+    return tuple(body for _, body in project_header_files(path, text))
+
+
+def project_header_files(path: Path, text: str) -> tuple[tuple[str, str], ...]:
+    """(path relative to the project's root, text) of the project headers ``text`` (the contents of ``path``) includes,
     transitively, through the build's folders (``_project_headers``), for spec inference;
     () when the build cannot be read or a header is outside the project, too large or too
     many. Headers the runner would refuse to receive (an include through ``..``, PolyBench's
     ``"../../common/polybench.h"``) are read all the same: inference only reads them."""
     try:
-        return tuple(_project_headers(path, text, build_for(path)).values())
+        return tuple(_project_headers(path, text, build_for(path)).items())
     except (CudalensError, OSError):
         return ()

@@ -27,7 +27,7 @@ def plan_for_target(target: "Target", *, seed: int = 0, batch: int = 8) -> Plan:
     Raises:
         ValueError: ``batch`` below 1."""
     ctx = make_context(target.text, str(target.path), target.kernel.qualified_name, target.spec,
-                       source=target.source)
+                       source=target.source, header_macros=target.header_macros)
     return make_plan(ctx, seed=seed, batch=batch)
 
 

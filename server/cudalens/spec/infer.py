@@ -410,6 +410,7 @@ def clear_text_caches() -> None:
     defines._file_constants.cache_clear()
     templates.instances.cache_clear()
     templates.aliases.cache_clear()
+    templates.type_macros.cache_clear()
     block_shape._plain_ints.cache_clear()
     block_shape.named_ints.cache_clear()
     block_shape.dim3_declarations.cache_clear()
