@@ -322,7 +322,8 @@ def _line_mapper(own_lines: int, host: HostFile):
 
 
 def _draft_with_host(kernel: Kernel, text: str, host: HostFile, instance: Optional[str],
-                     headers: tuple[str, ...], defines: dict) -> Optional[KernelSpec]:
+                     headers: tuple[str, ...], defines: dict,
+                     macros=None) -> Optional[KernelSpec]:
     """``kernel``'s draft read with the launch sites of ``host``, a file that includes
     ``text``: drafted from the kernel file's text followed by the host's (its include of the
     kernel file blanked), as the compiler sees one translation unit; the notes' lines are the
@@ -340,7 +341,7 @@ def _draft_with_host(kernel: Kernel, text: str, host: HostFile, instance: Option
     if not same or not launches_of(same[0], joined.launch_sites):
         return None
     spec = infer_spec(same[0], joined.text, joined.launch_sites, instance=instance,
-                      headers=headers, defines=defines)
+                      headers=headers, defines=defines, macros=macros)
     fix = _line_mapper(own.count("\n"), host)
     note = (f"launch sites from {host.path.name}, which includes this file at its line "
             f"{host.line}")
@@ -377,12 +378,13 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
         spec = None
         if not source.launch_sites:  # the host code is elsewhere: a file including this one?
             for host in around.hosts:
-                spec = _draft_with_host(kernel, source.text, host, instance, headers, defines)
+                spec = _draft_with_host(kernel, source.text, host, instance, headers, defines,
+                                        around.macros)
                 if spec is not None:
                     break
         if spec is None:
             spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
-                              headers=headers, defines=defines)
+                              headers=headers, defines=defines, macros=around.macros)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     check_draft(path, kernel, spec, around.context, defines)

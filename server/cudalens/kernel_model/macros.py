@@ -61,12 +61,37 @@ def file_macros(parsed: Parsed) -> dict[str, Macro]:
     ``#undef``s it first). A name the file defines twice stays unexpanded."""
     own, twice = fact(parsed, "macros", _file_macros)
     env = header_macros_of(parsed.text)
-    if env is None:
+    if env is None and not twice:
         return dict(own)
-    out = {k: v for k, v in env.macros.items() if k not in twice}
+    out = {k: v for k, v in env.macros.items() if k not in twice} if env is not None else {}
     out.update(own)
-    out.update({k: v for k, v in env.macros.items() if v.origin == "-D"})
+    if twice:  # ``#ifdef BIG / #define N 4096 / #else / #define N 1024``: the branch taken
+        known = file_env(parsed).macros
+        out.update({k: known[k] for k in twice if k in known and known[k].origin == ""})
+    if env is not None:
+        out.update({k: v for k, v in env.macros.items() if v.origin == "-D"})
     return out
+
+
+def file_env(parsed: Parsed) -> "HeaderMacros":
+    """The macros defined at the end of ``parsed``'s text, read after those bound to it
+    (``header_macros`` from the bound ``HeaderMacros``; the file's own ``Macro.origin`` is
+    ""): which branch of the file's ``#ifdef``s holds, and why a name has no value."""
+    env = header_macros_of(parsed.text)
+
+    def compute(p: Parsed) -> HeaderMacros:
+        found = header_macros([("", p.text)], start=env)
+        return HeaderMacros(found.macros, found.unknown, found.headers[:-1])
+    return fact(parsed, f"macros.env.{id(env)}", compute)
+
+
+def why_no_value(name: str, text: str) -> Optional[str]:
+    """Why macro-like ``name`` has no value in ``text`` (a kernel file's, with the macros
+    bound to it): defined only in a branch the preprocessor skips (its condition and line,
+    in the file or a header), defined differently under conditions cudalens does not
+    evaluate, or defined nowhere (``HeaderMacros.why_unknown``); None when it has one or
+    does not look like a macro."""
+    return file_env(parse(text)).why_unknown(name)
 
 
 def _file_macros(parsed: Parsed) -> tuple[dict[str, Macro], frozenset[str]]:
@@ -148,14 +173,14 @@ def header_macros(headers: Sequence[tuple[str, str]],
         lines = text.split("\n")
         i = 0
         while i < len(lines):
-            start = i
+            first = i
             line = lines[i]
             while line.endswith("\\") and i + 1 < len(lines):
                 i += 1
                 line = line[:-1] + " " + lines[i]
             i += 1
             line = _COMMENTS.sub(" ", line)
-            where = f"line {start + 1} of {origin}"
+            where = f"line {first + 1}" + (f" of {origin}" if origin else "")
             m = _CONDITION.match(line)
             skipping = any(level[0] is False for level in stack)
             if m:
@@ -213,7 +238,7 @@ def header_macros(headers: Sequence[tuple[str, str]],
             if name in unknown and name not in macros and unknown[name].startswith(
                     f"{name} is defined differently"):
                 continue
-            macros[name] = Macro(name, params, body, start + 1, origin)
+            macros[name] = Macro(name, params, body, first + 1, origin)
     for name in macros:
         unknown.pop(name, None)
     names = (start.headers if start is not None else ()) + tuple(o for o, _ in headers)
@@ -244,6 +269,24 @@ def header_macros_of(text: str) -> Optional[HeaderMacros]:
     """The ``HeaderMacros`` bound to ``text`` (``bind_header_macros``), or None."""
     with _BOUND_LOCK:
         return _BOUND.get(text)
+
+
+_TYPE_BODY = re.compile(r"[A-Za-z_][\w \t:<>,*&]*")
+
+
+def expand_type(ctype: str, macros: dict[str, Macro], depth: int = 8) -> str:
+    """``ctype`` with each word that names an object-like macro whose body reads as a type
+    (``#define ELEM_T float``, ``#define REAL unsigned int``) replaced by that body, again
+    for the result (at most ``depth`` rounds); for checking a parameter's element type, not
+    for rewriting it. ``const ELEM_T *`` -> ``const float *``."""
+    for _ in range(depth):
+        hit = next((w for w in _WORD.findall(ctype) if w in macros
+                    and macros[w].params is None and _TYPE_BODY.fullmatch(macros[w].body)
+                    and macros[w].body != w), None)
+        if hit is None:
+            break
+        ctype = re.sub(rf"\b{re.escape(hit)}\b", macros[hit].body, ctype)
+    return ctype
 
 
 def int_value(macro: Macro) -> Optional[int]:

@@ -52,6 +52,17 @@ class PassContext:
         the model spec inference of the same text reads)."""
         return kernel_model(self.text, self.kernel)
 
+    def c_type(self, ctype: str) -> str:
+        """``ctype`` (a parameter's type as written) with the macros that spell a type
+        expanded, the headers' and the build's ``-D`` among them (``kernel_model.macros.
+        expand_type`` over ``file_macros`` of ``text``): ``ELEM_T *`` with ``#define ELEM_T
+        float`` in a header -> ``float *``. For the passes' type checks; rewrites keep the
+        type as written."""
+        from cudalens.kernel_model.macros import expand_type, file_macros
+        from cudalens.kernel_model.syntax import parse
+
+        return expand_type(ctype, file_macros(parse(self.text)))
+
     def kernel_launch_sites(self) -> tuple[LaunchSite, ...]:
         """The launch sites of this kernel among ``launch_sites`` (matched as
         ``cudalens.source.launches.launches_kernel`` does)."""
