@@ -215,7 +215,8 @@ class FileContext:
     kernel of one text: ``headers`` (the texts of the headers beside the file it includes,
     then the project headers found through the build's folders; first, when the build has
     ``-D`` options, one text of a ``#define`` line per option, as the preprocessor sees
-    them before the file), ``defines`` (the build's integer ``-D`` values) and ``context``
+    them before the file, then ``early``, the file's own ``#define``s before its first
+    include, ``early_defines``), ``defines`` (the build's integer ``-D`` values) and ``context``
     (the headers and the file's text, joined: where spec expressions find ``#define``s).
     ``header_names``: the name of each header read (as included, or relative to the
     project's root), in the order of ``headers`` after the ``-D`` text; ``build_macros``:
@@ -228,6 +229,7 @@ class FileContext:
     hosts: tuple["HostFile", ...] = ()
     header_names: tuple[str, ...] = ()
     build_macros: tuple[tuple[str, str], ...] = ()
+    early: str = ""
 
     @functools.cached_property
     def macros(self):
@@ -235,7 +237,27 @@ class FileContext:
 
         texts = self.headers[len(self.headers) - len(self.header_names):] \
             if self.header_names else ()
-        return header_macros(tuple(zip(self.header_names, texts)), self.build_macros)
+        named = tuple(zip(self.header_names, texts))
+        return header_macros(((("", self.early),) if self.early else ()) + named,
+                             self.build_macros)
+
+
+_EARLY_STOP = re.compile(r"^[ \t]*#[ \t]*(include|if|ifdef|ifndef|elif|else|endif)\b")
+_EARLY_KEEP = re.compile(r"^[ \t]*#[ \t]*(define|undef)\b")
+
+
+def early_defines(text: str) -> str:
+    """The lines of ``text`` before its first ``#include`` (or first conditional) with only
+    its ``#define``/``#undef`` lines kept, the others blank (lines keep their numbers); ""
+    when there are none. A ``#define DATA_TYPE double`` there comes before the headers'
+    ``#ifndef DATA_TYPE`` default, as the preprocessor reads them."""
+    out = []
+    for line in text.split("\n"):
+        if _EARLY_STOP.match(line):
+            break
+        out.append(line if _EARLY_KEEP.match(line) and not line.rstrip().endswith("\\")
+                   else "")
+    return "\n".join(out) if any(out) and len(out) < len(text.split("\n")) else ""
 
 
 def build_prelude(build_macros) -> str:
@@ -303,11 +325,12 @@ def file_context(path: Path, text: str) -> FileContext:
     named = own + tuple((n, t) for n, t in project_header_files(path, text) if t not in texts)
     build = tuple(build_macro_values(path).items())
     headers = tuple(t for _, t in named)
-    if build:
-        headers = (build_prelude(build),) + headers
+    early = early_defines(text) if named else ""
+    headers = ((build_prelude(build),) if build else ()) + ((early,) if early else ()) + headers
     return FileContext(headers=headers, defines=build_defines(path),
                        context="\n".join(headers + (text,)), hosts=host_files(path, text),
-                       header_names=tuple(n for n, _ in named), build_macros=build)
+                       header_names=tuple(n for n, _ in named), build_macros=build,
+                       early=early)
 
 
 def _line_mapper(own_lines: int, host: HostFile):
