@@ -212,3 +212,17 @@ def test_header_macros_conditionals():
                                     "#endif\n")])
     assert small.macros["N"].body == "1024" and small.macros["N"].line == 4
     assert small.why_unknown("lower_case") is None
+
+
+def test_editor_plan_hover_sees_the_header_macros(tmp_path):
+    from cudalens.lsp.documents import SpecCache, analyze
+    from cudalens.lsp.plan_hover import _build
+
+    cu = project(tmp_path)
+    snap = analyze(cu.as_uri(), cu, 1, cu.read_text(), "utf-16", SpecCache())
+    view = snap.kernel("axpy_kernel")
+    assert view.spec is not None
+    plan = _build(snap, view)
+    assert labels(plan) == labels(plan_of(cu, "axpy_kernel"))
+    assert any("gridstride" in c.passes for c in plan.candidates)
+    assert snap.target(view).header_macros.macros["N_ROWS"].origin == "scale.cuh"

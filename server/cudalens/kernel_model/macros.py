@@ -230,10 +230,12 @@ def header_macros(headers: Sequence[tuple[str, str]],
                 continue
             old = macros.get(name)
             if old is not None and (old.body, old.params) != (body, params) and \
-                    any(level[0] is None for level in stack):
+                    old.origin != "-D":  # a -D the text redefines: the text's holds
                 macros.pop(name)
+                unsure = any(level[0] is None for level in stack)
                 unknown[name] = (f"{name} is defined differently at {old.where} and at "
-                                 f"{where}, under conditions cudalens does not evaluate")
+                                 f"{where}" + (", under conditions cudalens does not evaluate"
+                                               if unsure else " with no #undef between"))
                 continue
             if name in unknown and name not in macros and unknown[name].startswith(
                     f"{name} is defined differently"):
