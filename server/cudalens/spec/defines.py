@@ -69,7 +69,9 @@ def active_text(source: str) -> str:
     (line count kept): ``#ifdef NAME`` when no ``#define NAME`` comes before it, ``#ifndef
     NAME`` when one does, and the ``#else`` of either otherwise; ``#if`` and ``#elif``
     conditions are not evaluated, so all their branches stay (as if each were taken). The
-    build's ``-D`` options are not known here: a name they define looks undefined.
+    build's ``-D`` options count where they come first in ``source`` as ``#define`` lines
+    (``target.FileContext.headers`` puts them there); otherwise a name they define looks
+    undefined.
     PolyBench's ``#ifdef POLYBENCH_USE_SCALAR_LB / # define POLYBENCH_LOOP_BOUND(x,y) x /
     #else / # define POLYBENCH_LOOP_BOUND(x,y) y`` keeps the second definition."""
     if "#" not in source:

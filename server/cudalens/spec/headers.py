@@ -4,7 +4,8 @@
 ``..``), one level deep, each read up to ``MAX_HEADER_BYTES``: their aliases (``typedef
 __nv_bfloat16 floatX;``) and ``#define``s then count as the file's own. Headers found only
 through include paths (``-I``) need the build's flags (``compile_commands.json``), which
-this module does not read.
+this module does not read (``cudalens.build.project_header_files`` does, and
+``target.file_context`` joins both).
 """
 
 from __future__ import annotations
