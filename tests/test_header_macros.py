@@ -95,6 +95,7 @@ def test_draft_types_and_sizes_from_headers(tmp_path):
     target = load_target(cu, "scale_kernel")
     spec = target.spec
     assert target.spec_inferred
+    assert target.around.header_names == ("../common/bench.h", "scale.cuh")  # include order
     assert sizes(spec) == {"rows": "1024", "cols": "2048"}
     assert types(spec) == {"rows": "int", "cols": "int", "alpha": "float", "a": "float",
                            "b": "float"}
@@ -226,3 +227,23 @@ def test_editor_plan_hover_sees_the_header_macros(tmp_path):
     assert labels(plan) == labels(plan_of(cu, "axpy_kernel"))
     assert any("gridstride" in c.passes for c in plan.candidates)
     assert snap.target(view).header_macros.macros["N_ROWS"].origin == "scale.cuh"
+
+
+def test_file_macros_take_the_branch_the_build_selects():
+    from cudalens.kernel_model.macros import bind_header_macros, file_macros
+    from cudalens.kernel_model.syntax import parse
+
+    text = ("#ifdef BIG\n#define LEN 4096\n#else\n#define LEN 1024\n#endif\n"
+            "#define TWICE(x) ((x) * 2)\n#define TWICE(x) ((x) + (x))\n"
+            "__global__ void k(float *a) { a[threadIdx.x % LEN] = 1.0f; }\n")
+    plain = file_macros(parse(text))
+    assert plain["LEN"].body == "1024" and plain["LEN"].line == 4
+    assert "TWICE" not in plain  # redefined without #undef: which one holds is not read
+    other = text.replace("a[", "a [")
+    bind_header_macros(other, header_macros([], build=[("BIG", "1")]))
+    try:
+        big = file_macros(parse(other))
+        assert big["LEN"].body == "4096" and big["LEN"].line == 2
+        assert big["BIG"].origin == "-D" and "TWICE" not in big
+    finally:
+        bind_header_macros(other, None)

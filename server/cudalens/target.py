@@ -312,6 +312,37 @@ def host_files(path: Path, text: str) -> tuple[HostFile, ...]:
     return tuple(out)
 
 
+def include_order(text: str, named: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``named`` ((header name, text) pairs) in the order the preprocessor reads them from
+    ``text``: depth first through each header's own quoted includes, in their order; a
+    header is matched to an include by the include's path without its leading ``../``
+    segments ending the header's name. Headers no include matches come last, as given."""
+    from gpu_runner.includes import find_includes
+
+    out: list[tuple[str, str]] = []
+    left = list(named)
+
+    def visit(body: str, depth: int) -> None:
+        if depth > 16:
+            return
+        for inc in find_includes(body):
+            if inc.name is None or inc.angle:
+                continue
+            parts = [p for p in inc.name.replace("\\", "/").split("/") if p not in ("", ".")]
+            while parts and parts[0] == "..":
+                parts.pop(0)
+            tail = "/".join(parts)
+            hit = next((h for h in left if tail and (h[0] == tail or h[0].endswith("/" + tail))),
+                       None)
+            if hit is not None:
+                left.remove(hit)
+                out.append(hit)
+                visit(hit[1], depth + 1)
+
+    visit(text, 0)
+    return tuple(out + left)
+
+
 def file_context(path: Path, text: str) -> FileContext:
     """The ``FileContext`` of ``path`` holding ``text``: the headers read from disk and the
     build looked up now (a caller loading every kernel of a file makes it once and passes it
@@ -322,7 +353,8 @@ def file_context(path: Path, text: str) -> FileContext:
 
     own = local_header_files(path, text)
     texts = {body for _, body in own}
-    named = own + tuple((n, t) for n, t in project_header_files(path, text) if t not in texts)
+    named = include_order(text, own + tuple((n, t) for n, t in project_header_files(path, text)
+                                            if t not in texts))
     build = tuple(build_macro_values(path).items())
     headers = tuple(t for _, t in named)
     early = early_defines(text) if named else ""
