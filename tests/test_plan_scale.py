@@ -193,8 +193,8 @@ def test_opening_a_file_reads_its_headers_and_build_once_not_per_kernel(monkeypa
     from cudalens.spec import headers
 
     calls = collections.Counter()
-    for module, name in [(headers, "local_headers"), (build, "project_header_texts"),
-                         (build, "build_defines")]:
+    for module, name in [(headers, "local_header_files"), (build, "project_header_files"),
+                         (build, "build_defines"), (build, "build_macro_values")]:
         real = getattr(module, name)
 
         def counting(*a, _real=real, _name=name, **k):
@@ -205,7 +205,8 @@ def test_opening_a_file_reads_its_headers_and_build_once_not_per_kernel(monkeypa
     text = path.read_text()
     snap = analyze(path.as_uri(), path, 1, text, "utf-16", SpecCache())
     assert len(snap.kernels) == 12 and all(v.spec is not None for v in snap.kernels)
-    assert calls == {"local_headers": 1, "project_header_texts": 1, "build_defines": 1}
+    assert calls == {"local_header_files": 1, "project_header_files": 1, "build_defines": 1,
+                     "build_macro_values": 1}
     for view in snap.kernels:  # the same specs as loading each kernel on its own
         assert (view.spec, view.spec_origin) == load_spec(path, snap.source, view.kernel)
 

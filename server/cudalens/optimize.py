@@ -210,7 +210,7 @@ def optimize(target: Target, client: RunnerClient, *, budget: int = 24, seed: in
     device, build, problem, baseline = prepare(target, client)
 
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec,
-                       source=target.source)
+                       source=target.source, header_macros=target.header_macros)
     built = baseline
     if replay is not None:
         problem = replay.problem(problem)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 
@@ -24,7 +25,9 @@ class Target:
     """One kernel of one file with its spec.
 
     ``spec_origin`` is the spec file's path, or ``"inferred"`` when the spec was drafted from
-    the kernel's signature and body because no spec file names the kernel.
+    the kernel's signature and body because no spec file names the kernel. ``around``: what
+    was read around the file (``FileContext``: its headers, the build's ``-D``), whose
+    macros the passes expand (``optimizer.context.make_context``); None when not read.
     """
 
     path: Path
@@ -33,6 +36,12 @@ class Target:
     kernel: Kernel
     spec: KernelSpec
     spec_origin: str
+    around: Optional["FileContext"] = None
+
+    @property
+    def header_macros(self):
+        """``around.macros`` (``kernel_model.macros.HeaderMacros``), or None."""
+        return self.around.macros if self.around is not None else None
 
     @property
     def spec_inferred(self) -> bool:
@@ -204,14 +213,56 @@ def check_spec_sections(path: Path, source: SourceFile) -> None:
 class FileContext:
     """What loading any kernel's spec reads around its file (``load_spec``), the same for every
     kernel of one text: ``headers`` (the texts of the headers beside the file it includes,
-    then the project headers found through the build's folders), ``defines`` (the build's
-    integer ``-D`` values) and ``context`` (the headers and the file's text, joined: where
-    spec expressions find ``#define``s)."""
+    then the project headers found through the build's folders; first, when the build has
+    ``-D`` options, one text of a ``#define`` line per option, as the preprocessor sees
+    them before the file, then ``early``, the file's own ``#define``s before its first
+    include, ``early_defines``), ``defines`` (the build's integer ``-D`` values) and ``context``
+    (the headers and the file's text, joined: where spec expressions find ``#define``s).
+    ``header_names``: the name of each header read (as included, or relative to the
+    project's root), in the order of ``headers`` after the ``-D`` text; ``build_macros``:
+    every ``-D`` (name, value), ``-DNAME`` as ``(NAME, "1")``. ``macros``: the macros the
+    passes expand in the file's text (``kernel_model.macros.HeaderMacros``)."""
 
     headers: tuple[str, ...]
     defines: dict
     context: str
     hosts: tuple["HostFile", ...] = ()
+    header_names: tuple[str, ...] = ()
+    build_macros: tuple[tuple[str, str], ...] = ()
+    early: str = ""
+
+    @functools.cached_property
+    def macros(self):
+        from cudalens.kernel_model.macros import header_macros
+
+        texts = self.headers[len(self.headers) - len(self.header_names):] \
+            if self.header_names else ()
+        named = tuple(zip(self.header_names, texts))
+        return header_macros(((("", self.early),) if self.early else ()) + named,
+                             self.build_macros)
+
+
+_EARLY_STOP = re.compile(r"^[ \t]*#[ \t]*(include|if|ifdef|ifndef|elif|else|endif)\b")
+_EARLY_KEEP = re.compile(r"^[ \t]*#[ \t]*(define|undef)\b")
+
+
+def early_defines(text: str) -> str:
+    """The lines of ``text`` before its first ``#include`` (or first conditional) with only
+    its ``#define``/``#undef`` lines kept, the others blank (lines keep their numbers); ""
+    when there are none. A ``#define DATA_TYPE double`` there comes before the headers'
+    ``#ifndef DATA_TYPE`` default, as the preprocessor reads them."""
+    out = []
+    for line in text.split("\n"):
+        if _EARLY_STOP.match(line):
+            break
+        out.append(line if _EARLY_KEEP.match(line) and not line.rstrip().endswith("\\")
+                   else "")
+    return "\n".join(out) if any(out) and len(out) < len(text.split("\n")) else ""
+
+
+def build_prelude(build_macros) -> str:
+    """``#define NAME VALUE`` lines for the build's -D (name, value) pairs, in order."""
+    return "".join(f"#define {n} {v}\n" for n, v in build_macros)
 
 
 @dataclass(frozen=True)
@@ -261,18 +312,57 @@ def host_files(path: Path, text: str) -> tuple[HostFile, ...]:
     return tuple(out)
 
 
+def include_order(text: str, named: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``named`` ((header name, text) pairs) in the order the preprocessor reads them from
+    ``text``: depth first through each header's own quoted includes, in their order; a
+    header is matched to an include by the include's path without its leading ``../``
+    segments ending the header's name. Headers no include matches come last, as given."""
+    from gpu_runner.includes import find_includes
+
+    out: list[tuple[str, str]] = []
+    left = list(named)
+
+    def visit(body: str, depth: int) -> None:
+        if depth > 16:
+            return
+        for inc in find_includes(body):
+            if inc.name is None or inc.angle:
+                continue
+            parts = [p for p in inc.name.replace("\\", "/").split("/") if p not in ("", ".")]
+            while parts and parts[0] == "..":
+                parts.pop(0)
+            tail = "/".join(parts)
+            hit = next((h for h in left if tail and (h[0] == tail or h[0].endswith("/" + tail))),
+                       None)
+            if hit is not None:
+                left.remove(hit)
+                out.append(hit)
+                visit(hit[1], depth + 1)
+
+    visit(text, 0)
+    return tuple(out + left)
+
+
 def file_context(path: Path, text: str) -> FileContext:
     """The ``FileContext`` of ``path`` holding ``text``: the headers read from disk and the
     build looked up now (a caller loading every kernel of a file makes it once and passes it
     to each ``load_spec``: reading them per kernel made a file of 3,000 kernels take minutes),
     and the files of its folder that include it (``host_files``)."""
-    from cudalens.build import build_defines, project_header_texts
-    from cudalens.spec.headers import local_headers
+    from cudalens.build import build_defines, build_macro_values, project_header_files
+    from cudalens.spec.headers import local_header_files
 
-    own = local_headers(path, text)
-    headers = own + tuple(t for t in project_header_texts(path, text) if t not in own)
+    own = local_header_files(path, text)
+    texts = {body for _, body in own}
+    named = include_order(text, own + tuple((n, t) for n, t in project_header_files(path, text)
+                                            if t not in texts))
+    build = tuple(build_macro_values(path).items())
+    headers = tuple(t for _, t in named)
+    early = early_defines(text) if named else ""
+    headers = ((build_prelude(build),) if build else ()) + ((early,) if early else ()) + headers
     return FileContext(headers=headers, defines=build_defines(path),
-                       context="\n".join(headers + (text,)), hosts=host_files(path, text))
+                       context="\n".join(headers + (text,)), hosts=host_files(path, text),
+                       header_names=tuple(n for n, _ in named), build_macros=build,
+                       early=early)
 
 
 def _line_mapper(own_lines: int, host: HostFile):
@@ -287,7 +377,8 @@ def _line_mapper(own_lines: int, host: HostFile):
 
 
 def _draft_with_host(kernel: Kernel, text: str, host: HostFile, instance: Optional[str],
-                     headers: tuple[str, ...], defines: dict) -> Optional[KernelSpec]:
+                     headers: tuple[str, ...], defines: dict,
+                     macros=None) -> Optional[KernelSpec]:
     """``kernel``'s draft read with the launch sites of ``host``, a file that includes
     ``text``: drafted from the kernel file's text followed by the host's (its include of the
     kernel file blanked), as the compiler sees one translation unit; the notes' lines are the
@@ -305,7 +396,7 @@ def _draft_with_host(kernel: Kernel, text: str, host: HostFile, instance: Option
     if not same or not launches_of(same[0], joined.launch_sites):
         return None
     spec = infer_spec(same[0], joined.text, joined.launch_sites, instance=instance,
-                      headers=headers, defines=defines)
+                      headers=headers, defines=defines, macros=macros)
     fix = _line_mapper(own.count("\n"), host)
     note = (f"launch sites from {host.path.name}, which includes this file at its line "
             f"{host.line}")
@@ -342,12 +433,13 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
         spec = None
         if not source.launch_sites:  # the host code is elsewhere: a file including this one?
             for host in around.hosts:
-                spec = _draft_with_host(kernel, source.text, host, instance, headers, defines)
+                spec = _draft_with_host(kernel, source.text, host, instance, headers, defines,
+                                        around.macros)
                 if spec is not None:
                     break
         if spec is None:
             spec = infer_spec(kernel, source.text, source.launch_sites, instance=instance,
-                              headers=headers, defines=defines)
+                              headers=headers, defines=defines, macros=around.macros)
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     check_draft(path, kernel, spec, around.context, defines)
@@ -415,6 +507,7 @@ def load_target(path: Path, kernel_name: Optional[str] = None,
     text, source = read if read is not None else read_source(path, command, kernel_name)
     kernel = select_kernel(source, kernel_name, command)
     check_spec_sections(path, source)
-    spec, origin = load_spec(path, source, kernel, template_instance(kernel_name))
+    around = file_context(path, text)
+    spec, origin = load_spec(path, source, kernel, template_instance(kernel_name), around)
     return Target(path=path, text=text, source=source, kernel=kernel, spec=spec,
-                  spec_origin=origin)
+                  spec_origin=origin, around=around)

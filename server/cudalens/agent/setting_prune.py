@@ -44,7 +44,8 @@ class SettingPruner:
     (the caller then skips pruning)."""
 
     def __init__(self, target: Target, arch: str):
-        ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
+        ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec,
+                           header_macros=target.header_macros)
         self._reports: dict[str, KernelResources] = {}
         compile_original = nvcc_compiler(ctx, arch)
 

@@ -83,12 +83,16 @@ def _runner_option(opt: str) -> bool:
     return check_options((opt,)) is None
 
 
-def _project_headers(path: Path, text: str, build: ProjectBuild) -> dict[str, str]:
+def _project_headers(path: Path, text: str, build: ProjectBuild,
+                     reading: bool = False) -> dict[str, str]:
     """The project headers ``text`` (the contents of ``path``) includes, transitively: path
-    relative to the project's root -> text.
+    relative to the project's root -> text. ``reading`` (for inference, which only reads
+    them): a header outside the project's root that a quoted include finds from the
+    including file's folder (``"../common/bench.h"`` of a file with no build, whose root is
+    its own folder) is read too, named by its path from the root (``../common/bench.h``).
 
     Raises HeaderError naming the header (and the file and line including it) for a header
-    outside the project, too large or too many."""
+    outside the project (unless ``reading``), too large or too many."""
     root = os.path.realpath(build.root)
     flags: BuildFlags = build.flags
     dirs = [os.path.realpath(d) for d in (*flags.include_dirs, *flags.system_include_dirs)]
@@ -114,8 +118,10 @@ def _project_headers(path: Path, text: str, build: ProjectBuild) -> dict[str, st
             if not _inside(found, root):
                 if any(_inside(found, d) for d in system):
                     continue  # the toolkit's or a system folder the build names
-                raise HeaderError(f"{where}: header {found} is outside the project ({root}); "
-                                  f"only the project's headers are sent to the runner")
+                if not (reading and not inc.angle):
+                    raise HeaderError(f"{where}: header {found} is outside the project "
+                                      f"({root}); only the project's headers are sent to the "
+                                      f"runner")
             size = os.path.getsize(found)
             if size > MAX_FILE_BYTES:
                 raise HeaderError(f"{where}: header {found} has {size} bytes; the runner takes "
@@ -176,12 +182,17 @@ def _source_path(main: str, text: str, root: str, files: dict) -> str:
 
 
 def project_header_texts(path: Path, text: str) -> tuple[str, ...]:
-    """The texts of the project headers ``text`` (the contents of ``path``) includes,
+    """The texts of ``project_header_files``, in the same order."""
+    return tuple(body for _, body in project_header_files(path, text))
+
+
+def project_header_files(path: Path, text: str) -> tuple[tuple[str, str], ...]:
+    """(path relative to the project's root, text) of the project headers ``text`` (the contents of ``path``) includes,
     transitively, through the build's folders (``_project_headers``), for spec inference;
     () when the build cannot be read or a header is outside the project, too large or too
     many. Headers the runner would refuse to receive (an include through ``..``, PolyBench's
     ``"../../common/polybench.h"``) are read all the same: inference only reads them."""
     try:
-        return tuple(_project_headers(path, text, build_for(path)).values())
+        return tuple(_project_headers(path, text, build_for(path), reading=True).items())
     except (CudalensError, OSError):
         return ()

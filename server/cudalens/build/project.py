@@ -155,6 +155,16 @@ def build_defines(path: Path, *, compdb: Optional[Path] = None) -> dict[str, int
 
 
 
+def build_macro_values(path: Path, *, compdb: Optional[Path] = None) -> dict[str, str]:
+    """Every ``-D`` value of the build of ``path`` after its ``-U``s (``BuildFlags.define_values``:
+    ``-DNAME`` is ``"1"``), integer or not (``-DDATA_TYPE=double``), for the macros the passes
+    and spec inference expand. {} when the build cannot be read."""
+    try:
+        return build_for(path, compdb=compdb).flags.define_values()
+    except (CudalensError, OSError):
+        return {}
+
+
 def local_nvcc_options(path: Path, *, compdb: Optional[Path] = None) -> tuple[str, ...]:
     """The build's options for a local nvcc compiling ``path`` (``BuildFlags.nvcc_options``:
     absolute folders, macros, dialect, extra options). Raises as ``build_for``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cudalens.kernel_model.macros import bind_header_macros
 from cudalens.optimizer.context import PassContext, make_context
 from cudalens.optimizer.plan import Plan, make_plan
 
@@ -27,14 +28,17 @@ def plan_for_target(target: "Target", *, seed: int = 0, batch: int = 8) -> Plan:
     Raises:
         ValueError: ``batch`` below 1."""
     ctx = make_context(target.text, str(target.path), target.kernel.qualified_name, target.spec,
-                       source=target.source)
+                       source=target.source, header_macros=target.header_macros)
     return make_plan(ctx, seed=seed, batch=batch)
 
 
 def plan_for_document(path: str, text: str, source: "SourceFile", kernel: "Kernel",
-                      spec: "KernelSpec") -> Plan:
+                      spec: "KernelSpec", header_macros=None) -> Plan:
     """The plan for ``kernel`` of an open document (its ``text`` and parsed ``source``, as the
-    language server holds them), with the search's default seed and batch."""
+    language server holds them), with the search's default seed and batch; ``header_macros``
+    (the document's ``FileContext.macros``) makes the passes expand its headers' macros."""
+    if header_macros is not None:
+        bind_header_macros(text, header_macros)
     ctx = PassContext(path=path, text=text, source=source, kernel=kernel, spec=spec,
-                      launch_sites=source.launch_sites)
+                      launch_sites=source.launch_sites, header_macros=header_macros)
     return make_plan(ctx)

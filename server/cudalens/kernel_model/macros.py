@@ -15,8 +15,10 @@ and ``#if`` lines that the passes do not evaluate.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Optional
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
 
 import tree_sitter
 
@@ -36,6 +38,14 @@ class Macro:
     params: Optional[tuple[str, ...]]
     body: str
     line: int
+    origin: str = ""  # "" for the file's own; a header's name, or "-D" for the build's
+
+    @property
+    def where(self) -> str:
+        """``line 12`` (the file's own), ``line 12 of bench.cuh``, or ``the build's -D``."""
+        if self.origin == "-D":
+            return f"the build's -D{self.name}"
+        return f"line {self.line}" + (f" of {self.origin}" if self.origin else "")
 
     @property
     def expandable(self) -> bool:
@@ -44,11 +54,47 @@ class Macro:
 
 def file_macros(parsed: Parsed) -> dict[str, Macro]:
     """Every macro defined exactly once in the file, by name (worked out once per text,
-    ``kernel_model.file_facts``; the dict returned is the caller's own)."""
-    return dict(fact(parsed, "macros", _file_macros))
+    ``kernel_model.file_facts``; the dict returned is the caller's own), and, when the text
+    is bound to its headers' macros (``bind_header_macros``), those too: the build's ``-D``
+    values win over the file's own ``#define``s (the usual ``#ifndef N / #define N 1024``
+    default), the file's own over its headers' (a file redefining a header's macro
+    ``#undef``s it first). A name the file defines twice stays unexpanded."""
+    own, twice = fact(parsed, "macros", _file_macros)
+    env = header_macros_of(parsed.text)
+    if env is None and not twice:
+        return dict(own)
+    out = {k: v for k, v in env.macros.items() if k not in twice} if env is not None else {}
+    out.update(own)
+    if twice:  # ``#ifdef BIG / #define N 4096 / #else / #define N 1024``: the branch taken
+        known = file_env(parsed).macros
+        out.update({k: known[k] for k in twice if k in known and known[k].origin == ""})
+    if env is not None:
+        out.update({k: v for k, v in env.macros.items() if v.origin == "-D"})
+    return out
 
 
-def _file_macros(parsed: Parsed) -> dict[str, Macro]:
+def file_env(parsed: Parsed) -> "HeaderMacros":
+    """The macros defined at the end of ``parsed``'s text, read after those bound to it
+    (``header_macros`` from the bound ``HeaderMacros``; the file's own ``Macro.origin`` is
+    ""): which branch of the file's ``#ifdef``s holds, and why a name has no value."""
+    env = header_macros_of(parsed.text)
+
+    def compute(p: Parsed) -> HeaderMacros:
+        found = header_macros([("", p.text)], start=env)
+        return HeaderMacros(found.macros, found.unknown, found.headers[:-1])
+    return fact(parsed, f"macros.env.{id(env)}", compute)
+
+
+def why_no_value(name: str, text: str) -> Optional[str]:
+    """Why macro-like ``name`` has no value in ``text`` (a kernel file's, with the macros
+    bound to it): defined only in a branch the preprocessor skips (its condition and line,
+    in the file or a header), defined differently under conditions cudalens does not
+    evaluate, or defined nowhere (``HeaderMacros.why_unknown``); None when it has one or
+    does not look like a macro."""
+    return file_env(parse(text)).why_unknown(name)
+
+
+def _file_macros(parsed: Parsed) -> tuple[dict[str, Macro], frozenset[str]]:
     found: dict[str, Macro] = {}
     twice: set[str] = set()
     for n in file_nodes(parsed, "preproc_def", "preproc_function_def"):
@@ -65,7 +111,184 @@ def _file_macros(parsed: Parsed) -> dict[str, Macro]:
         if name in found:
             twice.add(name)
         found[name] = Macro(name, params, body, parsed.line_of(n))
-    return {k: v for k, v in found.items() if k not in twice}
+    return {k: v for k, v in found.items() if k not in twice}, frozenset(twice)
+
+
+_CONDITION = re.compile(r"^[ \t]*#[ \t]*(?P<kw>ifdef|ifndef|if|elif|else|endif)\b(?P<rest>.*)$")
+_DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)"
+                          r"(?:\((?P<params>[^()]*)\))?(?P<body>.*)$")
+_UNDEF_LINE = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+(?P<name>[A-Za-z_]\w*)")
+_COMMENTS = re.compile(r"/\*.*?\*/|//.*$")
+
+
+@dataclass(frozen=True)
+class HeaderMacros:
+    """The macros a file gets before its own first line: the build's ``-D`` values and the
+    ``#define``s of the headers it includes, as the preprocessor leaves them at the end of
+    the headers (``macros``, by name; ``Macro.origin`` the header's name or ``-D``), and
+    why each name that the headers define but leave without a value has none
+    (``unknown``: name -> reason, ``defined only under '#ifdef LARGE' (line 4 of
+    bench.cuh), a branch not taken``). ``headers``: the headers' names, for messages."""
+
+    macros: dict = field(default_factory=dict)
+    unknown: dict = field(default_factory=dict)
+    headers: tuple[str, ...] = ()
+
+    def why_unknown(self, name: str) -> Optional[str]:
+        """Why macro-like ``name`` has no value: the reason in ``unknown``, or that neither
+        the headers nor the build's ``-D`` options define it (a name of capitals, digits
+        and underscores only, as macros are written), or None (a name that looks like a
+        variable, or one that is defined)."""
+        if name in self.macros:
+            return None
+        if name in self.unknown:
+            return self.unknown[name]
+        if re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name):
+            where = ", ".join(self.headers) if self.headers else "none found"
+            return (f"{name} is not defined in the file, in the headers it includes "
+                    f"({where}) or by the build's -D options")
+        return None
+
+
+def header_macros(headers: Sequence[tuple[str, str]],
+                  build: Sequence[tuple[str, str]] = (),
+                  start: Optional[HeaderMacros] = None) -> HeaderMacros:
+    """The ``HeaderMacros`` of ``headers`` ((name, text) in include order) after the build's
+    ``-D`` options ``build`` ((name, value); ``-DNAME`` is ``(NAME, "1")``), read on from
+    ``start`` when given (its macros defined already: a file's own text after its headers').
+
+    The headers are read as one text after the ``-D`` lines, line by line (a ``\\`` line
+    continuation joined): ``#ifdef``/``#ifndef`` are decided by the names defined so far,
+    their ``#else`` likewise; ``#if``/``#elif`` conditions are not evaluated, each of their
+    branches counts as taken, and a name such branches define twice with different bodies
+    has no known value. ``#undef`` removes a name. Never raises."""
+    macros: dict[str, Macro] = dict(start.macros) if start is not None else {}
+    unknown: dict[str, str] = dict(start.unknown) if start is not None else {}
+    for name, value in build:
+        macros[name] = Macro(name, None, value.strip(), 0, "-D")
+    # per open conditional: [this branch taken (True/False/None unknown), a branch taken
+    # before, a branch unknown before, the directive's text, where it is]
+    for origin, text in headers:
+        stack: list[list] = []
+        lines = text.split("\n")
+        i = 0
+        while i < len(lines):
+            first = i
+            line = lines[i]
+            while line.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                line = line[:-1] + " " + lines[i]
+            i += 1
+            line = _COMMENTS.sub(" ", line)
+            where = f"line {first + 1}" + (f" of {origin}" if origin else "")
+            m = _CONDITION.match(line)
+            skipping = any(level[0] is False for level in stack)
+            if m:
+                kw, rest = m.group("kw"), m.group("rest").strip()
+                if kw in ("ifdef", "ifndef"):
+                    word = rest.split()[0] if rest.split() else ""
+                    known = False if skipping else None if not word else \
+                        (word in macros) == (kw == "ifdef")
+                    stack.append([known, known is True, known is None, f"#{kw} {word}", where])
+                elif kw == "if":
+                    stack.append([False if skipping else None, False, True, f"#if {rest}",
+                                  where])
+                elif kw in ("elif", "else") and stack:
+                    level = stack[-1]
+                    outer = any(lv[0] is False for lv in stack[:-1])
+                    before = level[1] or level[0] is True
+                    unsure = level[2] or level[0] is None
+                    if outer or before:
+                        level[0] = False
+                    elif kw == "elif" or unsure:
+                        level[0] = None
+                    else:
+                        level[0] = True
+                    level[1], level[2] = before, unsure or level[0] is None
+                    opened = level[3].split(" (the branch after ")[0]
+                    level[3] = f"#{kw}" + (f" {rest}" if rest else "") + \
+                        f" (the branch after {opened})"
+                    level[4] = where
+                elif kw == "endif" and stack:
+                    stack.pop()
+                continue
+            u = _UNDEF_LINE.match(line)
+            if u and not skipping:
+                macros.pop(u.group("name"), None)
+                continue
+            d = _DEFINE_LINE.match(line)
+            if d is None:
+                continue
+            name = d.group("name")
+            params = None if d.group("params") is None else \
+                tuple(p.strip() for p in d.group("params").split(",") if p.strip())
+            body = d.group("body").strip()
+            if skipping:
+                closed = next(level for level in reversed(stack) if level[0] is False)
+                unknown.setdefault(name, f"{name} is defined only under '{closed[3]}' "
+                                         f"({closed[4]}), a branch not taken, at {where}")
+                continue
+            old = macros.get(name)
+            if old is not None and (old.body, old.params) != (body, params) and \
+                    old.origin != "-D":  # a -D the text redefines: the text's holds
+                macros.pop(name)
+                unsure = any(level[0] is None for level in stack)
+                unknown[name] = (f"{name} is defined differently at {old.where} and at "
+                                 f"{where}" + (", under conditions cudalens does not evaluate"
+                                               if unsure else " with no #undef between"))
+                continue
+            if name in unknown and name not in macros and unknown[name].startswith(
+                    f"{name} is defined differently"):
+                continue
+            macros[name] = Macro(name, params, body, first + 1, origin)
+    for name in macros:
+        unknown.pop(name, None)
+    names = (start.headers if start is not None else ()) + tuple(o for o, _ in headers)
+    return HeaderMacros(macros, unknown, names)
+
+
+_BOUND: "OrderedDict[str, HeaderMacros]" = OrderedDict()
+_BOUND_LOCK = threading.Lock()
+MAX_BOUND_TEXTS = 256
+
+
+def bind_header_macros(text: str, env: Optional[HeaderMacros]) -> None:
+    """Makes ``file_macros`` of ``text`` include ``env``'s macros (the last
+    ``MAX_BOUND_TEXTS`` texts bound are kept): ``optimizer.context.make_context`` binds a
+    kernel file's text to its ``target.FileContext``'s, and each rewritten text to the
+    same. ``env`` None unbinds."""
+    with _BOUND_LOCK:
+        if env is None:
+            _BOUND.pop(text, None)
+            return
+        _BOUND[text] = env
+        _BOUND.move_to_end(text)
+        while len(_BOUND) > MAX_BOUND_TEXTS:
+            _BOUND.popitem(last=False)
+
+
+def header_macros_of(text: str) -> Optional[HeaderMacros]:
+    """The ``HeaderMacros`` bound to ``text`` (``bind_header_macros``), or None."""
+    with _BOUND_LOCK:
+        return _BOUND.get(text)
+
+
+_TYPE_BODY = re.compile(r"[A-Za-z_][\w \t:<>,*&]*")
+
+
+def expand_type(ctype: str, macros: dict[str, Macro], depth: int = 8) -> str:
+    """``ctype`` with each word that names an object-like macro whose body reads as a type
+    (``#define ELEM_T float``, ``#define REAL unsigned int``) replaced by that body, again
+    for the result (at most ``depth`` rounds); for checking a parameter's element type, not
+    for rewriting it. ``const ELEM_T *`` -> ``const float *``."""
+    for _ in range(depth):
+        hit = next((w for w in _WORD.findall(ctype) if w in macros
+                    and macros[w].params is None and _TYPE_BODY.fullmatch(macros[w].body)
+                    and macros[w].body != w), None)
+        if hit is None:
+            break
+        ctype = re.sub(rf"\b{re.escape(hit)}\b", macros[hit].body, ctype)
+    return ctype
 
 
 def int_value(macro: Macro) -> Optional[int]:

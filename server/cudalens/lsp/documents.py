@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Optional
@@ -90,6 +90,15 @@ class DocumentSnapshot:
     source: SourceFile
     index: LineIndex
     kernels: tuple[KernelView, ...]
+    # what is read around the file (``target.file_context``), read on first call; None: not
+    # known (a snapshot made elsewhere)
+    around: Optional[Callable[[], object]] = field(default=None, compare=False, repr=False)
+
+    @property
+    def header_macros(self):
+        """The macros of the file's headers and build (``target.FileContext.macros``) that
+        the passes expand, or None."""
+        return self.around().macros if self.around is not None else None
 
     @property
     def sha(self) -> str:
@@ -153,7 +162,8 @@ class DocumentSnapshot:
         if view.spec is None:
             raise CudalensError(view.spec_error)
         return Target(path=self.path, text=self.text, source=self.source, kernel=view.kernel,
-                      spec=view.spec, spec_origin=view.spec_origin)
+                      spec=view.spec, spec_origin=view.spec_origin,
+                      around=self.around() if self.around is not None else None)
 
 
 def is_cuda_path(path: Path) -> bool:
@@ -261,7 +271,8 @@ def analyze(uri: str, path: Path, version: Optional[int], text: str, encoding: s
         views.append(KernelView(kernel=kernel, spec=spec, spec_origin=origin, spec_error=error,
                                 material=materials.get(span, "")))
     snapshot = DocumentSnapshot(uri=uri, path=path, version=version, text=text, source=source,
-                                index=LineIndex(text, encoding), kernels=tuple(views))
+                                index=LineIndex(text, encoding), kernels=tuple(views),
+                                around=around)
     snapshot.__dict__["data"] = data  # the cached_property, filled with what we have
     return snapshot
 

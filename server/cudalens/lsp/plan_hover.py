@@ -39,7 +39,7 @@ _executor: Optional[ThreadPoolExecutor] = None
 
 def _build(snapshot: DocumentSnapshot, view: KernelView) -> Plan:
     return plan_for_document(str(snapshot.path), snapshot.text, snapshot.source, view.kernel,
-                             view.spec)
+                             view.spec, header_macros=snapshot.header_macros)
 
 
 def plan_future(snapshot: DocumentSnapshot, view: KernelView) -> Optional[Future]:

@@ -233,7 +233,8 @@ def bounds_refiner(ctx, pruner) -> Refine:
         if res is None or res.occupancy.limiter != "registers":
             return []
         spec = dataclasses.replace(ctx.spec, launch=s.candidate.launch)
-        cctx = make_context(s.candidate.source, ctx.path, ctx.kernel.name, spec)
+        cctx = make_context(s.candidate.source, ctx.path, ctx.kernel.name, spec,
+                            header_macros=ctx.header_macros)
         if launch_bounds.check(cctx) is not None:
             return []
         fill = min(pruner.limits.max_warps // res.occupancy.warps_per_block,

@@ -29,7 +29,7 @@ import tree_sitter
 
 from cudalens.kernel_model.accesses import first_load, loaded_names
 from cudalens.kernel_model.file_facts import fact, file_nodes
-from cudalens.kernel_model.macros import expand_use, file_macros
+from cudalens.kernel_model.macros import expand_use, file_macros, why_no_value
 from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, assigned_names, named_children, unparen, walk
 from cudalens.optimizer.aliasing import aliased_arguments
@@ -285,24 +285,31 @@ def _guard(stmt: tree_sitter.Node, parsed: Parsed, index: str) -> tuple[str, tre
 
 
 def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
-                depth: int = 0, macros: Optional[dict] = None) -> str:
+                depth: int = 0, macros: Optional[dict] = None,
+                use: Optional[tuple[str, int]] = None) -> str:
     """The guard bound as a spec expression: scalar parameters replaced by their values
-    (integer casts looked through, the file's macros that are no integer expanded: ``BOUND``
-    with ``#define BOUND PICK(N, n)``, at most 8 deep)."""
+    (integer casts looked through, the file's and its headers' macros that are no integer
+    expanded: ``BOUND`` with ``#define BOUND PICK(N, n)``, at most 8 deep); ``use``: (text,
+    line) of the macro use in the file that ``node`` is the expansion of, for messages."""
     node = _strip_casts(node, parsed)
     text = parsed.text_of(node)
     macros = file_macros(parsed) if macros is None else macros
     expanded = expand_use(node, parsed, macros) if depth < 8 else None
     if expanded is not None:
-        return _bound_spec(expanded[1], expanded[0], ctx, depth + 1, macros)
+        use = use or (text, parsed.line_of(node))
+        return _bound_spec(expanded[1], expanded[0], ctx, depth + 1, macros, use)
+    line = use[1] if use is not None else parsed.line_of(node)
     if node.type == "identifier":
         try:
             decl = ctx.spec.param(text)
         except KeyError:
             decl = None
         if not isinstance(decl, ScalarDecl):
-            raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not a "
-                        f"scalar parameter of the kernel", line=parsed.line_of(node))
+            shown = f"'{text}' (line {line})" if use is None else \
+                f"'{use[0]}' (line {line}) expands to '{text}', which"
+            why = why_no_value(text, ctx.text) if text not in macros else None
+            raise _fail(f"the guard's bound {shown} is not a scalar parameter of the kernel"
+                        + (f": {why}" if why else ""), line=line)
         spec_type = dtypes.spec_type_for_c(decl.type) or decl.type
         if spec_type not in dtypes.SPEC_TYPES or dtypes.is_float(spec_type):
             raise _fail(f"the guard's bound '{text}' has type {decl.type}, expected an integer")
@@ -313,11 +320,14 @@ def _bound_spec(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
     if node.type == "binary_expression":
         op = node.child_by_field_name("operator").type
         if op in _BOUND_OPERATORS:
-            left = _bound_spec(node.child_by_field_name("left"), parsed, ctx, depth, macros)
-            right = _bound_spec(node.child_by_field_name("right"), parsed, ctx, depth, macros)
+            left = _bound_spec(node.child_by_field_name("left"), parsed, ctx, depth, macros, use)
+            right = _bound_spec(node.child_by_field_name("right"), parsed, ctx, depth, macros,
+                                use)
             return f"({left} {op} {right})"
-    raise _fail(f"the guard's bound '{text}' (line {parsed.line_of(node)}) is not an integer "
-                f"expression of scalar parameters", line=parsed.line_of(node))
+    shown = f"'{text}' (line {line})" if use is None else \
+        f"'{use[0]}' (line {line}) expands to '{text}', which"
+    raise _fail(f"the guard's bound {shown} is not an integer expression of scalar parameters",
+                line=line)
 
 
 def guarded(stmts: list[tree_sitter.Node], form: str,
@@ -565,7 +575,7 @@ def match(ctx: PassContext) -> Elementwise:
         if dtypes.vector_type_for_c(p.type) is not None:
             raise _fail(f"{p.name} already has a vector element type ({p.type})")
         nbytes = _element_bytes(decl.type)
-        c_spec = dtypes.spec_type_for_c(p.type)
+        c_spec = dtypes.spec_type_for_c(ctx.c_type(p.type))
         if c_spec is not None and _element_bytes(c_spec) != nbytes:
             raise _fail(f"the spec says {p.name} holds {decl.type} but the kernel declares "
                         f"{p.type}")

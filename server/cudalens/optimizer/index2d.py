@@ -25,7 +25,7 @@ from cudalens.kernel_model.model import readable_body_or
 from cudalens.kernel_model.syntax import Parsed, named_children, unparen, walk
 from cudalens.optimizer.affine import Scope, is_global_index, poly_of, strip_casts
 from cudalens.optimizer.context import PassContext
-from cudalens.kernel_model.macros import expand_use
+from cudalens.kernel_model.macros import expand_use, why_no_value
 from cudalens.optimizer.macros import Macro, file_macros, int_value
 from cudalens.optimizer.reasons import LocatedError
 from cudalens.spec import dtypes
@@ -85,19 +85,24 @@ def _first_line(text: str) -> str:
 
 
 def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
-              macros: dict[str, Macro], depth: int = 0) -> str:
+              macros: dict[str, Macro], depth: int = 0,
+              use: Optional[tuple[str, int]] = None) -> str:
     """A bound as a spec expression: scalar parameters replaced by their spec values, integer
     macros by their values, other macros expanded (``#define BOUND PICK(N, m)`` with
-    ``#define PICK(x, y) y`` is ``m``'s value; at most 8 expansions deep).
+    ``#define PICK(x, y) y`` is ``m``'s value; at most 8 expansions deep); ``use``: (text,
+    line) of the macro use in the kernel's file that ``node`` is the expansion of.
 
     Raises:
-        NoMatch: the bound uses anything else (a local variable, a call, a float).
+        NoMatch: the bound uses anything else (a local variable, a call, a float); for a
+            macro's expansion the message names the use and its line, and for a name that
+            looks like a macro why it has no value (``macros.why_no_value``).
     """
     node = unparen(node)
     text = parsed.text_of(node)
     expanded = expand_use(node, parsed, macros) if depth < 8 else None
     if expanded is not None:
-        return spec_text(expanded[1], expanded[0], ctx, macros, depth + 1)
+        use = use or (text, parsed.line_of(node))
+        return spec_text(expanded[1], expanded[0], ctx, macros, depth + 1, use)
     if node.type == "identifier":
         if text in macros and int_value(macros[text]) is not None:
             return str(int_value(macros[text]))
@@ -106,8 +111,12 @@ def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
         except KeyError:
             decl = None
         if not isinstance(decl, ScalarDecl):
-            raise _fail(f"the bound '{text}' (line {parsed.line_of(node)}) is not a scalar "
-                        f"parameter or an integer macro", line=parsed.line_of(node))
+            line = use[1] if use is not None else parsed.line_of(node)
+            shown = f"'{text}' (line {line})" if use is None or use[0] == text else \
+                f"'{use[0]}' (line {line}) expands to '{text}', which"
+            why = why_no_value(text, ctx.text) if text not in macros else None
+            raise _fail(f"the bound {shown} is not a scalar parameter or an integer macro"
+                        + (f": {why}" if why else ""), line=line)
         spec_type = dtypes.spec_type_for_c(decl.type) or decl.type
         if spec_type not in dtypes.SPEC_TYPES or dtypes.is_float(spec_type):
             raise _fail(f"the bound '{text}' has type {decl.type}, expected an integer")
@@ -121,11 +130,14 @@ def spec_text(node: tree_sitter.Node, parsed: Parsed, ctx: PassContext,
     if node.type == "binary_expression":
         op = node.child_by_field_name("operator").type
         if op in _BOUND_OPERATORS:
-            left = spec_text(node.child_by_field_name("left"), parsed, ctx, macros)
-            right = spec_text(node.child_by_field_name("right"), parsed, ctx, macros)
+            left = spec_text(node.child_by_field_name("left"), parsed, ctx, macros, depth, use)
+            right = spec_text(node.child_by_field_name("right"), parsed, ctx, macros, depth, use)
             return f"({left} {op} {right})"
-    raise _fail(f"the bound '{text}' (line {parsed.line_of(node)}) is not an integer "
-                f"expression of scalar parameters", line=parsed.line_of(node))
+    line = use[1] if use is not None else parsed.line_of(node)
+    shown = f"'{text}' (line {line})" if use is None else \
+        f"'{use[0]}' (line {line}) expands to '{text}', which"
+    raise _fail(f"the bound {shown} is not an integer expression of scalar parameters",
+                line=line)
 
 
 def _index_declarations(stmts: list[tree_sitter.Node], parsed: Parsed,

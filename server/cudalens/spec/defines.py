@@ -4,7 +4,10 @@
 earlier constants (``#define TILE 32``, ``#define BLOCK_ROWS (TILE / 4)``, ``#define N 1u << 20``)
 are evaluated with the spec expression language (C integer arithmetic, ``cudalens.spec.expr``);
 integer suffixes (``u``, ``l``, ``ul``...) are dropped. A name defined twice keeps its first value,
-as the preprocessor would refuse the second unless it is identical. Function-like macros,
+as the preprocessor would refuse the second unless it is identical; a define in a branch the
+preprocessor certainly skips (``active_text``: ``#ifdef BIG`` with no ``#define BIG``
+before it, which the build's ``-D`` options give as ``#define`` lines first) is left out.
+Function-like macros,
 non-integer values and values naming unknown identifiers are skipped. ``extra`` values (the
 build's ``-D`` options, later read from ``compile_commands.json``) come first and win over the
 file's own, as ``-D`` does over an ``#ifndef`` default.
@@ -40,7 +43,7 @@ def file_constants(source: str, extra: Optional[Mapping[str, int]] = None) -> di
 @functools.lru_cache(maxsize=16)
 def _file_constants(source: str) -> tuple[tuple[str, int], ...]:
     values: dict[str, int] = {}
-    for m in _DEFINE.finditer(source):
+    for m in _DEFINE.finditer(active_text(source)):
         name, text = m.group(1), _COMMENT.sub("", m.group(2)).strip()
         if name in values or not text:
             continue
@@ -66,7 +69,9 @@ def active_text(source: str) -> str:
     (line count kept): ``#ifdef NAME`` when no ``#define NAME`` comes before it, ``#ifndef
     NAME`` when one does, and the ``#else`` of either otherwise; ``#if`` and ``#elif``
     conditions are not evaluated, so all their branches stay (as if each were taken). The
-    build's ``-D`` options are not known here: a name they define looks undefined.
+    build's ``-D`` options count where they come first in ``source`` as ``#define`` lines
+    (``target.FileContext.headers`` puts them there); otherwise a name they define looks
+    undefined.
     PolyBench's ``#ifdef POLYBENCH_USE_SCALAR_LB / # define POLYBENCH_LOOP_BOUND(x,y) x /
     #else / # define POLYBENCH_LOOP_BOUND(x,y) y`` keeps the second definition."""
     if "#" not in source:

@@ -101,7 +101,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from cudalens.kernel_model.model import kernel_model
 from cudalens.source.launches import launches_of
@@ -120,6 +120,9 @@ from cudalens.spec.poly import Poly
 from cudalens.spec.shared_block import shared_block
 from cudalens.spec.tile_step import tile_step
 from cudalens.textfile import from_bytes, to_bytes
+
+if TYPE_CHECKING:
+    from cudalens.kernel_model.macros import HeaderMacros
 
 INFERRED = "inferred"
 SIZE_1D = "1 << 24"
@@ -317,14 +320,17 @@ def infer_spec(kernel: Kernel, source_text: str,
                launch_sites: Optional[Sequence[LaunchSite]] = None, *,
                instance: Optional[str] = None,
                defines: Optional[dict[str, int]] = None,
-               headers: Sequence[str] = ()) -> KernelSpec:
+               headers: Sequence[str] = (),
+               macros: Optional["HeaderMacros"] = None) -> KernelSpec:
     """A draft spec for ``kernel`` of ``source_text`` (the whole file, as parsed into the model).
 
     ``launch_sites`` are the file's launch sites (any kernel's; those of ``kernel`` are picked
     out), default ``kernel.launch_sites``. ``instance`` (``reduce<float, 256>``) picks a
     template instance; ``defines`` are the build's -D values; ``headers`` the texts of the
     project headers the file includes (``headers.local_headers``), whose aliases and defines
-    count as the file's. The result has
+    count as the file's; ``macros`` their macros as ``target.FileContext.macros`` reads them
+    (with the headers' names), used to say why a type's macro has no value (an ``#ifdef``
+    branch not taken, a name defined nowhere). The result has
     ``source == "inferred"``, all lines 0, and its notes say what was guessed.
 
     Raises:
@@ -348,7 +354,7 @@ def infer_spec(kernel: Kernel, source_text: str,
     facts = analyze_body(parsed, body, kernel, context, _vector_sizes(context))
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
     return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
-                    tuple(headers)).draft()
+                    tuple(headers), macros).draft()
 
 
 def outside_inputs(kernel: Kernel, source_text: str,
@@ -410,6 +416,7 @@ def clear_text_caches() -> None:
     defines._file_constants.cache_clear()
     templates.instances.cache_clear()
     templates.aliases.cache_clear()
+    templates.type_macros.cache_clear()
     block_shape._plain_ints.cache_clear()
     block_shape.named_ints.cache_clear()
     block_shape.dim3_declarations.cache_clear()
@@ -421,8 +428,11 @@ def clear_text_caches() -> None:
 class _Drafter:
     def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
                  sites: tuple[LaunchSite, ...], instance: Optional[str] = None,
-                 defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = ()) -> None:
+                 defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = (),
+                 macros: Optional["HeaderMacros"] = None) -> None:
         self.kernel = kernel
+        self.headers = headers
+        self.header_env = macros
         self.facts = facts
         self.source = source
         # where aliases, defines and constants are looked up: the headers, then the file
@@ -1933,7 +1943,8 @@ class _Drafter:
                     f"buffer of its fields' number type (its length counted in fields) with a "
                     f"range that keeps what the kernel reads from it inside its buffers"))
             st = "float"
-            self.notes.append(f"{p.name}: element type '{p.type}' unknown, assumed float")
+            self.notes.append(f"{p.name}: element type '{p.type}' unknown, assumed float"
+                              f"{self.why_type_unknown(p.type)}")
         elif lanes > 1:
             self.notes.append(f"{p.name}: {p.type} counted as {lanes} {st} lanes")
             elements = f"{lanes} * ({elements})" if " " in elements else f"{lanes} * {elements}"
@@ -1944,6 +1955,26 @@ class _Drafter:
         return BufferDecl(role=role, name=p.name, type=st,  # type: ignore[arg-type]
                           length=elements, low=low, high=high, fill=fill,  # type: ignore
                           fill_args=args)
+
+    def why_type_unknown(self, ctype: str) -> str:
+        """``": REASON"`` for the first word of ``ctype`` (aliases and macros followed) that
+        is a macro-like name without a value (``HeaderMacros.why_unknown`` over the headers
+        and then the file's own text: an ``#ifdef`` branch not taken, a name defined
+        nowhere), else ""."""
+        from cudalens.kernel_model.macros import header_macros
+
+        env = self.header_env
+        if env is None:
+            env = header_macros(tuple((f"header {i + 1}", h) for i, h in
+                                      enumerate(self.headers)))
+        env = header_macros((("", self.source),), start=env)
+        resolved = templates.resolve_type(ctype, self.context, self.bound)
+        for word in re.findall(r"[A-Za-z_]\w*", dtypes.normalize_c_type(resolved)):
+            if dtypes.spec_type_for_c(word) is None:
+                why = env.why_unknown(word)
+                if why:
+                    return f": {why}"
+        return ""
 
     def spec_type(self, p: Parameter) -> tuple[Optional[str], int]:
         """(spec type, lanes) of ``p``'s element (or value) type, with template parameters
@@ -2020,7 +2051,8 @@ class _Drafter:
         st, lanes = self.spec_type(p)
         if st is None or lanes > 1:
             self.notes.append(f"scalar {p.name}: type '{p.type}' cannot be expressed; assumed "
-                              f"float {FLOAT_SCALAR}; GUESS, confirm")
+                              f"float {FLOAT_SCALAR}; GUESS, confirm"
+                              f"{self.why_type_unknown(p.type)}")
             return ScalarDecl(name=p.name, type="float", expr=FLOAT_SCALAR)
         if p.name in rename:
             return ScalarDecl(name=p.name, type=st, expr=rename[p.name])

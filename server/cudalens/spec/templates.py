@@ -80,10 +80,29 @@ def aliases(source: str) -> dict[str, str]:
     return out
 
 
+_TYPE_TEXT = re.compile(r"[A-Za-z_][\w \t:<>,*&]*")
+
+
+@functools.lru_cache(maxsize=16)
+def type_macros(source: str) -> dict[str, str]:
+    """Object-like macro name -> replacement text, for the ``#define``s of ``source`` whose text
+    reads as a type (words, ``::``, ``<>``, ``*``: ``#define DATA_TYPE double``), the first of
+    each name outside the branches the preprocessor certainly skips
+    (``spec.defines.object_macros``: a ``#define DATA_TYPE double`` line from the build's
+    ``-D`` before the text skips a header's ``#ifndef DATA_TYPE`` default)."""
+    from cudalens.spec.defines import object_macros
+
+    return {n: " ".join(t.split()) for n, t in object_macros(source).items()
+            if _TYPE_TEXT.fullmatch(t)}
+
+
 def resolve_type(ctype: str, source: str, bound: Optional[dict[str, str]] = None) -> str:
-    """``ctype`` with template parameters replaced by their arguments (``bound``) and aliases
-    followed: ``const floatX`` -> ``const __nv_bfloat16``. Words that are neither stay."""
-    table = aliases(source)
+    """``ctype`` with template parameters replaced by their arguments (``bound``), and
+    object-like macros whose text is a type (``type_macros``) and aliases (``typedef``,
+    ``using``) followed: ``const floatX`` -> ``const __nv_bfloat16``, ``DATA_TYPE *`` with
+    ``#define DATA_TYPE double`` -> ``double *``. A name that is both a macro and an alias
+    is the macro (the preprocessor runs first). Words that are none of these stay."""
+    table = {**aliases(source), **type_macros(source)}
     bound = bound or {}
     text = ctype
     for _ in range(_MAX_CHAIN):

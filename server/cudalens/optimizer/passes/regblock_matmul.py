@@ -65,7 +65,8 @@ def _plan(ctx: PassContext):
     if reason is not None:
         return reason, None
     for buf, ctype in ((m.y_name, m.y_type), (m.x_name, m.x_type)):
-        if dtypes.numpy_dtype(dtypes.spec_type_for_c(ctype) or "?") != "float32" or \
+        c_spec = dtypes.spec_type_for_c(ctx.c_type(ctype)) or ""
+        if dtypes.SPEC_TYPES.get(c_spec) != "float32" or \
                 dtypes.numpy_dtype(ctx.spec.param(buf).type) != "float32":
             return (f"{buf} holds {ctype}; the pass register-blocks fp32 products (float4 "
                     f"loads)"), None

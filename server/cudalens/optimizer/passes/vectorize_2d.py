@@ -131,8 +131,9 @@ def _match(ctx: PassContext) -> _Match:
     for buf in order:
         decl = ctx.spec.param(buf)
         ctype = ctx.kernel.parameter(buf).type
+        c_spec = dtypes.spec_type_for_c(ctx.c_type(ctype)) or ""
         if not isinstance(decl, BufferDecl) or dtypes.numpy_dtype(decl.type) != "float32" or \
-                dtypes.numpy_dtype(dtypes.spec_type_for_c(ctype) or "?") != "float32":
+                dtypes.SPEC_TYPES.get(c_spec) != "float32":
             raise _fail(f"{buf} holds {ctype}; the pass moves float buffers as float4")
     spans = [(n.start_byte, n.end_byte) for n, _ in accesses]
     col_used = any(n.type == "identifier" and parsed.text_of(n) == g.x.var and
