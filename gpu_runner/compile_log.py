@@ -18,7 +18,8 @@ may also hold the file's words (``identifier "C" is undefined``, ``#warning WORD
 - ``filter_log`` keeps only diagnostics about files of the request (with their message
   text and continuation lines), about the CUDA toolkit's own headers (public text; template
   errors there name the request line that caused them), and nvcc's and ptxas's own summary
-  lines; every other line is dropped and the number dropped is said at the end.
+  lines (and pycuda's own words around them); every other line is dropped and the number
+  dropped is said at the end.
   A file is "of the request" when its path, as nvcc prints it, is relative and stays inside
   the compile's folder once normalised (``suite/a/../../common/x.h``): that folder is fresh
   and holds only what the request sent (``gpu_runner.compile_folder``, pycuda's ``mkdtemp``).
@@ -52,7 +53,10 @@ _SUMMARY = re.compile(
     r"\d+ (?:catastrophic )?errors? detected in the compilation of \"[^\"\n]*\"\."
     r"|[Cc]ompilation terminated\."
     r"|Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\""
-    r"|(?:nvcc|ptxas) (?:info|warning|error|fatal)\s*: .*")
+    r"|(?:nvcc|ptxas) (?:info|warning|error|fatal)\s*: .*"
+    # pycuda's own words around a successful compile's output (its warning's first line)
+    r"|The CUDA compiler succeeded, but said the following:"
+    r"|nvcc said it demoted types in source code it compiled--this is likely not what you want\.")
 _PSEUDO = ("<command-line>", "<built-in>")
 
 

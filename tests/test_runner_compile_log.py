@@ -46,12 +46,13 @@ def secret(tmp_path) -> Path:
     return path
 
 
-def _plain(tmp_path: Path, source: str) -> str:
-    """Plain nvcc's log for ``source`` as ``kernel.cu`` in ``tmp/request``."""
+def _plain(tmp_path: Path, source: str, options=()) -> str:
+    """Plain nvcc's log for ``source`` as ``kernel.cu`` in ``tmp/request`` (with ``options``
+    only: none of the runner's by default)."""
     folder = tmp_path / "request"
     folder.mkdir(exist_ok=True)
     (folder / "kernel.cu").write_text(source)
-    done = subprocess.run([nvcc_path(), "--cubin", f"-arch={ARCH}", "kernel.cu"], cwd=folder,
+    done = subprocess.run([nvcc_path(), "--cubin", f"-arch={ARCH}", *options, "kernel.cu"], cwd=folder,
                           capture_output=True, text=True, timeout=300, check=False)
     return done.stdout + done.stderr
 
@@ -274,3 +275,45 @@ def test_the_pycuda_compile_gets_the_runner_options_and_its_log_is_filtered(tmp_
     assert not report.ok and MARKER not in report.log, report.log
     assert report.log.startswith("nvcc failed for variant 'c':\nIn file included from kernel.cu:1:")
     assert guard_log(raw) in report.log
+
+
+@needs_nvcc
+def test_a_successful_pycuda_compile_says_its_warnings_without_the_host_files(tmp_path,
+                                                                               monkeypatch):
+    quiet = tmp_path / "outside" / "quiet.h"
+    quiet.parent.mkdir()
+    quiet.write_text(f"#warning {MARKER}_w\n")
+    source = f'#include "{quiet}"\n__global__ void k(float* y) {{ int unused; y[0] = 1.0f; }}\n'
+    raw = _plain(tmp_path, source, runner_options(()))  # what pycuda's nvcc run prints
+    assert MARKER in raw and "kernel.cubin" in os.listdir(tmp_path / "request"), raw
+    cubin = (tmp_path / "request" / "kernel.cubin").read_bytes()
+    import warnings
+
+    def fake_compile(src, **kw):
+        warnings.warn("The CUDA compiler succeeded, but said the following:\n" + raw)
+        return cubin
+
+    compiler = types.ModuleType("pycuda.compiler")
+    compiler.compile = fake_compile
+    monkeypatch.setitem(sys.modules, "pycuda", types.ModuleType("pycuda"))
+    monkeypatch.setitem(sys.modules, "pycuda.compiler", compiler)
+    attrs = types.SimpleNamespace(NUM_REGS=1, SHARED_SIZE_BYTES=2, LOCAL_SIZE_BYTES=3,
+                                  MAX_THREADS_PER_BLOCK=4)
+
+    class Session:
+        drv = types.SimpleNamespace(CompileError=RuntimeError, Error=RuntimeError,
+                                    function_attribute=attrs)
+        device = types.SimpleNamespace(compute_capability=lambda: (9, 0))
+
+        @staticmethod
+        def load(cubin, symbol):
+            return types.SimpleNamespace(get_attribute=lambda a: a * 10)
+
+    report = compile_variant(Session(), _variant(KERNEL)).report
+    assert report.ok and report.registers == 10 and MARKER not in report.log, report.log
+    assert report.log.splitlines() == [
+        "The CUDA compiler succeeded, but said the following:",
+        "In file included from kernel.cu:1:",
+        'kernel.cu(2): warning #177-D: variable "unused" was declared but never referenced',
+        'Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"',
+        "[1 line of compiler output about files outside the request removed]"], report.log
