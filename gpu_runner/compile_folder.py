@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
+from gpu_runner.compile_log import guard_log, runner_options, toolkit_include_dirs
+
 MAIN = "kernel.cu"
 OUTPUT = "kernel.cubin"
 
@@ -62,16 +64,19 @@ def compile_in_folder(source: str, files: Mapping[str, str], options: Sequence[s
     ``gpu_runner.compiler.check_options``. Raises FileNotFoundError/OSError when nvcc cannot
     be started and subprocess.TimeoutExpired after ``timeout`` seconds; a failed compile is a
     ``FolderCompile`` with ``cubin`` None. source_path: where the source is written (a
-    relative path ``check_request`` accepted).
+    relative path ``check_request`` accepted). nvcc runs with
+    ``compile_log.runner_options(options)`` and the log is ``compile_log.guard_log``'s.
     """
     folder = tempfile.mkdtemp(prefix="gpu-runner-compile-")
     try:
         write_request_files(folder, source, files, source_path)
-        proc = subprocess.run(nvcc_command(nvcc, arch, options, source_path), cwd=folder,
+        proc = subprocess.run(nvcc_command(nvcc, arch, runner_options(options), source_path),
+                              cwd=folder,
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=timeout, check=False,
                               env={**os.environ, "TMPDIR": folder})
-        log = proc.stdout.decode("utf-8", "replace").strip()
+        log = guard_log(proc.stdout.decode("utf-8", "replace").strip(),
+                        toolkit_include_dirs(nvcc))
         cubin = None
         if proc.returncode == 0:
             with open(os.path.join(folder, OUTPUT), "rb") as f:

@@ -14,7 +14,9 @@ accepted (``ALLOWED_OPTIONS``); anything else (output paths, include paths, host
 compiler flags) is reported as a compile error. Includes are checked too
 (``gpu_runner.includes``: no absolute paths, no ``..`` but to a sent file, no computed
 includes), since nvcc's log would echo an included host file; a refused include is a compile error naming it and its line,
-and nvcc never runs.
+and nvcc never runs. Every compile runs with ``compile_log.runner_options`` (no source-line
+echo, ``dependency`` poisoned) and its log passes ``compile_log.guard_log`` (only diagnostics
+about the request's files and the toolkit's headers), in case the include check missed one.
 
 A variant may carry project headers (``Variant.files``): their names and sizes are checked
 (``includes.check_file_names``), their includes too, and relative ``-IDIR`` options (no ``..``,
@@ -33,6 +35,7 @@ from typing import Optional
 
 from gpu_runner.cubin import CubinError, KernelNotFoundError, find_kernel_symbol
 from gpu_runner.compile_folder import MAIN, OUTPUT, compile_in_folder
+from gpu_runner.compile_log import guard_log, runner_options
 from gpu_runner.includes import (
     check_file_names, check_includes, name_problem, source_path_problems,
 )
@@ -141,12 +144,12 @@ def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVar
         warnings.simplefilter("always")
         try:
             cubin = nvcc_compile(variant.source, no_extern_c=True, arch=f"sm_{major}{minor}",
-                                 options=list(variant.options), cache_dir=cache_dir)
+                                 options=runner_options(variant.options), cache_dir=cache_dir)
         except drv.CompileError as e:
             log = "\n".join(s for s in (_text(e.stderr), _text(e.stdout)) if s)
             return _failed(variant, f"nvcc failed for variant '{variant.label}':\n"
-                                    f"{log or str(e)}", started)
-    log = "\n".join(str(w.message) for w in caught)
+                                    f"{guard_log(log) if log else str(e)}", started)
+    log = guard_log("\n".join(str(w.message) for w in caught))
     return _load(session, variant, cubin, log, started)
 
 

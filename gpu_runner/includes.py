@@ -29,8 +29,13 @@ of a request is written there as regular files, named as ``check_file_names`` al
 Also refused: other directives that make the compiler open a file by name (gcc prints lines of
 the file a ``#line`` or line marker names under its diagnostics; ``#pragma GCC dependency``
 opens its file): a ``#line`` naming an absolute or ``..`` path or whose operand is a macro, any
-``GCC dependency`` pragma, and a universal character name in a directive's name
-(``file_directive_problems``).
+``GCC dependency`` pragma, the identifier ``dependency`` anywhere in code (CCCL's
+``_CCCL_PRAGMA(GCC dependency "f")`` stringizes it into a ``_Pragma``), a ``_Pragma`` whose
+operand is not one plain string literal (``_Pragma(#x)``, ``_Pragma(x)``, ``#define P _Pragma``:
+the pragma is known only after expansion), and a universal character name in a directive's
+name (``file_directive_problems``). Pragmas built by token pasting can still escape a text
+scan (``XCAT(_P, ragma)(...)``, ``XCAT(depend, ency)``): the compile poisons ``dependency``
+for those (``gpu_runner.compile_log``).
 
 Directives are found as the preprocessor finds them: lines ended by LF, CR LF or a lone CR and
 NUL read as a blank (``gcc_lines``, as gcc's lexer reads them), after line splicing (a backslash at a line's
@@ -71,7 +76,7 @@ _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _PP_NUMBER = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z_]|[0-9A-Za-z_.])*")
 _PP_NUMBER_PLAIN = re.compile(r"\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*")
 # A directive or __has_include can only be where one of these words is, once lines are spliced.
-_WORDS = re.compile(r"include|import|embed|line|ragma|\\[uU]|(?:#|%:)(?:[ \t\f\v]|/\*.*?\*/)*[0-9]",
+_WORDS = re.compile(r"include|import|embed|line|ragma|dependency|\\[uU]|(?:#|%:)(?:[ \t\f\v]|/\*.*?\*/)*[0-9]",
                     re.S)
 _BLANKS = " \t\f\v\r"
 _DIGITS = re.compile(r"[0-9]+")
@@ -232,8 +237,9 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
     (``-std=c++03`` has neither). ``kind``: ``"include"`` (the DIRECTIVES and HAS_INCLUDE),
     ``"line"`` (``#line N "name"`` or a line marker ``# N "name"``: gcc opens that file to show
     its lines in diagnostics; name None when the operand is not a number and a string literal,
-    as with a macro), ``"dependency"`` (``#pragma GCC dependency``, also through ``_Pragma``:
-    gcc opens the file) and ``"ucn"`` (a universal character name in a directive's name:
+    as with a macro), ``"dependency"`` (``#pragma GCC dependency``, also through ``_Pragma``
+    or the bare identifier: gcc opens the file), ``"pragma-operand"`` (a ``_Pragma`` not of one
+    string literal) and ``"ucn"`` (a universal character name in a directive's name:
     ``#\u0069nclude`` is an include to gcc)."""
     n, i = len(t), 0
     while i < n:
@@ -295,16 +301,20 @@ def _scan(t: str, raw_strings: bool, digit_separators: bool
                     name, angle = None, False
                 yield m.start(), "include", name, angle, m.group().endswith("_next")
             elif m.group() == "_Pragma":
-                # the operand is a string literal (``_Pragma("GCC dependency \"f\"")``) or,
-                # in a macro, made by stringizing: then any 'dependency' in the text counts
+                # the operand must be a plain string literal the scan can read
+                # (``_Pragma("GCC dependency \"f\"")``); made by a macro (stringizing, a
+                # parameter, an object-like macro) its pragma is known only after expansion
                 j = _skip_blanks(t, i)
-                k = _skip_blanks(t, j + 1) if j < n and t[j] == "(" else j
-                if k < n and t[k] == '"':
-                    end = _skip_literal(t, k)
-                    if _DEPENDENCY.match(t[k + 1:end].replace('\\"', '"')):
-                        yield m.start(), "dependency", None, False, False
-                elif "dependency" in t:
+                k = _skip_blanks(t, j + 1) if j < n and t[j] == "(" else -1
+                end = _skip_literal(t, k) if 0 <= k < n and t[k] == '"' else -1
+                if end < 0 or t[end - 1] != '"' or t[_skip_blanks(t, end):][:1] != ")":
+                    yield m.start(), "pragma-operand", None, False, False
+                elif _DEPENDENCY.match(t[k + 1:end - 1].replace('\\"', '"')):
                     yield m.start(), "dependency", None, False, False
+            elif m.group() == "dependency":
+                # the pragma's word outside a '#pragma' line: a macro may build the pragma
+                # from it (CCCL's _CCCL_PRAGMA(GCC dependency "f") stringizes its argument)
+                yield m.start(), "dependency", None, False, False
         else:
             i += 1
 
@@ -351,6 +361,9 @@ _OTHER = {
            "read it as an include; spell the directive in plain letters",
     "dependency": "'#pragma GCC dependency' (or through _Pragma) opens a file by name; a "
                   "compile request may not",
+    "pragma-operand": "a _Pragma whose operand is not a plain string literal (made by a macro: "
+                      "its pragma is known only after expansion); write _Pragma(\"...\") or a "
+                      "#pragma line",
 }
 
 
@@ -359,8 +372,9 @@ def file_directive_problems(source: str) -> list[tuple[int, str, str]]:
     make the compiler open a file the request did not send (gcc shows lines of the file a
     ``#line`` names in its diagnostics, and the runner returns them): a ``#line`` or line
     marker naming an absolute path or a ``..`` path (``name_problem``) or whose operand is not
-    a number and a string literal (a macro), ``#pragma GCC dependency``, a universal character
-    name in a directive's name. A relative name without ``..`` resolves in the compile's own
+    a number and a string literal (a macro), ``#pragma GCC dependency`` or the identifier
+    ``dependency``, a ``_Pragma`` whose operand is not one string literal, a universal
+    character name in a directive's name. A relative name without ``..`` resolves in the compile's own
     folder. By line."""
     out: dict[tuple[int, str], str] = {}
     for line, spelling, kind, name, _, _ in _directives(source):

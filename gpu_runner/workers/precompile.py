@@ -26,6 +26,7 @@ import shutil
 import tempfile
 from typing import Callable, Optional, Sequence
 
+from gpu_runner.compile_log import runner_options
 from gpu_runner.compiler import check_request
 from gpu_runner.problem import Variant
 
@@ -39,7 +40,8 @@ def pycuda_compile(variant: Variant, arch: str, cache_dir: str) -> None:
     nvcc fails."""
     from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415 (optional dependency)
 
-    nvcc_compile(variant.source, no_extern_c=True, arch=arch, options=list(variant.options),
+    nvcc_compile(variant.source, no_extern_c=True, arch=arch,
+                 options=runner_options(variant.options),
                  cache_dir=cache_dir)
 
 
