@@ -48,6 +48,11 @@ class NotBlockRows(LocatedError):
     """The body depends on its block size (or the module cannot tell); says where."""
 
 
+class NotWarpRows(NotBlockRows):
+    """A body whose warp shuffles (``cudalens.optimizer.warp_shuffle``) are not a block
+    reduction the module reads; says where."""
+
+
 @dataclass(frozen=True)
 class BlockRows:
     """A block-size-agnostic body: ``shared`` its dynamic shared array (None without one),
@@ -220,7 +225,7 @@ def match(parsed: Parsed, body: tree_sitter.Node) -> BlockRows:
                                    f"read", line)
         if n.type == "identifier" and parsed.text_of(n) in rows.names | rows.statics and \
                 not _covered(n, allowed) and not _declared_here(n):
-            raise NotBlockRows(f"'{_short(parsed, n.parent)}' (line {line}) uses "
+            raise NotWarpRows(f"'{_short(parsed, n.parent)}' (line {line}) uses "
                                f"{parsed.text_of(n)} other than in a warp or two-level block "
                                f"reduction (its lane, warp or shared partials)", line)
         if n.type == "call_expression" and not _covered(n, allowed):
@@ -228,7 +233,7 @@ def match(parsed: Parsed, body: tree_sitter.Node) -> BlockRows:
             fn = fn.child_by_field_name("name") if fn.type == "template_function" else fn
             name = parsed.text_of(fn)
             if warp_shuffle.WARP_PRIMITIVES.fullmatch(name) or name in _shuffle_helpers(parsed):
-                raise NotBlockRows(f"'{_short(parsed, n)}' (line {line}) exchanges values "
+                raise NotWarpRows(f"'{_short(parsed, n)}' (line {line}) exchanges values "
                                    f"between lanes other than as a warp reduction statement "
                                    f"of the kernel's outer block (alone in a block of 32 "
                                    f"threads, or the two levels of a block reduction)", line)
@@ -308,7 +313,7 @@ def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed
     to ``allowed``.
 
     Raises:
-        NotBlockRows: a statement that starts a warp reduction and is not one of
+        NotWarpRows: a statement that starts a warp reduction and is not one of
             ``warp_shuffle``'s forms.
     """
     if not any(n.type == "identifier" and warp_shuffle.WARP_PRIMITIVES.fullmatch(
@@ -340,7 +345,7 @@ def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed
         try:
             w = warp_shuffle.reduction(stmts[i], parsed, known)
         except warp_shuffle.NotWarpReduction as exc:
-            raise NotBlockRows(str(exc), parsed.line_of(stmts[i])) from None
+            raise NotWarpRows(str(exc), exc.line) from None
         if w is None:
             i += 1
             continue
@@ -351,7 +356,7 @@ def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed
                 two = warp_shuffle.two_level(stmts, i, w, parsed, names, known, tids, dims,
                                              arrays)
             except warp_shuffle.NotWarpReduction as exc:
-                raise NotBlockRows(str(exc), w.line) from None
+                raise NotWarpRows(str(exc), exc.line) from None
             levels.append(two)
             allowed.update(_span(x) for x in two.nodes)
             i += 5
@@ -363,7 +368,7 @@ def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed
         if a.array == b.array and not any(
                 "".join(parsed.text_of(s).split()) == "__syncthreads();" for s in stmts
                 if a.load.end_byte <= s.start_byte and s.end_byte <= b.store.start_byte):
-            raise NotBlockRows(f"no __syncthreads(); between the load of {a.array} at line "
+            raise NotWarpRows(f"no __syncthreads(); between the load of {a.array} at line "
                                f"{parsed.line_of(a.load)} and its store at line "
                                f"{parsed.line_of(b.store)}: the warps may overwrite partials "
                                f"not yet read", parsed.line_of(b.store))
@@ -382,7 +387,7 @@ def _holders(parsed: Parsed, body: tree_sitter.Node, rows: BlockRows, tids) -> N
     (tid == 0)``.
 
     Raises:
-        NotBlockRows: a read elsewhere (its value there depends on the block).
+        NotWarpRows: a read elsewhere (its value there depends on the block).
     """
     ends = [(w.node.end_byte, w.result, w.everyone, w.line) for w in rows.warps] + \
         [(t.second.node.end_byte, t.second.result, t.everyone, t.first.line)
@@ -401,7 +406,7 @@ def _holders(parsed: Parsed, body: tree_sitter.Node, rows: BlockRows, tids) -> N
                     or any(a <= n.start_byte < b for a, b in spans):
                 continue
             at = parsed.line_of(n)
-            raise NotBlockRows(f"'{_short(parsed, n.parent)}' (line {at}) reads {name}, which "
+            raise NotWarpRows(f"'{_short(parsed, n.parent)}' (line {at}) reads {name}, which "
                                f"after the reduction at line {line} only thread 0 is sure to "
                                f"hold, outside 'if (tid == 0)'", at)
 
@@ -409,6 +414,16 @@ def _holders(parsed: Parsed, body: tree_sitter.Node, rows: BlockRows, tids) -> N
 def _covered(node: tree_sitter.Node, allowed: set[tuple[int, int]]) -> bool:
     """``node`` is, or lies inside, one of the ``allowed`` spans."""
     return any(a <= node.start_byte and node.end_byte <= b for a, b in allowed)
+
+
+def strides(parsed: Parsed, body: tree_sitter.Node) -> bool:
+    """``body`` has a block-stride loop over a row (``for (i = tid; i < n; i += blockDim.x)``
+    or by 32): the shape of a block per row, whatever else it does."""
+    stmts = named_children(body)
+    tids = frozenset(block_reduction.fixed_names(stmts, body, parsed, _TID))
+    dims = frozenset(block_reduction.fixed_names(stmts, body, parsed, _DIM))
+    return any(n.type == "for_statement" and _stride_loop(n, parsed, tids, dims, [])
+               for n in walk(body))
 
 
 def tree_ok(parsed: Parsed, body: tree_sitter.Node) -> bool:

@@ -55,6 +55,7 @@ from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.macros import file_macros, int_value
 from cudalens.kernel_model.syntax import Parsed, int_literal, named_children, unparen, walk
 from cudalens.optimizer.affine import builtin_field, strip_casts
+from cudalens.optimizer.reasons import LocatedError
 
 SHUFFLES = ("__shfl_xor_sync", "__shfl_down_sync")
 WARP_PRIMITIVES = re.compile(r"__shfl\w*|__syncwarp|__ballot\w*|__any_sync|__all_sync|"
@@ -105,8 +106,9 @@ class TwoLevel:
         return (self.first.node, self.store, self.barrier, self.load, self.second.node)
 
 
-class NotWarpReduction(Exception):
-    """A statement that uses warp primitives but is none of the module doc's forms."""
+class NotWarpReduction(LocatedError):
+    """A statement that uses warp primitives but is none of the module doc's forms; ``line``
+    the statement's."""
 
 
 def constants(parsed: Parsed) -> dict[str, int]:
@@ -229,7 +231,8 @@ def _step(stmt: tree_sitter.Node, parsed: Parsed, var: str, env: dict[str, int]
         combine, shuffled = "+", right
     elif op == "=" and right.type == "binary_expression" and \
             right.child_by_field_name("operator").type == "+":
-        a, b = unparen(right.child_by_field_name("left")), unparen(right.child_by_field_name("right"))
+        a = unparen(right.child_by_field_name("left"))
+        b = unparen(right.child_by_field_name("right"))
         combine, shuffled = "+", (b if parsed.text_of(a) == acc else
                                   a if parsed.text_of(b) == acc else None)
     elif op == "=" and right.type == "call_expression":
@@ -270,12 +273,13 @@ def shuffle_loop(loop: tree_sitter.Node, parsed: Parsed, env: Optional[dict[str,
     line = loop.start_point[0] + 1
     head = for_header(loop, parsed)
     if head is None or head.body is None:
-        raise NotWarpReduction(f"the loop at line {line} is not a counted loop")
+        raise NotWarpReduction(f"the loop at line {line} is not a counted loop", line)
     step = _step(head.body, parsed, head.var, env)
     if step is None:
         raise NotWarpReduction(
             f"the loop at line {line} is not one shuffle step 'acc += __shfl_xor_sync("
-            f"0xffffffff, acc, offset)' (or __shfl_down_sync, fmaxf(acc, ...)) of a full warp")
+            f"0xffffffff, acc, offset)' (or __shfl_down_sync, fmaxf(acc, ...)) of a full warp",
+            line)
     acc, combine, kind = step
     offsets = _offsets(loop, parsed, env)
     if offsets is None or sorted(offsets) != [1, 2, 4, 8, 16]:
@@ -283,10 +287,10 @@ def shuffle_loop(loop: tree_sitter.Node, parsed: Parsed, env: Optional[dict[str,
             f"are {', '.join(map(str, offsets[:8]))}"
         raise NotWarpReduction(f"the shuffle offsets of the loop at line {line} {shown}, not "
                                f"16, 8, 4, 2, 1: the loop does not combine the 32 lanes of a "
-                               f"warp")
+                               f"warp", line)
     if kind == "__shfl_down_sync" and offsets != [16, 8, 4, 2, 1]:
         raise NotWarpReduction(f"the __shfl_down_sync offsets of the loop at line {line} do "
-                               f"not fall from 16 to 1")
+                               f"not fall from 16 to 1", line)
     return acc, combine, kind == "__shfl_xor_sync"
 
 
@@ -432,7 +436,7 @@ def two_level(stmts: list[tree_sitter.Node], i: int, first: WarpReduce, parsed: 
     rest = stmts[i + 1:i + 5]
     if len(rest) < 4:
         raise NotWarpReduction(f"the warp reduction at line {line} is not followed by the "
-                               f"store, barrier, load and warp reduction of a two-level one")
+                               f"store, barrier, load and warp reduction of a two-level one", line)
     store, barrier, load, second = rest
     # if (lane == 0) sh[warp] = a;
     cond = unparen(store.child_by_field_name("condition")) if store.type == "if_statement" \
@@ -462,13 +466,16 @@ def two_level(stmts: list[tree_sitter.Node], i: int, first: WarpReduce, parsed: 
         raise NotWarpReduction(
             f"'{' '.join(parsed.text_of(store).split())[:60]}' (line {store.start_point[0] + 1})"
             f" after the warp reduction at line {line} is not 'if (lane == 0) "
-            f"shared[warp] = {first.result};' into a __shared__ array of 32 or more slots")
+            f"shared[warp] = {first.result};' into a __shared__ array of 32 or more slots",
+            store.start_point[0] + 1)
     if arrays[array] < 32:
         raise NotWarpReduction(f"the shared array {array} holds {arrays[array]} warp results "
-                               f"(line {store.start_point[0] + 1}); a block may have 32 warps")
+                               f"(line {store.start_point[0] + 1}); a block may have 32 warps",
+                               store.start_point[0] + 1)
     if "".join(parsed.text_of(barrier).split()) != "__syncthreads();":
         raise NotWarpReduction(f"no __syncthreads(); at line {barrier.start_point[0] + 1} "
-                               f"between the store of the warp results and their load")
+                               f"between the store of the warp results and their load",
+                               barrier.start_point[0] + 1)
     # b = (lane < blockDim.x / 32) ? sh[lane] : 0;
     target, init, declares = None, None, False
     if load.type == "expression_statement" and len(named_children(load)) == 1:
@@ -505,11 +512,11 @@ def two_level(stmts: list[tree_sitter.Node], i: int, first: WarpReduce, parsed: 
             f"'{' '.join(parsed.text_of(load).split())[:60]}' (line {load.start_point[0] + 1}) "
             f"is not 'v = (lane < blockDim.x / 32) ? {array}[lane] : neutral;' (tid < ... "
             f"too), loading the warp results (one per 32 threads of the block) with the "
-            f"combination's neutral value")
+            f"combination's neutral value", load.start_point[0] + 1)
     w2 = reduction(second, parsed, known)
     if w2 is None or w2.acc != target or _family(w2.combine) != _family(first.combine):
         raise NotWarpReduction(f"the statement at line {second.start_point[0] + 1} is not a "
                                f"warp reduction of {target} combining as the one at line "
-                               f"{line}")
+                               f"{line}", second.start_point[0] + 1)
     return TwoLevel(first, store, barrier, load, declares, w2, array,
                     everyone and w2.everyone)

@@ -343,7 +343,7 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...],
     # the partials of a two-level warp reduction: 32 slots serve any block of BLOCKS_1D
     shared = _fixed_shared_array(body, parsed,
                                  rows.statics if isinstance(rows, block_rows.BlockRows) else ())
-    if shared:
+    if shared and not isinstance(rows, block_rows.NotWarpRows):  # else the shuffles' reason
         return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
                       f"usually assumes the block size", shared[1]), (), ""
     if isinstance(rows, block_rows.NotBlockRows):

@@ -589,6 +589,10 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
     try:
         p, body = readable_body(ctx)
         rows = block_rows.match(p, body)
+    except block_rows.NotWarpRows as exc:  # a block per row whose shuffles are not read
+        if not block_rows.strides(p, body):
+            return ctx, None
+        return ctx, Reason(str(exc), exc.line)
     except (UnreadableBody, block_rows.NotBlockRows):
         return ctx, None
     if (rows.shared is None or not rows.trees) and not rows.warps and not rows.levels:
