@@ -25,6 +25,15 @@ local ``int tid = threadIdx.x;`` never changed) must be one of:
 Every mention of ``blockDim.x`` must be the step of a block-stride loop or inside a tree
 loop; outside the trees the shared array is read only at ``s[0]``. Nothing may index along y
 or z. ``NotBlockRows`` names the first mention that fits none of these, with its line.
+
+A block reduction written with warp shuffles (``cudalens.optimizer.warp_shuffle``) is read
+among the kernel's outer statements: a two-level one (its lane and warp locals ``tid % 32``
+and ``tid / 32``, its ``__shared__`` partials) combines any block of a multiple of 32
+threads up to 1024; a lone warp reduction combines the block only when the block is one
+warp, as does a block-stride loop stepped by 32 (``BlockRows.one_warp``: the caller keeps
+a block of 32). A result that only thread 0 holds (after ``__shfl_down_sync``, or a second
+level that warp 0 alone loads) may be read only inside ``if (tid == 0)``; a warp primitive,
+a lane or warp local or the partials anywhere else raise ``NotWarpRows``.
 """
 
 from __future__ import annotations
