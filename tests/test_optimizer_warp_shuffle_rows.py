@@ -214,9 +214,12 @@ def test_launch_config_refuses_one_warp_and_takes_two_levels():
 
 
 @block_sim.needs_gxx
-def test_two_level_snippet_rewrites_equal_the_original():
-    """The snippet the refusals start from, accepted: its sums and its (untouched) y."""
-    ctx = context_with_spec(_kernel(WARP, STORE, LOAD, WARP), "k", SPEC.format(block=256))
+@pytest.mark.parametrize("pragma", ["", "    #pragma unroll\n"])
+def test_two_level_snippet_rewrites_equal_the_original(pragma):
+    """The snippet the refusals start from, accepted (its shuffle loops also after '#pragma
+    unroll', which the rewrite drops with them): its sums and its (untouched) y."""
+    warp = pragma + WARP
+    ctx = context_with_spec(_kernel(warp, STORE, LOAD, warp), "k", SPEC.format(block=256))
     sizes = {"rows": 4, "C": 301}
     before = block_sim.run(ctx.text, "k", ctx.spec, sizes)
     x = before.buffers["x"]
@@ -226,3 +229,5 @@ def test_two_level_snippet_rewrites_equal_the_original():
         after = block_sim.run(result.source, "k", ctx.spec, sizes, result.launch)
         assert _close(after.buffers["s"], before.buffers["s"]), name
         assert after.buffers["y"] == before.buffers["y"], name
+        if name != "launch_config":
+            assert "#pragma" not in result.source, name

@@ -83,6 +83,7 @@ class BlockRows:
     one_warp: Optional[tuple[int, str]] = None
     names: frozenset = frozenset()
     statics: frozenset = frozenset()
+    pragmas: tuple[tree_sitter.Node, ...] = ()
 
     def in_tree(self, node: tree_sitter.Node) -> bool:
         """``node`` lies inside one of the tree loops."""
@@ -210,7 +211,7 @@ def match(parsed: Parsed, body: tree_sitter.Node) -> BlockRows:
     elif shuffled[0]:
         one_warp = (shuffled[0][0].line, "combines one warp's values only")
     rows = BlockRows(shared, tids, dims, tuple(trees), tuple(strided), shuffled[0],
-                     shuffled[1], one_warp, shuffled[2], shuffled[3])
+                     shuffled[1], one_warp, shuffled[2], shuffled[3], shuffled[4])
     if rows.warps or rows.levels:
         _holders(parsed, body, rows, tids)
     for n in walk(body):
@@ -318,7 +319,7 @@ def _static_arrays(parsed: Parsed, body: tree_sitter.Node, env) -> dict[str, int
 
 def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed):
     """(lone warp reductions, two-level reductions, lane and warp names, their shared
-    arrays) among the kernel's outer statements ``stmts``; the spans they cover are added
+    arrays, the ``#pragma unroll`` lines right before their loops) among the kernel's outer statements ``stmts``; the spans they cover are added
     to ``allowed``.
 
     Raises:
@@ -327,7 +328,11 @@ def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed
     """
     if not any(n.type == "identifier" and warp_shuffle.WARP_PRIMITIVES.fullmatch(
             parsed.text_of(n)) for n in walk(parsed.tree.root_node)):
-        return (), (), frozenset(), frozenset()
+        return (), (), frozenset(), frozenset(), ()
+    # '#pragma unroll' before a shuffle loop: not a statement of the reduction's sequence
+    pragmas = tuple(s for s in stmts if s.type == "preproc_call" and
+                    " ".join(parsed.text_of(s).split()).startswith("#pragma unroll"))
+    stmts = [s for s in stmts if s not in pragmas]
     env = warp_shuffle.constants(parsed)
     known = warp_shuffle.helpers(parsed)
     changed = set(block_reduction_assigned(body, parsed))
@@ -382,7 +387,11 @@ def _shuffles(parsed: Parsed, body: tree_sitter.Node, stmts, tids, dims, allowed
                                f"{parsed.line_of(b.store)}: the warps may overwrite partials "
                                f"not yet read", parsed.line_of(b.store))
     used = frozenset(t.array for t in levels)
-    return tuple(singles), tuple(levels), frozenset(kinds), used
+    loops = [n for n in [w.node for w in singles] + [x for t in levels for x in t.nodes]
+             if n.type == "for_statement"]
+    before = tuple(q for q in pragmas if any(q.end_byte <= n.start_byte and not parsed.data[
+        q.end_byte:n.start_byte].strip() for n in loops))
+    return tuple(singles), tuple(levels), frozenset(kinds), used, before
 
 
 def block_reduction_assigned(body: tree_sitter.Node, parsed: Parsed) -> dict[str, int]:

@@ -638,6 +638,7 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
     current: Optional[str] = None  # the accumulator s[0] holds after its tree
     pending: Optional[tuple[str, tree_sitter.Node]] = None  # stored, its tree not yet run
     done: list[str] = []
+    edits += [_blank(p, q) for q in rows.pragmas]  # the loops they unrolled are gone
     shuffles = {w.node.start_byte: w for w in rows.warps}
     shuffles.update({t.first.node.start_byte: t for t in rows.levels})
     for stmt in stmts:
