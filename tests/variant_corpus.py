@@ -39,6 +39,7 @@ SIM_SIZES_BY_FILE = {"stencil2d_regs/conv5x5_pitch.cu": (37, 45, 48),
                      "warp_per_row/softmax_block_tree.cu": (2, 3, 45),
                      "block_per_row/lse_bf16_select.cu": (2, 3, 1100),
                      "block_per_row/softmax_if_online.cu": (1, 5, 1100),
+                     "block_per_row/softmax_shfl_templates.cu": (2, 3, 1100),
                      "coarsen_reduce/min_select_tree.cu": (3, 7, 50),
                      "warp_reduce/extern_block_bytes_atomic.cu": (3, 333)}
 

@@ -94,8 +94,11 @@ def _template_value_parameters(definition: tree_sitter.Node, parsed: Parsed) -> 
             if p.type in ("parameter_declaration", "optional_parameter_declaration")]
 
 
-def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[tuple[str, int]]:
-    """The first ``__shared__`` array declaration with a fixed size, as ('text (line N)', N)."""
+def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed,
+                        allowed=()) -> Optional[tuple[str, int]]:
+    """The first ``__shared__`` array declaration with a fixed size, as ('text (line N)', N);
+    arrays named in ``allowed`` (the 32 warp partials of a two-level reduction,
+    ``block_rows.BlockRows.statics``) aside."""
     for n in walk(body):
         if n.type != "__shared__":
             continue
@@ -108,7 +111,8 @@ def _fixed_shared_array(body: tree_sitter.Node, parsed: Parsed) -> Optional[tupl
         extern = any(c.type == "storage_class_specifier" and parsed.text_of(c) == "extern"
                      for c in decl.children)
         arrays = [d for d in walk(decl) if d.type == "array_declarator"]
-        if arrays and not extern:
+        names = {parsed.text_of(a.child_by_field_name("declarator")) for a in arrays}
+        if arrays and not extern and not names <= set(allowed):
             return f"'{parsed.text_of(decl)}' (line {parsed.line_of(decl)})", parsed.line_of(decl)
     return None
 
@@ -330,18 +334,27 @@ def _plan(ctx: PassContext) -> tuple[Optional[str], tuple[tuple[int, ...], ...],
         return (f"non-type template parameter '{value_params[0]}' may fix the block size at "
                 f"compile time"), (), ""
     body = definition.child_by_field_name("body")
-    shared = _fixed_shared_array(body, parsed)
-    if shared:
-        return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
-                      f"usually assumes the block size", shared[1]), (), ""
+    rows = None
     if per_block:
         try:
-            block_rows.match(parsed, body)
+            rows = block_rows.match(parsed, body)
         except block_rows.NotBlockRows as exc:
-            return Reason(f"the spec's grid ({', '.join(launch.grid)}) does not depend on "
-                          f"block.x, so a new block would change how many elements are "
-                          f"covered (the body does not work alike with any block: {exc})",
-                          exc.line), (), ""
+            rows = exc
+    # the partials of a two-level warp reduction: 32 slots serve any block of BLOCKS_1D
+    shared = _fixed_shared_array(body, parsed,
+                                 rows.statics if isinstance(rows, block_rows.BlockRows) else ())
+    if shared and not isinstance(rows, block_rows.NotWarpRows):  # else the shuffles' reason
+        return Reason(f"the kernel declares the fixed-size shared array {shared[0]}, which "
+                      f"usually assumes the block size", shared[1]), (), ""
+    if isinstance(rows, block_rows.NotBlockRows):
+        return Reason(f"the spec's grid ({', '.join(launch.grid)}) does not depend on "
+                      f"block.x, so a new block would change how many elements are "
+                      f"covered (the body does not work alike with any block: {rows})",
+                      rows.line), (), ""
+    if rows is not None and rows.one_warp is not None:
+        line, what = rows.one_warp
+        return Reason(f"the kernel {what} (line {line}): it combines a row only in a block "
+                      f"of 32 threads, so the block cannot change", line), (), ""
     base = baseline_block(ctx)
     try:
         foot = dynamic_shared.footprint(parsed, body, lambda: _block_sized_tree(ctx, base))

@@ -589,10 +589,17 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
     try:
         p, body = readable_body(ctx)
         rows = block_rows.match(p, body)
+    except block_rows.NotWarpRows as exc:  # a block per row whose shuffles are not read
+        if not block_rows.strides(p, body):
+            return ctx, None
+        return ctx, Reason(str(exc), exc.line)
     except (UnreadableBody, block_rows.NotBlockRows):
         return ctx, None
-    if rows.shared is None or not rows.trees:
+    if (rows.shared is None or not rows.trees) and not rows.warps and not rows.levels:
         return ctx, None
+    why = _warp_block_reason(ctx, rows)
+    if why is not None:
+        return ctx, why
     nested = [t for t, _, _ in rows.trees if t.parent != body]
     if nested:
         return ctx, Reason(f"the tree at line {p.line_of(nested[0])} is not a statement of the "
@@ -622,7 +629,7 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
             names = {p.text_of(d.child_by_field_name("declarator")) for d in ds
                      if d.type == "init_declarator"}
             if any(c.type == "__shared__" for c in walk(stmt)) or \
-                    (names and names <= tids | dims and len(names) == len(ds)):
+                    (names and names <= tids | dims | rows.names and len(names) == len(ds)):
                 removed.add((stmt.start_byte, stmt.end_byte))
         elif stmt.type == "expression_statement" and p.text_of(stmt).replace(" ", "") == \
                 "__syncthreads();":
@@ -631,8 +638,21 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
     current: Optional[str] = None  # the accumulator s[0] holds after its tree
     pending: Optional[tuple[str, tree_sitter.Node]] = None  # stored, its tree not yet run
     done: list[str] = []
+    edits += [_blank(p, q) for q in rows.pragmas]  # the loops they unrolled are gone
+    shuffles = {w.node.start_byte: w for w in rows.warps}
+    shuffles.update({t.first.node.start_byte: t for t in rows.levels})
     for stmt in stmts:
         span = (stmt.start_byte, stmt.end_byte)
+        if stmt.start_byte in shuffles:
+            if pending is not None:
+                return ctx, Reason(f"{pending[0]} is stored in {shared} but no tree combines "
+                                   f"it before line {p.line_of(stmt)}", p.line_of(stmt))
+            why = _lift_shuffle(analysis, rows, stmts, shuffles[stmt.start_byte], edits,
+                                removed)
+            if why is not None:
+                return ctx, why
+            current = None
+            continue
         if stmt.start_byte in trees:
             tree, combine = trees[stmt.start_byte]
             if pending is None:
@@ -689,6 +709,11 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
                 edits.append(Edit(n.start_byte, cons.start_byte,
                                   re.sub(r"[^\n]", " ", p.data[n.start_byte:cons.start_byte]
                                          .decode()).rstrip(" ") + " "))
+                if cons.type == "compound_statement" and not any(
+                        c.type == "declaration" for c in named_children(cons)):
+                    # if (tid == 0) { S; }: the braces go too (nothing declared in them)
+                    edits += [Edit(cons.start_byte, cons.start_byte + 1, " "),
+                              Edit(cons.end_byte - 1, cons.end_byte, " ")]
     if pending is not None:
         return ctx, Reason(f"{pending[0]} is stored in {shared} but no tree combines it")
     for loop in rows.strided:
@@ -746,6 +771,82 @@ def _lift(ctx: PassContext) -> tuple[PassContext, Optional[Reason]]:
     launch = dataclasses.replace(ctx.launch, shared="0")
     new = ctx.rewritten(text, launch, "block_rows")
     return dataclasses.replace(new, applied=ctx.applied), None
+
+
+def _warp_block_reason(ctx: PassContext, rows) -> Optional[Reason]:
+    """Why the spec's block does not let ``rows``' warp reductions combine the whole block
+    (``cudalens.optimizer.warp_shuffle``): a lone one needs a block of 32 threads, a
+    two-level one a multiple of 32 up to 1024; None when it does."""
+    from cudalens.optimizer.passes.launch_config import baseline_block
+
+    if not rows.warps and not rows.levels and rows.one_warp is None:
+        return None
+    base = baseline_block(ctx)
+    block = base[0] if base is not None else None
+    if rows.one_warp is not None and block != 32:
+        line, what = rows.one_warp
+        return Reason(f"the kernel {what} (line {line}), which combines the row only in a "
+                      f"block of 32 threads; the spec's block is {ctx.launch.block[0]}", line)
+    if rows.levels and (block is None or block % 32 or block > 1024):
+        line = rows.levels[0].first.line
+        return Reason(f"the two-level reduction at line {line} combines the row only in a "
+                      f"block of a multiple of 32 threads up to 1024; the spec's block is "
+                      f"{ctx.launch.block[0]}", line)
+    return None
+
+
+def _lift_shuffle(analysis: "_Analysis", rows, stmts, red, edits: list[Edit],
+                  removed: set) -> Optional[Reason]:
+    """The edits that read a warp reduction or a two-level one (``red``) as the row's value
+    each thread of the one-thread-per-row form already holds after its loop: the statements
+    go, and ``T r = H(acc);`` / ``T b = ... ? sh[lane] : 0;`` become ``T r = acc;``. Its
+    accumulator must be accumulated in one block-stride loop before it, combining as the
+    reduction does, and not used in between; else the reason."""
+    from cudalens.optimizer import warp_shuffle
+
+    p = analysis.p
+    first = red if isinstance(red, warp_shuffle.WarpReduce) else red.first
+    acc, line = first.acc, first.line
+    before = [s for s in stmts if s.end_byte <= first.node.start_byte]
+    loops = [s for s in before if s in rows.strided and acc in identifiers(s, p)]
+    if len(loops) != 1:
+        return Reason(f"{acc}, combined across the warp at line {line}, is not accumulated in "
+                      f"one loop over the row before it", line)
+    kinds = _loop_kinds(analysis, loops[0], acc)
+    kind = kinds.pop() if len(kinds) == 1 else None
+    if not _same_combine(kind, first.combine):
+        return Reason(f"the warp reduction at line {line} combines {acc} by "
+                      f"{minmax.label(first.combine)}, but the loop at line "
+                      f"{p.line_of(loops[0])} accumulates it "
+                      f"{'by ' + minmax.label(kind) if kind else 'otherwise'}", line)
+    between = [n for s in before if s.start_byte >= loops[0].end_byte for n in walk(s)
+               if n.type == "identifier" and p.text_of(n) == acc]
+    if between:
+        return Reason(f"{acc} is used at line {p.line_of(between[0])} between its loop and "
+                      f"the warp reduction at line {line}", p.line_of(between[0]))
+
+    def one(w: "warp_shuffle.WarpReduce", source: str) -> None:
+        if w.declares or w.result != source:
+            edits.append(Edit(w.call.start_byte, w.call.end_byte, source))
+        else:
+            removed.add((w.node.start_byte, w.node.end_byte))
+
+    if isinstance(red, warp_shuffle.WarpReduce):
+        one(red, acc)
+        return None
+    one(red.first, acc)
+    removed.add((red.store.start_byte, red.store.end_byte))
+    removed.add((red.barrier.start_byte, red.barrier.end_byte))
+    target = red.second.acc
+    if target == red.first.result and not red.load_declares:
+        removed.add((red.load.start_byte, red.load.end_byte))
+    else:
+        init = next(n for n in walk(red.load) if n.type == "conditional_expression")
+        while init.parent is not None and init.parent.type == "parenthesized_expression":
+            init = init.parent
+        edits.append(Edit(init.start_byte, init.end_byte, red.first.result))
+    one(red.second, target)
+    return None
 
 
 def block_rows_reason(ctx: PassContext) -> Optional[Reason]:
