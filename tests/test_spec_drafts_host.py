@@ -398,11 +398,28 @@ __global__ void copy4(uint4* dst, const uint4* src) {
     unsigned pos = blockIdx.x * blockDim.x + threadIdx.x;
     dst[pos] = src[pos];
 }
-void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s); }
+void go(uint4* d, const uint4* s) { unsigned n = total_bytes(); copy4<<<n / 4 / 128, 128>>>(d, s); }
 """)
     assert [(m.name, m.expr) for m in spec.multiples] == [("n", "128")]
     assert ("multiple n = 128: the launch covers n with whole blocks of 128 and the body has "
             "no bounds check, so the ragged size stays a multiple") in spec.notes
+
+
+def test_an_unchecked_kernel_takes_the_grid_of_the_launching_functions_parameter():
+    """``n`` a parameter of the launching function: the grid is ``n / 512`` blocks of 128
+    uint4 (n / 4 of them), inside the n uint4 the buffers get; no multiple is needed."""
+    spec = infer("""\
+__global__ void copy4(uint4* dst, const uint4* src) {
+    unsigned pos = blockIdx.x * blockDim.x + threadIdx.x;
+    dst[pos] = src[pos];
+}
+void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s); }
+""")
+    assert spec.launch.grid == ("n / 512",)
+    assert spec.multiples == ()
+    assert {p.name: p.length for p in spec.params} == {"dst": "4 * n", "src": "4 * n"}
+    assert ("grid.x = n / 512: from the launch at line 5; the body has no bounds check along "
+            "x, so that grid and the block bound its indices") in spec.notes
 
 
 # -- a written spec shorter than what the kernel writes ----------------------------------------

@@ -110,10 +110,11 @@ from cudalens.spec import dtypes
 from cudalens.spec import templates
 from cudalens.spec.block_shape import block_from_file, const_value, named_ints
 from cudalens.spec.body import Access, BodyFacts, analyze_body
-from cudalens.spec.defines import file_constants
+from cudalens.spec.defines import file_constants, function_macros
 from cudalens.spec.errors import SpecError
-from cudalens.spec.expr import ExprError, evaluate, names_in
-from cudalens.spec.host_locals import line_starts, locals_in, offset_of
+from cudalens.spec.expr import ExprError, c_div, evaluate, names_in
+from cudalens.spec.host_locals import (caller_arguments, case_bindings, function_int_params,
+                                       line_starts, locals_in, offset_of)
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
                                  SizeDecl)
 from cudalens.spec.poly import Poly
@@ -252,7 +253,13 @@ def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
     for name, v in values.items():
         if _square_block(body, name) and v * v > _MAX_THREADS:
             return False
-    env: dict[str, object] = {**file_constants(source), **values}
+    return _static_shared_bytes(body, {**file_constants(source), **values}) \
+        <= _MAX_STATIC_SHARED
+
+
+def _static_shared_bytes(body: str, env: dict) -> int:
+    """Bytes of the fixed-size ``__shared__`` arrays ``body`` declares, their extents
+    evaluated in ``env`` (an array whose extent does not evaluate counts 0)."""
     total = 0
     arrays = [(m.group(1), dims) for m in re.finditer(
         r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+([^;{}()=]+);", body)
@@ -271,7 +278,7 @@ def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
                 break
             count *= n
         total += (size or 4) * count
-    return total <= _MAX_STATIC_SHARED
+    return total
 
 
 def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDecl],
@@ -311,6 +318,46 @@ def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDec
         current = [SizeDecl(s.name, str(values[s.name])) if s.name in values else s
                    for s in current]
     return current, f"{expr} = {first:,}"
+
+
+def _fit_shared(sizes: list[SizeDecl], shared: str, block: tuple[int, ...],
+                constants: dict[str, int],
+                defaulted: frozenset = frozenset()) -> tuple[list[SizeDecl], str]:
+    """``sizes`` with the ``defaulted`` ones (drafted defaults, perhaps already made smaller
+    by ``_fit_defaults``) that ``shared`` (bytes, a spec expression) names
+    halved, largest first, until it is at most 48 KiB with ``block``, the most dynamic shared
+    memory a launch gets without ``cudaFuncAttributeMaxDynamicSharedMemorySize`` (a default of
+    2048 for ``d`` in ``3 * block.x * d * 4`` asks for 786 KiB, which no launch gets); and
+    ``"EXPR = BYTES bytes"`` before, or "" when nothing changed."""
+    from cudalens.spec.expr import Dim3
+
+    dims = Dim3(*(tuple(block) + (1, 1, 1))[:3])
+
+    def bytes_of(current: list[SizeDecl]) -> int:
+        env: dict[str, object] = dict(constants)
+        for s in current:
+            env[s.name] = int(evaluate(s.expr, env))
+        env["block"] = dims
+        return int(evaluate(shared, env))
+
+    try:
+        first = bytes_of(sizes)
+        named = names_in(shared)
+    except (ExprError, ValueError, TypeError, ZeroDivisionError):
+        return sizes, ""
+    if first <= _MAX_STATIC_SHARED:
+        return sizes, ""
+    current = list(sizes)
+    values = {s.name: int(evaluate(s.expr, dict(constants))) for s in sizes
+              if s.name in defaulted and s.name in named}
+    while values and bytes_of(current) > _MAX_STATIC_SHARED:
+        name = max(values, key=lambda n: (values[n], -list(values).index(n)))
+        if values[name] <= 1:
+            break
+        values[name] //= 2
+        current = [SizeDecl(s.name, str(values[s.name])) if s.name in values else s
+                   for s in current]
+    return current, f"{shared} = {first:,} bytes"
 
 
 def infer_spec(kernel: Kernel, source_text: str,
@@ -464,6 +511,12 @@ class _Drafter:
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_block = block_from_file(kernel, self.sites, self.context, source)
+        # integer parameters of the launching function that the first site's grid names and
+        # the kernel is not passed (``<<<nrows, 32>>>``, ``dim3 blocks(nrows, nch, nsamp)``):
+        # sizes of the draft, as the kernel's own integer parameters are (see host_grid_names)
+        self.host_grid: list[str] = self.host_grid_names()
+        self.order += self.host_grid
+        self.int_params |= set(self.host_grid)
         self.site_grid = self.launch_grid()
         # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
         self.site_block_params: dict[str, Poly] = {}
@@ -543,7 +596,8 @@ class _Drafter:
         kept = []
         for site in self.sites:
             at = offset_of(self.source, site.range.start.line, site.range.start.column)
-            for text in texts:
+            own = templates.site_instance(self.kernel.name, self.source, at)
+            for text in ((own,) if own else texts):  # the site's own arguments where written
                 args = templates.split_args(text.partition("<")[2][:-1])
                 values = [const_value(locals_in(a, self.source, at, set()), self.context)
                           for a in args]
@@ -666,7 +720,8 @@ class _Drafter:
         """The largest ``blockIdx.a`` / ``threadIdx.a`` under the launch site's grid and
         literal block, for a body with no bounds check on that axis: ``blockIdx.x <
         grid.x`` (a symbol ``GRID.x`` standing for ``P / S``, resolved by ``grid_resolved``),
-        ``threadIdx.x < block.x``, ``blockDim.x == block.x``."""
+        ``threadIdx.x < block.x``, ``blockDim.x == block.x``, ``gridDim.x == grid.x`` (where
+        the grid is the launch's extent itself, step 1)."""
         if "." not in name:
             return None
         kind, axis = name.split(".", 1)
@@ -680,6 +735,9 @@ class _Drafter:
             shape = self.site_block[0]
             extent = shape[i] if i < len(shape) else 1
             return Poly.const(extent - 1 if kind == "threadIdx" else extent)
+        if kind == "gridDim" and axis in self.site_grid and self.site_grid[axis][1] == 1:
+            self.launch_bounded.add(axis)  # gridDim.y of dim3 blocks(nrows, nch): nch itself
+            return self.site_grid[axis][0]
         if kind == "blockIdx" and axis in self.site_grid:
             self.launch_bounded.add(axis)
             extent, step, _ = self.site_grid[axis]
@@ -745,6 +803,8 @@ class _Drafter:
                 continue
             args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
                     if q.name in self.int_params}
+            if site is self.sites[0]:
+                args.update({n: n for n in self.host_grid})
             out: dict[str, tuple[Poly, int, str]] = {}
             named = site.config[1].strip() if len(site.config) > 1 else ""
             for axis, part in zip("xyz", _site_grid_text(site, self.source)):
@@ -759,6 +819,28 @@ class _Drafter:
             if out:
                 return out
         return {}
+
+    def host_grid_names(self) -> list[str]:
+        """The names in the first launch site's grid that are integer parameters of the
+        function launching it and neither passed to the kernel nor the kernel's parameters'
+        names nor constants: ``void launch(..., int nrows) { k<<<nrows, 32>>>(x, ncols); }``
+        gives ``["nrows"]``; the draft makes each a size, the grid's extent (new-user report
+        R6, ggml's ``dim3 blocks_num(nrows, nchannels, nsamples)``)."""
+        site = next((s for s in self.sites if s.config), None)
+        if site is None:
+            return []
+        at = offset_of(self.source, site.range.start.line, site.range.start.column)
+        host = function_int_params(self.source, at)
+        passed = {a.strip() for a in site.arguments}
+        kernel_names = {p.name for p in self.kernel.parameters}
+        out = []
+        for part in _site_grid_text(site, self.source):
+            for word in re.findall(r"(?<![\w.])[A-Za-z_]\w*", part):
+                if word in host and word not in passed and word not in kernel_names and \
+                        word not in self.constants and word not in _RESERVED and \
+                        not keyword.iskeyword(word) and word not in out:
+                    out.append(word)
+        return out
 
     def launch_block_params(self) -> tuple[dict[str, Poly], int]:
         """The first launch site's block, per axis, when it is a polynomial of the kernel's
@@ -1207,15 +1289,20 @@ class _Drafter:
         sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
         if self.branch is not None and self.branch[0]:
             self.branch_note(sizes, rename)
+        shared = self.shared(rename, block, {q.name: q.expr for q in params
+                                             if isinstance(q, ScalarDecl)})
+        sizes, shrunk_shared = _fit_shared(sizes, shared, block, self.constants, frozenset(
+            n for n, e in before.items() if e in _DEFAULTS and n not in self.host_given))
         defaulted = [s for s in sizes if s.name not in self.host_given]
         if defaulted:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in defaulted)
             self.notes.append(f"sizes are defaults ({listed}): set them to your problem"
                               + (f"; made smaller so that no buffer has more than "
                                  f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
-                                 f"overflow the kernel's 32-bit int indices)" if shrunk else ""))
-        shared = self.shared(rename, block, {q.name: q.expr for q in params
-                                             if isinstance(q, ScalarDecl)})
+                                 f"overflow the kernel's 32-bit int indices)" if shrunk else "")
+                              + (f"; made smaller so that the dynamic shared memory fits the "
+                                 f"{_MAX_STATIC_SHARED:,} bytes a launch gets without opting "
+                                 f"in (shared = {shrunk_shared})" if shrunk_shared else ""))
         name = k.qualified_name or k.name
         if self.instance:
             name = name + self.instance[self.instance.index("<"):]
@@ -1396,6 +1483,7 @@ class _Drafter:
             grid_syms |= b.symbols if b is not None else set()
         for axis in self.launch_axes(grid_vars):
             grid_syms |= self.site_grid[axis][0].symbols
+        grid_syms |= set(self.host_grid)  # the launch's grid: a count of blocks, no stride
         dims = [n for n in names if n in grid_syms] + \
             [n for n in names if n not in grid_syms and n in bound_syms]
         threads = {_single_symbol(p): a for a, p in self.site_block_params.items()
@@ -1978,6 +2066,8 @@ class _Drafter:
         constant initializer (``int V = 50257;`` in ``main``, which passes it down to the
         launching function's parameter ``V``); None when no site gives one."""
         names = [q.name for q in self.kernel.parameters]
+        if name in self.host_grid:
+            return self.caller_value(name)
         if name not in names:
             return None
         index = names.index(name)
@@ -1987,6 +2077,10 @@ class _Drafter:
             arg = site.arguments[index].strip()
             at = offset_of(self.source, site.range.start.line, site.range.start.column)
             text = locals_in(arg, self.source, at, set())
+            cases = case_bindings(self.source, at)
+            text = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()",
+                          lambda m: _wrapped(cases[m.group(0)]) if m.group(0) in cases
+                          else m.group(0), text)
             if re.fullmatch(r"[A-Za-z_]\w*", text):
                 text = _initializer(text, self.source) or text
             try:
@@ -1997,7 +2091,34 @@ class _Drafter:
                 where = f"the launch at line {site.range.start.line + 1} passes '{arg}'"
                 if text.strip("() ") != arg:
                     where += f" = {text.strip()}"
+                used = [f"case {cases[n]} of switch ({n})" for n in cases
+                        if re.search(rf"(?<![\w.]){re.escape(n)}\b", arg)]
+                if used:
+                    where += f", inside {', '.join(used)}"
                 return value, where
+        return None
+
+    def caller_value(self, name: str) -> Optional[tuple[int, str]]:
+        """(value, where) of ``name``, a parameter of the function launching the kernel
+        (``host_grid``), from the first call of that function passing an integer constant
+        (directly, through integer locals of the caller, or a variable the file declares once
+        with a constant initializer); None when no call does."""
+        site = next((s for s in self.sites if s.config), None)
+        if site is None:
+            return None
+        at = offset_of(self.source, site.range.start.line, site.range.start.column)
+        for arg, call in caller_arguments(self.source, at, name):
+            text = locals_in(arg, self.source, call, set())
+            if re.fullmatch(r"[A-Za-z_]\w*", text):
+                text = _initializer(text, self.source) or text
+            try:
+                value = evaluate(text, dict(self.constants))
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                line = self.source.count("\n", 0, call) + 1
+                return value, (f"the launch at line {site.range.start.line + 1} takes its grid "
+                               f"from '{name}', which the call at line {line} passes as '{arg}'")
         return None
 
     def host_sizes(self, sizes: list[SizeDecl], rename: dict[str, str]) -> list[SizeDecl]:
@@ -2064,8 +2185,10 @@ class _Drafter:
                 continue
             text = site.config[2].strip()
             fixed = {n: e for n, e in (scalars or {}).items() if n not in rename}
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            cases = case_bindings(self.source, at)
             expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound,
-                                fixed)
+                                fixed, cases)
             used = sorted(n for n in fixed if expr is not None and
                           re.search(rf"(?<![\w.]){re.escape(n)}(?![\w(])", text + " " +
                                     " ".join(_local_chain(text, self.context))))
@@ -2081,10 +2204,19 @@ class _Drafter:
                                           f"it here with {n}" for n in used)
                         self.notes.append(f"shared = {expr}: from {where} ('{text}'){written}")
                     return expr
-            size, _ = self.shared_element()
-            self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
-                              f"{block[0]} elements of {size} bytes, set it")
-            return f"block.x * {size}"
+            body = self.source[self.kernel.start_byte:self.kernel.end_byte]
+            static = _static_shared_bytes(body, {**self.constants})
+            most = _MAX_STATIC_SHARED - static
+            opted = re.search(r"cudaFuncAttributeMaxDynamicSharedMemorySize", self.context)
+            self.notes.append(
+                f"shared = {most}: '{text}' at {where} could not be translated; GUESS the most "
+                f"a launch gets without opting in (48 KiB"
+                + (f" less the {static} bytes of static shared arrays" if static else "")
+                + "), so the kernel cannot index past it where the host's own launch could "
+                  "not either"
+                + ("; the file raises cudaFuncAttributeMaxDynamicSharedMemorySize, so the "
+                   "host may pass more: set it" if opted else "; set it to the host's value"))
+            return str(most)
         found = self.shared_element()
         if not found[1]:
             return "0"
@@ -2479,14 +2611,20 @@ def _local_chain(text: str, source: str) -> list[str]:
 
 def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
                  rename: dict[str, str], bound: dict[str, str],
-                 scalars: Optional[dict[str, str]] = None) -> Optional[str]:
+                 scalars: Optional[dict[str, str]] = None,
+                 cases: Optional[dict[str, str]] = None) -> Optional[str]:
     """The launch's shared-memory text as a spec expression of the kernel's sizes, or None.
 
-    Helper calls and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, the
-    kernel's by-value arguments become the sizes they are passed to (or, for a parameter in
-    ``scalars``, that scalar's drafted value), the block argument ``block.x``, and the file's
-    integer constants their values."""
+    Helper calls, function-like macros (``#define PAD(x, n) (((x) + (n) - 1) / (n) * (n))``)
+    and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, a name the
+    ``switch`` around the launch fixes (``cases``, from ``host_locals.case_bindings``) its
+    case label, the kernel's by-value arguments the sizes they are passed to (or, for a
+    parameter in ``scalars``, that scalar's drafted value), the block argument ``block.x``,
+    and the file's integer constants their values. Bitwise ``& | ^ ~`` are folded where
+    their operands are constants, and ``A & ~(2^k - 1)`` (``GGML_PAD``-like rounding of a
+    non-negative A) becomes ``A / 2^k * 2^k``; other bitwise operations give None."""
     scalars = scalars or {}
+    cases = cases or {}
     args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
             if not p.is_pointer}
     block_text = site.config[1].strip() if len(site.config) > 1 else ""
@@ -2495,7 +2633,9 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     for a, p in zip(site.arguments, kernel.parameters):
         if p.is_pointer and re.fullmatch(r"[A-Za-z_]\w*", a.strip()):
             pointees[f"*{a.strip()}"] = pointees[f"{a.strip()}[0]"] = p.type
-    helpers = _helpers(source)
+    helpers = dict(_helpers(source))
+    for macro, (params, body) in function_macros(source).items():
+        helpers.setdefault(macro, (list(params), body))
     expr = text
     for _ in range(4):
         before = expr
@@ -2517,6 +2657,8 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
 
         def name(m: re.Match) -> str:
             word = m.group(0)
+            if word in cases and not (word in args and args[word] in rename):
+                return _wrapped(cases[word])
             if word in args:
                 if args[word] not in rename and args[word] in scalars:
                     return f"({scalars[args[word]]})"
@@ -2534,11 +2676,80 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
     expr = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", expr)
     expr = re.sub(r"block\.x\.x", "block.x", expr)
+    if re.search(r"[&|^~]", expr):
+        folded = _fold_bits(expr)
+        if folded is None:
+            return None
+        expr = folded
     try:
         names_in(expr)
     except ExprError:
         return None
     return ast.unparse(ast.parse(expr.strip(), mode="eval"))  # minimal parentheses
+
+
+def _wrapped(text: str) -> str:
+    """``text`` as an operand: a name or a number as it is, anything else in parentheses."""
+    t = text.strip()
+    return t if re.fullmatch(r"\w+", t) else f"({t})"
+
+
+def _fold_bits(expr: str) -> Optional[str]:
+    """``expr`` with each bitwise sub-expression (``& | ^ ~``) of constant operands folded to
+    its value with C's integer arithmetic (``(((40) + 31) & ~(31))`` -> ``64``) and each
+    ``A & ~(2^k - 1)`` as ``A / 2^k * 2^k`` (A non-negative: a size rounded up to whole
+    warps); None when a bitwise operation is left (one with a name in it otherwise: the spec
+    language has no bitwise operators) or the text does not parse."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    bits = (ast.BitAnd, ast.BitOr, ast.BitXor)
+
+    def const(node: ast.AST) -> Optional[int]:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub)):
+            v = const(node.operand)
+            return None if v is None else (~v if isinstance(node.op, ast.Invert) else -v)
+        if isinstance(node, ast.BinOp):
+            a, b = const(node.left), const(node.right)
+            if a is None or b is None:
+                return None
+            op = type(node.op)
+            if op in (ast.Add, ast.Sub, ast.Mult):
+                return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[op]
+            if op is ast.Div and b != 0:
+                return c_div(a, b)
+            if op is ast.BitAnd:
+                return a & b
+            if op is ast.BitOr:
+                return a | b
+            if op is ast.BitXor:
+                return a ^ b
+        return None
+
+    class Fold(ast.NodeTransformer):
+        def generic_visit(self, node: ast.AST) -> ast.AST:
+            node = super().generic_visit(node)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, bits) or \
+                    isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+                v = const(node)
+                if v is not None:
+                    return ast.Constant(v)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+                # A & ~(2^k - 1) rounds a non-negative A down to a multiple of 2^k
+                for a, b in ((node.left, node.right), (node.right, node.left)):
+                    m = const(b)
+                    if m is not None and m < 0 and (-m) & (-m - 1) == 0:
+                        step = ast.Constant(-m)
+                        return ast.BinOp(ast.BinOp(a, ast.Div(), step), ast.Mult(), step)
+            return node
+    folded = Fold().visit(tree)
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, bits) or
+           isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Invert) for n in ast.walk(folded)):
+        return None
+    return ast.unparse(folded)
 
 
 def _divide(p: Poly, d: Poly) -> Optional[Poly]:
