@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from cudalens.spec.expr import evaluate
-from cudalens.spec.host_locals import case_bindings
+from cudalens.spec.host_locals import caller_arguments, case_bindings, function_int_params
 from cudalens.spec.infer import _fold_bits
-from spec_fields import infer, line_of, scalars
+from spec_fields import buffers, infer, line_of, scalars, sizes
 
 ROUND_DIV = "#define ROUND_UP(x, n) (((x) + (n) - 1) / (n) * (n))"
 ROUND_MASK = "#define ROUND_UP(x, n) (((x) + (n) - 1) & ~((n) - 1))"
@@ -217,3 +217,137 @@ def test_case_bindings_nested_switch():
 ])
 def test_fold_bits(text, folded):
     assert _fold_bits(text) == folded
+
+
+# -- grids named by the launching function's parameters (R6, ggml's norm) -------------------
+
+NORM_STRIDED = """#define WARP 32
+template <int bs>
+__global__ void rms_rows(const float *x, float *y, const int ncols, const long s_row,
+                         const long s_chan, const long s_samp, const float eps) {
+    const int nch = gridDim.y, nrw = gridDim.x;
+    const int samp = blockIdx.z, chan = blockIdx.y, row = blockIdx.x;
+    x += samp * s_samp + chan * s_chan + row * s_row;
+    y += ((samp * nch + chan) * nrw + row) * ncols;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < ncols; c += bs) { const float v = x[c]; ss += v * v; }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffff, ss, o);
+    const float k = rsqrtf(ss / ncols + eps);
+    for (int c = threadIdx.x; c < ncols; c += bs) y[c] = k * x[c];
+}
+
+static void rms_rows_launch(const float *x, float *y, const int ncols, const int nrows,
+                            const int nchannels, const int nsamples, const long s_row,
+                            const long s_chan, const long s_samp, const float eps,
+                            cudaStream_t st) {
+    const dim3 blocks_num(nrows, nchannels, nsamples);
+    const dim3 block_dims(WARP, 1, 1);
+    rms_rows<WARP><<<blocks_num, block_dims, 0, st>>>(x, y, ncols, s_row, s_chan, s_samp, eps);
+}
+"""
+
+
+def test_a_3d_host_grid_of_the_launching_functions_parameters():
+    """``dim3 blocks_num(nrows, nchannels, nsamples)`` is the grid, each a size; y's rows are
+    found through gridDim, which is that grid's extent (before, y was drafted as long as x's
+    strided reach and written past it)."""
+    spec = infer(NORM_STRIDED)
+    assert spec.launch.grid == ("nrows", "nchannels", "nsamples")
+    assert [s.name for s in spec.sizes] == ["nrows", "nchannels", "nsamples", "ncols", "s_row",
+                                            "s_chan", "s_samp"]
+    lengths = buffers(spec, "length")
+    assert lengths["y"] == ("ncols * nrows * nchannels * nsamples",)
+    assert lengths["x"] == ("s_row * nrows + s_chan * nchannels + s_samp * nsamples + ncols "
+                            "- s_row - s_chan - s_samp",)
+    for axis, name in zip("xyz", ("nrows", "nchannels", "nsamples")):
+        assert (f"grid.{axis} = {name}: from the launch at line 22; the body has no bounds "
+                f"check along {axis}, so that grid and the block bound its indices") \
+            in spec.notes
+
+
+def test_a_host_grid_takes_the_value_a_caller_passes():
+    src = """__global__ void rows(const float *x, float *out, int ncols) {
+    int r = blockIdx.x; float s = 0.0f;
+    for (int c = threadIdx.x; c < ncols; c += blockDim.x) s += x[r * ncols + c];
+    if (threadIdx.x == 0) out[r] = s;
+}
+void launch(const float *x, float *out, int ncols, int nrows) {
+    rows<<<nrows, 128>>>(x, out, ncols);
+}
+int main() {
+    const int R = 3 * 512;
+    launch(0, 0, 256, R);
+    launch(0, 0, 512, 7);
+}
+"""
+    spec = infer(src)
+    assert sizes(spec) == {"nrows": "1536", "ncols": "256"}
+    assert buffers(spec, "length") == {"x": ("ncols * nrows",), "out": ("nrows",)}
+    assert ("size nrows = 1536: from the host code (the launch at line 7 takes its grid from "
+            "'nrows', which the call at line 11 passes as 'R')") in spec.notes
+    assert ("size ncols = 256: from the host code (the launch at line 7 passes 'ncols', which "
+            "the call at line 11 passes as '256')") in spec.notes
+
+
+def test_function_int_params_and_caller_arguments():
+    src = ("static void go(const float *x, const int a, size_t b, float f, int *p,\n"
+           "               unsigned int c, cudaStream_t s) {\n    K;\n}\n"
+           "int main() { go(0, 1 + 2, n, 0.5f, 0, f(3, 4), 0); go(0, 9); }\n")
+    at = src.index("K;")
+    assert function_int_params(src, at) == ["a", "b", "c"]
+    assert caller_arguments(src, at, "a") == [("1 + 2", src.index("go(0, 1")),
+                                              ("9", src.index("go(0, 9"))]
+    assert caller_arguments(src, at, "c") == [("f(3, 4)", src.index("go(0, 1"))]  # go(0, 9) has 2
+    assert caller_arguments(src, at, "zz") == []
+
+
+# -- an embedding's vocabulary from the host's allocation (issue 13 item 5) -------------------
+
+EMBED = """__global__ void embed_rows(float* out, const int* ids, const float* table, int BT, int C) {
+    int token = blockIdx.x;
+    int c = threadIdx.x;
+    out[token * C + c] = table[ids[token] * C + c];
+}
+void embed_rows_forward(float* out, const int* ids, const float* table, int BT, int C) {
+    embed_rows<<<BT, C>>>(out, ids, table, BT, C);
+}
+int main() {
+    const int B = 4, T = 256;
+    int C = 768;
+    int V = 50257;
+    float *d_out, *d_wte;
+    int *d_ids;
+    cudaMalloc((void**)&d_wte, (size_t)V * C * sizeof(float));
+    cudaMalloc(&d_out, B * T * C * sizeof(float));
+    cudaMalloc(&d_ids, B * T * sizeof(int));
+    embed_rows_forward(d_out, d_ids, d_wte, B * T, C);
+}
+"""
+
+
+def test_an_embeddings_vocabulary_comes_from_the_allocation_of_its_table():
+    """``int V = 50257;`` is never passed to the kernel, but the table the launching
+    function is called with is allocated as V rows of C floats: the table size is 50257 (it
+    was a guessed 1024), and the ids range below it."""
+    spec = infer(EMBED)
+    assert sizes(spec) == {"BT": "1024", "C": "768", "n_table": "50257"}
+    assert buffers(spec, "length", "low", "high") == {
+        "out": ("BT * C", None, None), "ids": ("BT", "0", "n_table"),
+        "table": ("C * n_table", None, None)}
+    assert ("size n_table = 50257: rows of table, indexed by values read from ids; from the "
+            "host code ('d_wte' is allocated with 154,389,504 bytes at line 15, rows of 768 "
+            "floats)") in spec.notes
+    assert ("size BT = 1024: from the host code (the launch at line 7 passes 'BT', which the "
+            "call at line 18 passes as 'B * T')") in spec.notes
+
+
+@pytest.mark.parametrize("change", [
+    ("(size_t)V * C * sizeof(float)", "table_bytes(V, C)"),  # the bytes do not evaluate
+    ("(size_t)V * C * sizeof(float)", "(V * C + 3) * sizeof(float)"),  # no whole rows of C
+    ("    int C = 768;\n", "    int C = 768;\n    C = read_dim();\n"),  # C not from the host
+])
+def test_an_embedding_table_without_a_readable_allocation_keeps_its_guess(change):
+    spec = infer(EMBED.replace(*change))
+    assert sizes(spec)["n_table"] == "1024"
+    assert ("size n_table = 1024: rows of table, indexed by values read from ids; GUESS, set "
+            "it") in spec.notes

@@ -501,6 +501,7 @@ class _Drafter:
         self.range_why: dict[str, str] = {}  # index array -> why its range, when not a stride
         self.subtracted: set[str] = set()  # sizes only subtracted in lengths (offsets)
         self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
+        self.table_strides: dict[str, Poly] = {}  # that size -> its rows' stride (C of id * C)
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
         self.order = [p.name for p in kernel.parameters]
@@ -1139,6 +1140,9 @@ class _Drafter:
                 name = f"n_{a.param}"
                 self.table_sizes[s] = name
                 self.table_of.setdefault(name, self.facts.loads[s])
+                stride = Poly(terms=tuple((tuple(x for x in m if x != s), c)
+                                          for m, c in a.index.terms if s in m))
+                self.table_strides.setdefault(name, stride)
 
     def row_stride(self, index: Poly, loaded: str) -> Optional[str]:
         """For ``rows * S + loaded`` (``probs + b * T * V + t * V`` read at ``[ix]``): the integer
@@ -1206,6 +1210,14 @@ class _Drafter:
                               f"(a loop runs from {array}[r] to {array}[r + 1]); GUESS, set it")
         for name in tables:
             rename[name] = name
+            rows = self.table_rows(name, sizes)
+            if rows is not None:
+                sizes.append(SizeDecl(name=name, expr=str(rows[0])))
+                self.host_given.add(name)
+                self.notes.append(f"size {name} = {rows[0]}: rows of {name[2:]}, indexed by "
+                                  f"values read from {self.table_of[name]}; from the host code "
+                                  f"({rows[1]})")
+                continue
             sizes.append(SizeDecl(name=name, expr=TABLE_ROWS))
             self.notes.append(f"size {name} = {TABLE_ROWS}: rows of {name[2:]}, indexed by "
                               f"values read from {self.table_of[name]}; GUESS, set it")
@@ -2067,7 +2079,10 @@ class _Drafter:
         launching function's parameter ``V``); None when no site gives one."""
         names = [q.name for q in self.kernel.parameters]
         if name in self.host_grid:
-            return self.caller_value(name)
+            site = next((s for s in self.sites if s.config), None)
+            found = self.caller_value(name, site) if site is not None else None
+            return (found[0], f"the launch at line {site.range.start.line + 1} takes its grid "
+                              f"from '{name}', which {found[1]}") if found else None
         if name not in names:
             return None
         index = names.index(name)
@@ -2086,7 +2101,13 @@ class _Drafter:
             try:
                 value = evaluate(text, dict(self.constants))
             except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
-                continue
+                value = None
+            if value is None and re.fullmatch(r"[A-Za-z_]\w*", arg) and \
+                    arg in function_int_params(self.source, at):
+                found = self.caller_value(arg, site)
+                if found is not None:
+                    return found[0], (f"the launch at line {site.range.start.line + 1} passes "
+                                      f"'{arg}', which {found[1]}")
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 where = f"the launch at line {site.range.start.line + 1} passes '{arg}'"
                 if text.strip("() ") != arg:
@@ -2098,14 +2119,61 @@ class _Drafter:
                 return value, where
         return None
 
-    def caller_value(self, name: str) -> Optional[tuple[int, str]]:
-        """(value, where) of ``name``, a parameter of the function launching the kernel
-        (``host_grid``), from the first call of that function passing an integer constant
-        (directly, through integer locals of the caller, or a variable the file declares once
-        with a constant initializer); None when no call does."""
-        site = next((s for s in self.sites if s.config), None)
-        if site is None:
+    def table_rows(self, name: str, sizes: list[SizeDecl]) -> Optional[tuple[int, str]]:
+        """(rows, where) of table size ``name`` (``n_wte``) from the host's allocation of the
+        buffer a launch passes for the table: ``cudaMalloc(&wte, V * C * sizeof(float))`` (or
+        ``cudaMallocManaged``, ``(T*)malloc(...)``) with ``int V = 50257;`` and ``C`` 768 from
+        the host gives 50257 rows of the stride C (``wte[id * C + c]``). The buffer is the
+        launch's argument, or what a call of the launching function passes for it; the bytes
+        are evaluated with the allocating function's integer locals, variables the file
+        declares once and the file's constants; the stride with the drafted sizes, which must
+        all come from the host code. None when any of that fails or the rows do not divide."""
+        table = name[2:]
+        stride = self.table_strides.get(name)
+        names = [q.name for q in self.kernel.parameters]
+        if stride is None or table not in names:
             return None
+        env = {s.name: s.expr for s in sizes}
+        if any(sym not in self.host_given or sym not in env for sym in stride.symbols):
+            return None
+        try:
+            step = evaluate(_render(stride, {}), {k: int(evaluate(v, dict(self.constants)))
+                                                   for k, v in env.items()})
+        except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+            return None
+        param = next(q for q in self.kernel.parameters if q.name == table)
+        element = _sizeof(templates.resolve_type(param.type.replace("*", " ").replace(
+            "const", " ").strip(), self.context, self.bound))
+        if not isinstance(step, int) or step <= 0 or not element:
+            return None
+        index = names.index(table)
+        for site in self.sites:
+            if index >= len(site.arguments):
+                continue
+            arg = site.arguments[index].strip()
+            if not re.fullmatch(r"[A-Za-z_]\w*", arg):
+                continue
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            buffers = [arg] + [a for a, _ in caller_arguments(self.source, at, arg)
+                               if re.fullmatch(r"[A-Za-z_]\w*", a)]
+            for buf in dict.fromkeys(buffers):
+                found = _host_allocation(buf, self.source, self.constants)
+                if found is None:
+                    continue
+                total, line = found
+                if total % element or (total // element) % step:
+                    continue
+                return (total // element // step,
+                        f"'{buf}' is allocated with {total:,} bytes at line {line}, rows of "
+                        f"{step} {param.type.replace('*', '').replace('const', '').strip()}s")
+        return None
+
+    def caller_value(self, name: str, site: LaunchSite) -> Optional[tuple[int, str]]:
+        """(value, where) of ``name``, a parameter of the function containing launch
+        ``site`` (a grid of ``host_grid``, or an argument the launch passes on), from the first
+        call of that function passing an integer constant (directly, through integer locals
+        of the caller, or a variable the file declares once with a constant initializer);
+        ``where`` reads "the call at line L passes as 'ARG'"; None when no call does."""
         at = offset_of(self.source, site.range.start.line, site.range.start.column)
         for arg, call in caller_arguments(self.source, at, name):
             text = locals_in(arg, self.source, call, set())
@@ -2117,8 +2185,7 @@ class _Drafter:
                 continue
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 line = self.source.count("\n", 0, call) + 1
-                return value, (f"the launch at line {site.range.start.line + 1} takes its grid "
-                               f"from '{name}', which the call at line {line} passes as '{arg}'")
+                return value, f"the call at line {line} passes as '{arg}'"
         return None
 
     def host_sizes(self, sizes: list[SizeDecl], rename: dict[str, str]) -> list[SizeDecl]:
@@ -2686,6 +2753,38 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     except ExprError:
         return None
     return ast.unparse(ast.parse(expr.strip(), mode="eval"))  # minimal parentheses
+
+
+_ALLOC = (r"\bcudaMalloc(?:Managed)?\s*\(\s*(?:\(\s*void\s*\*\s*\*\s*\)\s*)?&\s*{name}\s*,"
+          r"\s*(?P<bytes>(?:[^();]|\((?:[^()]|\([^()]*\))*\))+?)\s*[,)]",
+          r"(?<![\w.]){name}\s*=\s*(?:\([^()]*\*\s*\)\s*)?(?:std::)?malloc\s*\("
+          r"\s*(?P<bytes>(?:[^();]|\((?:[^()]|\([^()]*\))*\))+?)\s*\)")
+
+
+def _host_allocation(name: str, source: str, constants: dict[str, int]
+                     ) -> Optional[tuple[int, int]]:
+    """(bytes, 1-based line) of the first allocation of host variable ``name`` whose size
+    evaluates to a positive integer: ``cudaMalloc(&name, BYTES)`` (also ``(void**)&name`` and
+    ``cudaMallocManaged``) or ``name = (T*)malloc(BYTES)``, with ``sizeof(T)`` as its bytes,
+    the allocating function's integer locals, variables the file declares once (``int V =
+    50257;``) and ``constants``; None when there is none."""
+    for rx in _ALLOC:
+        for m in re.finditer(rx.format(name=re.escape(name)), source):
+            text = _SIZEOF.sub(lambda t: str(_sizeof(t.group("type")) or "?"), m.group("bytes"))
+            text = locals_in(text, source, m.start(), set())
+            for _ in range(3):
+                text = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", lambda w: f"({init})" if (
+                    init := _initializer(w.group(0), source)) is not None else w.group(0), text)
+            text = _SIZEOF.sub(lambda t: str(_sizeof(t.group("type")) or "?"), text)
+            text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text)
+            text = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", text)
+            try:
+                value = evaluate(text, dict(constants))
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                continue
+            if isinstance(value, int) and value > 0:
+                return value, source.count("\n", 0, m.start()) + 1
+    return None
 
 
 def _wrapped(text: str) -> str:
