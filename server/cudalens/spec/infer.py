@@ -34,7 +34,10 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``ceil_div(W, 32)``, ``rows``) and literal block bound ``blockIdx`` and ``threadIdx``, so
   ``blockIdx.x * TILE + threadIdx.x`` under ``grid(W / TILE)`` is below ``W``; the draft's
   grid is that launch's, and a ``ceil_div`` launch adds ``multiple W = TILE`` (only whole
-  tiles fit an unchecked body).
+  tiles fit an unchecked body). A grid named by integer parameters of the launching function
+  that the kernel is not passed (``<<<nrows, 32>>>``, ``dim3 blocks_num(nrows, nchannels,
+  nsamples)``) makes them sizes (``host_grid_names``), valued from a call of that function
+  passing a constant (``caller_value``); ``gridDim`` along such an axis is its extent.
 - Loop-carried advances: a bump of a pointer parameter or an integer index local inside a
   ``for`` loop with a countable header moves by the bump times the iterations before the use
   (``loop_counts``); a tile loop by a constant step up to one size keeps that size a
@@ -78,11 +81,20 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``range(0, n_TABLE)``; a loaded local checked against a size (``if (id < V)``) gives the
   index array ``range(0, V)`` instead.
 - Dynamic shared memory: the third launch argument of the first launch site, translated
-  (``sizeof``, helper functions with one ``return``, locals with one initializer, the
-  kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
-  ``sizeof(p[0])`` of a pointer argument as its element's bytes); else, when the body
-  declares ``extern __shared__``, a marked guess of one element per thread, the element being
-  the type a byte array is cast to (``reinterpret_cast<float*>(smem)``, ``(float*)smem``).
+  (``sizeof``, helper functions with one ``return``, function-like macros, ``A & ~(2^k - 1)``
+  rounding as ``A / 2^k * 2^k``, locals with one initializer, a name the ``switch`` case
+  around the launch fixes (``case 32:`` of ``switch (ncols)``: ``host_locals.case_bindings``),
+  the kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
+  ``sizeof(p[0])`` of a pointer argument as its element's bytes); defaulted sizes it names are
+  halved until it is within 48 KiB. A launch's size that does not translate is a marked guess
+  of 48 KiB less the static shared arrays (the most a launch gets without opting in, so the
+  body cannot index past it where the host's launch could not); with no launch, when the
+  body declares ``extern __shared__``, a marked guess of one element per thread, the element
+  being the type a byte array is cast to (``reinterpret_cast<float*>(smem)``,
+  ``(float*)smem``).
+- Embedding tables: the rows of a table indexed by loaded values come from the host's
+  allocation of the buffer passed for it (``cudaMalloc(&wte, V * C * sizeof(float))`` with
+  ``int V = 50257;``), when its row stride's sizes come from the host code too.
 - Scalars: a by-value argument of a launch site that is a literal, or a variable the file
   initializes once with a literal, gives the value; otherwise a value is guessed and marked
   ``GUESS`` in the notes, to be confirmed: floats named like an optimizer's parameters get
