@@ -405,9 +405,10 @@ void go(uint4* d, const uint4* s) { unsigned n = total_bytes(); copy4<<<n / 4 / 
             "no bounds check, so the ragged size stays a multiple") in spec.notes
 
 
-def test_an_unchecked_kernel_takes_the_grid_of_the_launching_functions_parameter():
-    """``n`` a parameter of the launching function: the grid is ``n / 512`` blocks of 128
-    uint4 (n / 4 of them), inside the n uint4 the buffers get; no multiple is needed."""
+def test_an_unchecked_kernel_keeps_its_own_grid_where_the_hosts_does_not_divide_in():
+    """``n`` a parameter of the launching function: its grid ``n / 4 / 128`` does not divide
+    into ``dst[pos]`` (the lengths stay assumed), so the draft keeps its own grid over its
+    own size n, a multiple of the block, as with a grid it cannot read."""
     spec = infer("""\
 __global__ void copy4(uint4* dst, const uint4* src) {
     unsigned pos = blockIdx.x * blockDim.x + threadIdx.x;
@@ -415,11 +416,10 @@ __global__ void copy4(uint4* dst, const uint4* src) {
 }
 void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s); }
 """)
-    assert spec.launch.grid == ("n / 512",)
-    assert spec.multiples == ()
+    assert spec.launch.grid == ("ceil_div(n, block.x)",)
+    assert [(m.name, m.expr) for m in spec.multiples] == [("n", "128")]
     assert {p.name: p.length for p in spec.params} == {"dst": "4 * n", "src": "4 * n"}
-    assert ("grid.x = n / 512: from the launch at line 5; the body has no bounds check along "
-            "x, so that grid and the block bound its indices") in spec.notes
+    assert not any(n.startswith("grid.x = n / 512") for n in spec.notes)
 
 
 # -- a written spec shorter than what the kernel writes ----------------------------------------

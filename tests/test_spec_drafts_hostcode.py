@@ -351,3 +351,18 @@ def test_an_embedding_table_without_a_readable_allocation_keeps_its_guess(change
     assert sizes(spec)["n_table"] == "1024"
     assert ("size n_table = 1024: rows of table, indexed by values read from ids; GUESS, set "
             "it") in spec.notes
+
+
+def test_a_host_grid_is_not_taken_beside_a_length_the_accesses_do_not_give():
+    """With ``ncols`` read from the argument, x's pointer bump is not followed and its length
+    is assumed: a grid of nrows blocks over an assumed length of nrows would read row * 32 +
+    c past it, so the draft keeps its own grid over its own size."""
+    src = softmax().replace("const int ncols = ncols_t == 0 ? ncols_arg : ncols_t;",
+                            "const int ncols = ncols_arg;")
+    spec = infer(src, "row_softmax", "row_softmax<true, 32, 32>")
+    assert spec.launch.grid == ("ceil_div(n, block.x)",)
+    assert sizes(spec) == {"n": "1 << 24"}
+    assert buffers(spec, "length") == {"x": ("n",), "y": ("n",)}
+    assert not any(n.startswith("grid.x = nrows") for n in spec.notes)
+    assert ("length of x assumed n: no bounds check found on blockIdx.x, threadIdx.x in 'x[c]'"
+            in spec.notes)

@@ -37,7 +37,9 @@ The draft is a starting point the user reviews; everything guessed carries a not
   tiles fit an unchecked body). A grid named by integer parameters of the launching function
   that the kernel is not passed (``<<<nrows, 32>>>``, ``dim3 blocks_num(nrows, nchannels,
   nsamples)``) makes them sizes (``host_grid_names``), valued from a call of that function
-  passing a constant (``caller_value``); ``gridDim`` along such an axis is its extent.
+  passing a constant (``caller_value``); ``gridDim`` along such an axis is its extent. Where
+  a buffer's length stays assumed beside such a grid (a pointer bump the accesses do not
+  follow), the draft is made again without it: its own grid covers its own assumed size.
 - Loop-carried advances: a bump of a pointer parameter or an integer index local inside a
   ``for`` loop with a countable header moves by the bump times the iterations before the use
   (``loop_counts``); a tile loop by a constant step up to one size keeps that size a
@@ -406,8 +408,17 @@ def infer_spec(kernel: Kernel, source_text: str,
     context = "\n".join(tuple(headers) + (source_text,))
     facts = analyze_body(parsed, body, kernel, context, _vector_sizes(context))
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
-                    tuple(headers)).draft()
+    drafter = _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
+                       tuple(headers))
+    spec = drafter.draft()
+    if drafter.host_grid and any(n.startswith("length of ") and " assumed " in n
+                                 for n in spec.notes):
+        # a grid of the host's sizes (<<<nrows, 32>>>) next to a length the accesses did not
+        # give (assumed nrows) is not covered by it: x[row * 32 + c] would read past nrows
+        # elements; the draft's own grid over its assumed size is
+        spec = _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
+                        tuple(headers), host_grid=False).draft()
+    return spec
 
 
 def outside_inputs(kernel: Kernel, source_text: str,
@@ -480,7 +491,8 @@ def clear_text_caches() -> None:
 class _Drafter:
     def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
                  sites: tuple[LaunchSite, ...], instance: Optional[str] = None,
-                 defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = ()) -> None:
+                 defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = (),
+                 host_grid: bool = True) -> None:
         self.kernel = kernel
         self.facts = facts
         self.source = source
@@ -527,7 +539,7 @@ class _Drafter:
         # integer parameters of the launching function that the first site's grid names and
         # the kernel is not passed (``<<<nrows, 32>>>``, ``dim3 blocks(nrows, nch, nsamp)``):
         # sizes of the draft, as the kernel's own integer parameters are (see host_grid_names)
-        self.host_grid: list[str] = self.host_grid_names()
+        self.host_grid: list[str] = self.host_grid_names() if host_grid else []
         self.order += self.host_grid
         self.int_params |= set(self.host_grid)
         self.site_grid = self.launch_grid()
