@@ -366,3 +366,21 @@ def test_a_host_grid_is_not_taken_beside_a_length_the_accesses_do_not_give():
     assert not any(n.startswith("grid.x = nrows") for n in spec.notes)
     assert ("length of x assumed n: no bounds check found on blockIdx.x, threadIdx.x in 'x[c]'"
             in spec.notes)
+
+
+def test_a_host_grid_parameter_assigned_before_the_launch_is_not_read():
+    src = """__global__ void rows(const float *x, float *out, int ncols) {
+    int r = blockIdx.x; float s = 0.0f;
+    for (int c = threadIdx.x; c < ncols; c += blockDim.x) s += x[r * ncols + c];
+    if (threadIdx.x == 0) out[r] = s;
+}
+void launch(const float *x, float *out, int ncols, int nrows) {
+    nrows = nrows / 2;
+    rows<<<nrows, 128>>>(x, out, ncols);
+}
+int main() { launch(0, 0, 256, 1536); }
+"""
+    spec = infer(src)
+    assert "nrows" not in sizes(spec)
+    assert not any(n.startswith("grid.x = nrows") for n in spec.notes)
+    assert infer(src.replace("    nrows = nrows / 2;\n", "")).launch.grid == ("nrows",)

@@ -856,6 +856,9 @@ class _Drafter:
             return []
         at = offset_of(self.source, site.range.start.line, site.range.start.column)
         host = function_int_params(self.source, at)
+        body = self.source[self.source.rfind("\n}", 0, at) + 1:at]
+        host = [h for h in host if not re.search(  # assigned before the launch: not the call's
+            rf"(?<![\w.]){re.escape(h)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)", body)]
         passed = {a.strip() for a in site.arguments}
         kernel_names = {p.name for p in self.kernel.parameters}
         out = []
