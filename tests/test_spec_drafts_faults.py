@@ -54,7 +54,7 @@ __global__ void scale_by(int n, float *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     y[i] = y[i] * n;
 }
-void host(int n, float *y, int blocks) { scale_by<<<blocks, 256>>>(n, y); }
+void host(int n, float *y, int blocks) { scale_by<<<blocks_for(n), 256>>>(n, y); }
 int main() { int n = N; host(n, 0, 16); return 0; }
 """
 
@@ -73,6 +73,20 @@ def test_a_parameter_named_n_takes_the_hosts_value_not_the_default_size():
     renamed = infer(SCALE_BY_N.replace("int n", "int m").replace("(n,", "(m,")
                     .replace("* n;", "* m;"))
     assert scalars(renamed) == {"m": "4096"}
+
+
+def test_a_grid_from_the_launching_functions_parameter_is_a_size_with_the_callers_value():
+    """With ``<<<blocks, 256>>>`` (blocks a parameter of ``host``, not of the kernel) the grid
+    is a size, 16 from the call in main, and y is the 4096 elements the launch covers."""
+    spec = infer(SCALE_BY_N.replace("blocks_for(n)", "blocks"))
+    assert scalars(spec) == {"n": "4096"}
+    assert sizes(spec) == {"blocks": "16"}
+    assert buffers(spec) == {"y": ("inout", "256 * blocks")}
+    assert spec.launch.grid == ("blocks",)
+    assert ("size blocks = 16: from the host code (the launch at line 6 takes its grid from "
+            "'blocks', which the call at line 7 passes as '16')") in spec.notes
+    assert "scalar n = 4096: from the host code (the launch at line 6 passes 'n' = N)" \
+        in spec.notes
 
 
 def test_a_parameter_named_n_that_no_launch_gives_a_value_is_still_the_size():

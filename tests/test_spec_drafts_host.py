@@ -398,11 +398,28 @@ __global__ void copy4(uint4* dst, const uint4* src) {
     unsigned pos = blockIdx.x * blockDim.x + threadIdx.x;
     dst[pos] = src[pos];
 }
-void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s); }
+void go(uint4* d, const uint4* s) { unsigned n = total_bytes(); copy4<<<n / 4 / 128, 128>>>(d, s); }
 """)
     assert [(m.name, m.expr) for m in spec.multiples] == [("n", "128")]
     assert ("multiple n = 128: the launch covers n with whole blocks of 128 and the body has "
             "no bounds check, so the ragged size stays a multiple") in spec.notes
+
+
+def test_an_unchecked_kernel_keeps_its_own_grid_where_the_hosts_does_not_divide_in():
+    """``n`` a parameter of the launching function: its grid ``n / 4 / 128`` does not divide
+    into ``dst[pos]`` (the lengths stay assumed), so the draft keeps its own grid over its
+    own size n, a multiple of the block, as with a grid it cannot read."""
+    spec = infer("""\
+__global__ void copy4(uint4* dst, const uint4* src) {
+    unsigned pos = blockIdx.x * blockDim.x + threadIdx.x;
+    dst[pos] = src[pos];
+}
+void go(uint4* d, const uint4* s, unsigned n) { copy4<<<n / 4 / 128, 128>>>(d, s); }
+""")
+    assert spec.launch.grid == ("ceil_div(n, block.x)",)
+    assert [(m.name, m.expr) for m in spec.multiples] == [("n", "128")]
+    assert {p.name: p.length for p in spec.params} == {"dst": "4 * n", "src": "4 * n"}
+    assert not any(n.startswith("grid.x = n / 512") for n in spec.notes)
 
 
 # -- a written spec shorter than what the kernel writes ----------------------------------------

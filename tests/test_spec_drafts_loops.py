@@ -188,9 +188,9 @@ void run(unsigned int* hist, unsigned int* partial, const unsigned int* data,
 
 
 def test_partial_rows_without_a_launch_grid_follow_the_draft_grid():
-    """The grid is a host variable the draft cannot read: the partial rows follow the draft's
+    """The grid is a host value the draft cannot read: the partial rows follow the draft's
     own grid, and the note says so (GUESS)."""
-    spec = infer(HOST_GRID, "part")
+    spec = infer(HOST_GRID.replace("part<<<rows,", "part<<<blocks_for(count),"), "part")
     assert buffers(spec) == {"partial": ("out", "64 * ceil_div(count, 64)"),
                              "data": ("in", "count")}
     assert spec.launch.grid == ("ceil_div(count, 64)",)
@@ -200,6 +200,19 @@ def test_partial_rows_without_a_launch_grid_follow_the_draft_grid():
         "the length with it" in spec.notes
     assert line_of(spec, "out partial:") == \
         "out partial: unsigned[64 * ceil_div(count, 64)]  # GUESS: see the notes"
+
+
+def test_partial_rows_of_a_grid_from_the_launching_functions_parameter():
+    """``part<<<rows, 64>>>`` with rows a parameter of ``run`` (not of ``part``): the grid is a
+    size rows and the partial rows follow it, as the merge's ``64 * rows`` reads them."""
+    spec = infer(HOST_GRID, "part")
+    assert buffers(spec) == {"partial": ("out", "64 * rows"), "data": ("in", "count")}
+    assert spec.launch.grid == ("rows",)
+    assert [(s.name, s.expr) for s in spec.sizes] == [("count", "4096"), ("rows", "4096")]
+    assert ("grid.x = rows: from the launch at line 19 (i is a grid-stride loop, so any grid "
+            "covers it)") in spec.notes
+    assert not any("GUESS" in n for n in spec.notes), spec.notes
+    assert line_of(spec, "out partial:") == "out partial: unsigned[64 * rows]"
 
 
 def test_the_merge_reads_a_column_per_block_of_a_constant_grid():

@@ -169,12 +169,31 @@ void run(const float* q, float* o, int nblocks, int d) {
 def test_a_shared_size_built_from_host_constants_and_a_scalar_is_translated():
     """Before, ``sram_size`` was left a GUESS of one float per thread (128 B; the kernel
     needs (3 * 32 * d + 32 * 16) * 4 bytes)."""
-    spec = infer(TILES)
+    spec = infer(TILES.replace("<<<nblocks,", "<<<blocks_for(nblocks),"))
     assert scalars(spec) == {"d": "1"}
     assert spec.launch.block == ("32",)
     assert spec.launch.shared == "3 * block.x * 1 * 4 + block.x * 16 * 4"
     assert ("shared = 3 * block.x * 1 * 4 + block.x * 16 * 4: from the launch at line 13 "
             "('sram_size'); with scalar d = 1 written in: change it here with d") in spec.notes
+
+
+def test_a_shared_size_of_a_size_is_kept_within_what_a_launch_gets():
+    """With the grid read from the launching function's ``nblocks``, q's rows bound d, so d
+    is a size; its default (2048: 786 KiB of shared memory, which no launch gets) is halved
+    until the shared size is within 48 KiB."""
+    spec = infer(TILES)
+    assert sizes(spec) == {"nblocks": "1024", "d": "64"}
+    assert scalars(spec) == {"d": "d"}
+    assert spec.launch.grid == ("nblocks",)
+    assert spec.launch.shared == "3 * block.x * d * 4 + block.x * 16 * 4"
+    assert ("shared = 3 * block.x * d * 4 + block.x * 16 * 4: from the launch at line 13 "
+            "('sram_size')") in spec.notes
+    note = next(n for n in spec.notes if n.startswith("sizes are defaults"))
+    assert note.startswith("sizes are defaults (nblocks = 1024, d = 64): set them to your "
+                           "problem")
+    assert note.endswith("; made smaller so that the dynamic shared memory fits the 49,152 "
+                         "bytes a launch gets without opting in (shared = 3 * block.x * d * 4 "
+                         "+ block.x * 16 * 4 = 788,480 bytes)")
 
 
 # -- a template instance named by constants and locals -----------------------------------------

@@ -20,8 +20,23 @@ void launch(const float *x, float *out, int nrows, int ncols) {
 """
 
 
-def test_the_strided_loop_bound_is_the_row_length():
+def test_the_row_count_is_the_launching_functions_grid_parameter():
+    """``row_sums<<<nrows, 32>>>`` with nrows a parameter of ``launch`` (not passed to the
+    kernel): nrows is a size, the grid and the rows of x and out."""
     spec = infer(ROW_SUMS)  # also a valid spec for the kernel (infer checks it)
+    assert buffers(spec) == {"x": ("in", "ncols * nrows"), "out": ("out", "nrows")}
+    assert {p.name: p.expr for p in spec.params if p.name == "ncols"} == {"ncols": "ncols"}
+    assert [(s.name, s.expr) for s in spec.sizes] == [("nrows", "4096"), ("ncols", "4096")]
+    assert spec.launch.grid == ("nrows",)
+    assert ("grid.x = nrows: from the launch at line 9; the body has no bounds check along x, "
+            "so that grid and the block bound its indices") in spec.notes
+    assert not any(n.startswith("scalar ncols") or "GUESS" in n for n in spec.notes), \
+        spec.notes
+
+
+def test_the_strided_loop_bound_is_the_row_length():
+    # the grid from a function the draft cannot read: the rows follow the draft's own grid
+    spec = infer(ROW_SUMS.replace("<<<nrows,", "<<<rows_of(nrows),"))
     assert buffers(spec) == {"x": ("in", "ncols * ceil_div(n, 32)"),
                              "out": ("out", "ceil_div(n, 32)")}
     scalars = {p.name: p.expr for p in spec.params if p.name == "ncols"}

@@ -481,7 +481,8 @@ def test_csr_loops_in_other_spellings(name):
 
 def test_a_grid_local_of_another_function_is_not_read():
     """``grid_size`` is a parameter of the launching function; the ``int grid_size = 7`` of the
-    function above is another variable, so the grid stays unknown (no sizes from it)."""
+    function above is another variable, so the grid is a size of its own (a default, not 7:
+    no call of ``launch`` passes a value)."""
     spec = infer("""\
 __global__ void rowk(float* out, const float* inp, int N, int C) {
     int r = blockIdx.x;
@@ -494,6 +495,12 @@ void launch(float* out, const float* inp, int N, int C, int grid_size) {
     rowk<<<grid_size, 256>>>(out, inp, N, C);
 }
 """)
-    assert spec.launch.grid == ("ceil_div(n, block.x)",)
-    assert not any(n.startswith("grid.x = ") for n in spec.notes)
-    assert line_of(spec, "grid") == "grid = ceil_div(n, block.x)  # assumed: see the notes"
+    assert spec.launch.grid == ("grid_size",)
+    assert sizes(spec) == {"grid_size": "4096", "C": "4096"}
+    assert spec_fields.buffers(spec, "length") == {"out": ("C * grid_size",),
+                                                   "inp": ("C * grid_size",)}
+    assert ("grid.x = grid_size: from the launch at line 9; the body has no bounds check along "
+            "x, so that grid and the block bound its indices") in spec.notes
+    assert "sizes are defaults (grid_size = 4096, C = 4096): set them to your problem" \
+        in spec.notes
+    assert line_of(spec, "grid") == "grid = grid_size"

@@ -85,3 +85,132 @@ def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
         if not changed:
             break
     return expr
+
+
+_SWITCH = re.compile(r"\bswitch\s*\(\s*([A-Za-z_]\w*)\s*\)\s*\{")
+_LABEL = re.compile(r"\b(?:case\s+([^:;{}]+?)\s*:(?!:)|default\s*:(?!:))")
+
+
+def case_bindings(source: str, at: int) -> dict[str, str]:
+    """Name -> case label text fixed at offset ``at`` by the ``switch (NAME) { ... case K:
+    ... }`` statements around it: the launch in ``switch (ncols) { case 32: k<32><<<g, b,
+    smem>>>(..., ncols); break; ... }`` runs with ``ncols == 32``. Only when the label is the
+    one nearest above ``at`` at the switch's own depth and is reached from no other label (the
+    statements before it end with ``break;``, ``return ...;`` or ``continue;``, or it is the
+    first), so ``case 32: case 64:`` and fall-through give nothing; ``default:`` gives
+    nothing. The name must not be assigned between the label and ``at``."""
+    out: dict[str, str] = {}
+    for m in _SWITCH.finditer(source, 0, at):
+        open_at = m.end() - 1
+        close = _matching_brace(source, open_at)
+        if close is None or close < at:
+            continue
+        labels = []  # (start, end, label) at the switch's own depth
+        depth = 0
+        for i in range(open_at + 1, at):
+            ch = source[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+            elif depth == 0 and ch in "cd":
+                lm = _LABEL.match(source, i)
+                if lm is not None and (i == 0 or not (source[i - 1].isalnum()
+                                                      or source[i - 1] == "_")):
+                    labels.append((lm.start(), lm.end(), lm.group(1)))
+        if not labels or labels[-1][2] is None:
+            continue
+        start, end, label = labels[-1]
+        if len(labels) > 1:
+            before = source[labels[-2][1]:start].strip()
+            if not re.search(r"(?:\bbreak|\bcontinue|\breturn\b[^;]*)\s*;\s*(?:\}\s*)?$", before):
+                continue
+        name = m.group(1)
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)",
+                     source[end:at]):
+            continue
+        out[name] = label.strip()
+    return out
+
+
+def _matching_brace(text: str, at: int) -> "int | None":
+    """The offset of the ``}`` closing the ``{`` at ``at`` (no care for strings or
+    comments: host code around a launch), or None."""
+    depth = 0
+    for i in range(at, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+_INT_TYPE_WORDS = {"int", "long", "short", "unsigned", "signed", "size_t", "int64_t",
+                   "int32_t", "uint32_t", "uint64_t", "uint", "const"}
+
+
+def function_int_params(source: str, at: int) -> list[str]:
+    """The integer by-value parameters of the function that contains offset ``at`` (a
+    launch): ``static void launch(const float *x, const int ncols, const int nrows, cudaStream_t
+    st) {`` gives ``["ncols", "nrows"]``. The function is taken to start after the last ``}``
+    that opens a line above ``at`` (as ``locals_in`` takes it); [] when its header does not
+    read as ``NAME(PARAMS) {``."""
+    start = source.rfind("\n}", 0, at) + 1
+    m = None
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*(?:const\s*)?\{", source[start:at]):
+        if m.group(1) not in ("if", "for", "while", "switch", "catch"):
+            break
+    else:
+        return []
+    out = []
+    for part in m.group(2).split(","):
+        words = re.findall(r"[A-Za-z_]\w*", part.split("=")[0])
+        if len(words) >= 2 and "*" not in part and "&" not in part and \
+                all(w in _INT_TYPE_WORDS for w in words[:-1]):
+            out.append(words[-1])
+    return out
+
+
+def caller_arguments(source: str, at: int, name: str) -> list[tuple[str, int]]:
+    """``(argument text, offset of the call)`` for parameter ``name`` of the function that
+    contains offset ``at``, at each call of that function in ``source`` (``host(n, 0, 16)`` in
+    ``main`` for ``void host(int n, float *y, int blocks)`` and ``blocks``: ``("16", ...)``),
+    in file order; the definition itself and calls with fewer arguments are skipped."""
+    start = source.rfind("\n}", 0, at) + 1
+    header = None
+    for header in re.finditer(r"\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*(?:const\s*)?\{",
+                              source[start:at]):
+        if header.group(1) not in ("if", "for", "while", "switch", "catch"):
+            break
+    else:
+        return []
+    params = [re.findall(r"[A-Za-z_]\w*", p.split("=")[0]) for p in header.group(2).split(",")]
+    index = next((i for i, words in enumerate(params) if words and words[-1] == name), None)
+    if index is None:
+        return []
+    defined_at = start + header.start(1)
+    out = []
+    for m in re.finditer(rf"(?<![\w.>:]){re.escape(header.group(1))}\s*\(", source):
+        if m.start() == defined_at:
+            continue
+        close = _matching_paren(source, m.end() - 1)
+        if close is None or re.match(r"\s*(?:const\s*)?\{", source[close + 1:]):
+            continue
+        args = _split_commas(source[m.end():close])
+        if index < len(args):
+            out.append((args[index].strip(), m.start()))
+    return out
+
+
+def _matching_paren(text: str, at: int) -> "int | None":
+    depth = 0
+    for i in range(at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None

@@ -34,7 +34,12 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``ceil_div(W, 32)``, ``rows``) and literal block bound ``blockIdx`` and ``threadIdx``, so
   ``blockIdx.x * TILE + threadIdx.x`` under ``grid(W / TILE)`` is below ``W``; the draft's
   grid is that launch's, and a ``ceil_div`` launch adds ``multiple W = TILE`` (only whole
-  tiles fit an unchecked body).
+  tiles fit an unchecked body). A grid named by integer parameters of the launching function
+  that the kernel is not passed (``<<<nrows, 32>>>``, ``dim3 blocks_num(nrows, nchannels,
+  nsamples)``) makes them sizes (``host_grid_names``), valued from a call of that function
+  passing a constant (``caller_value``); ``gridDim`` along such an axis is its extent. Where
+  a buffer's length stays assumed beside such a grid (a pointer bump the accesses do not
+  follow), the draft is made again without it: its own grid covers its own assumed size.
 - Loop-carried advances: a bump of a pointer parameter or an integer index local inside a
   ``for`` loop with a countable header moves by the bump times the iterations before the use
   (``loop_counts``); a tile loop by a constant step up to one size keeps that size a
@@ -78,11 +83,20 @@ The draft is a starting point the user reviews; everything guessed carries a not
   ``range(0, n_TABLE)``; a loaded local checked against a size (``if (id < V)``) gives the
   index array ``range(0, V)`` instead.
 - Dynamic shared memory: the third launch argument of the first launch site, translated
-  (``sizeof``, helper functions with one ``return``, locals with one initializer, the
-  kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
-  ``sizeof(p[0])`` of a pointer argument as its element's bytes); else, when the body
-  declares ``extern __shared__``, a marked guess of one element per thread, the element being
-  the type a byte array is cast to (``reinterpret_cast<float*>(smem)``, ``(float*)smem``).
+  (``sizeof``, helper functions with one ``return``, function-like macros, ``A & ~(2^k - 1)``
+  rounding as ``A / 2^k * 2^k``, locals with one initializer, a name the ``switch`` case
+  around the launch fixes (``case 32:`` of ``switch (ncols)``: ``host_locals.case_bindings``),
+  the kernel's arguments as its sizes, the block variable as ``block.x``, ``sizeof(*p)`` and
+  ``sizeof(p[0])`` of a pointer argument as its element's bytes); defaulted sizes it names are
+  halved until it is within 48 KiB. A launch's size that does not translate is a marked guess
+  of 48 KiB less the static shared arrays (the most a launch gets without opting in, so the
+  body cannot index past it where the host's launch could not); with no launch, when the
+  body declares ``extern __shared__``, a marked guess of one element per thread, the element
+  being the type a byte array is cast to (``reinterpret_cast<float*>(smem)``,
+  ``(float*)smem``).
+- Embedding tables: the rows of a table indexed by loaded values come from the host's
+  allocation of the buffer passed for it (``cudaMalloc(&wte, V * C * sizeof(float))`` with
+  ``int V = 50257;``), when its row stride's sizes come from the host code too.
 - Scalars: a by-value argument of a launch site that is a literal, or a variable the file
   initializes once with a literal, gives the value; otherwise a value is guessed and marked
   ``GUESS`` in the notes, to be confirmed: floats named like an optimizer's parameters get
@@ -110,10 +124,11 @@ from cudalens.spec import dtypes
 from cudalens.spec import templates
 from cudalens.spec.block_shape import block_from_file, const_value, named_ints
 from cudalens.spec.body import Access, BodyFacts, analyze_body
-from cudalens.spec.defines import file_constants
+from cudalens.spec.defines import file_constants, function_macros
 from cudalens.spec.errors import SpecError
-from cudalens.spec.expr import ExprError, evaluate, names_in
-from cudalens.spec.host_locals import line_starts, locals_in, offset_of
+from cudalens.spec.expr import ExprError, c_div, evaluate, names_in
+from cudalens.spec.host_locals import (caller_arguments, case_bindings, function_int_params,
+                                       line_starts, locals_in, offset_of)
 from cudalens.spec.model import (BufferDecl, KernelSpec, LaunchDecl, MultipleDecl, ScalarDecl,
                                  SizeDecl)
 from cudalens.spec.poly import Poly
@@ -255,7 +270,13 @@ def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
     for name, v in values.items():
         if _square_block(body, name) and v * v > _MAX_THREADS:
             return False
-    env: dict[str, object] = {**file_constants(source), **values}
+    return _static_shared_bytes(body, {**file_constants(source), **values}) \
+        <= _MAX_STATIC_SHARED
+
+
+def _static_shared_bytes(body: str, env: dict) -> int:
+    """Bytes of the fixed-size ``__shared__`` arrays ``body`` declares, their extents
+    evaluated in ``env`` (an array whose extent does not evaluate counts 0)."""
     total = 0
     arrays = [(m.group(1), dims) for m in re.finditer(
         r"__shared__\s+(?:volatile\s+)?([A-Za-z_][\w:]*)\s+([^;{}()=]+);", body)
@@ -274,7 +295,7 @@ def _guess_fits(body: str, values: dict[str, int], source: str) -> bool:
                 break
             count *= n
         total += (size or 4) * count
-    return total <= _MAX_STATIC_SHARED
+    return total
 
 
 def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDecl],
@@ -316,6 +337,46 @@ def _fit_defaults(sizes: list[SizeDecl], params: Sequence[BufferDecl | ScalarDec
     return current, f"{expr} = {first:,}"
 
 
+def _fit_shared(sizes: list[SizeDecl], shared: str, block: tuple[int, ...],
+                constants: dict[str, int],
+                defaulted: frozenset = frozenset()) -> tuple[list[SizeDecl], str]:
+    """``sizes`` with the ``defaulted`` ones (drafted defaults, perhaps already made smaller
+    by ``_fit_defaults``) that ``shared`` (bytes, a spec expression) names
+    halved, largest first, until it is at most 48 KiB with ``block``, the most dynamic shared
+    memory a launch gets without ``cudaFuncAttributeMaxDynamicSharedMemorySize`` (a default of
+    2048 for ``d`` in ``3 * block.x * d * 4`` asks for 786 KiB, which no launch gets); and
+    ``"EXPR = BYTES bytes"`` before, or "" when nothing changed."""
+    from cudalens.spec.expr import Dim3
+
+    dims = Dim3(*(tuple(block) + (1, 1, 1))[:3])
+
+    def bytes_of(current: list[SizeDecl]) -> int:
+        env: dict[str, object] = dict(constants)
+        for s in current:
+            env[s.name] = int(evaluate(s.expr, env))
+        env["block"] = dims
+        return int(evaluate(shared, env))
+
+    try:
+        first = bytes_of(sizes)
+        named = names_in(shared)
+    except (ExprError, ValueError, TypeError, ZeroDivisionError):
+        return sizes, ""
+    if first <= _MAX_STATIC_SHARED:
+        return sizes, ""
+    current = list(sizes)
+    values = {s.name: int(evaluate(s.expr, dict(constants))) for s in sizes
+              if s.name in defaulted and s.name in named}
+    while values and bytes_of(current) > _MAX_STATIC_SHARED:
+        name = max(values, key=lambda n: (values[n], -list(values).index(n)))
+        if values[name] <= 1:
+            break
+        values[name] //= 2
+        current = [SizeDecl(s.name, str(values[s.name])) if s.name in values else s
+                   for s in current]
+    return current, f"{shared} = {first:,} bytes"
+
+
 def infer_spec(kernel: Kernel, source_text: str,
                launch_sites: Optional[Sequence[LaunchSite]] = None, *,
                instance: Optional[str] = None,
@@ -353,8 +414,17 @@ def infer_spec(kernel: Kernel, source_text: str,
     context = "\n".join(tuple(headers) + (source_text,))
     facts = analyze_body(parsed, body, kernel, context, _vector_sizes(context))
     sites = launches_of(kernel, launch_sites) if launch_sites is not None else kernel.launch_sites
-    return _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
-                    tuple(headers), macros).draft()
+    drafter = _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
+                       tuple(headers), macros)
+    spec = drafter.draft()
+    if drafter.host_grid and any(n.startswith("length of ") and " assumed " in n
+                                 for n in spec.notes):
+        # a grid of the host's sizes (<<<nrows, 32>>>) next to a length the accesses did not
+        # give (assumed nrows) is not covered by it: x[row * 32 + c] would read past nrows
+        # elements; the draft's own grid over its assumed size is
+        spec = _Drafter(kernel, facts, source_text, tuple(sites), instance, defines,
+                        tuple(headers), macros, host_grid=False).draft()
+    return spec
 
 
 def outside_inputs(kernel: Kernel, source_text: str,
@@ -429,7 +499,7 @@ class _Drafter:
     def __init__(self, kernel: Kernel, facts: BodyFacts, source: str,
                  sites: tuple[LaunchSite, ...], instance: Optional[str] = None,
                  defines: Optional[dict[str, int]] = None, headers: tuple[str, ...] = (),
-                 macros: Optional["HeaderMacros"] = None) -> None:
+                 macros: Optional["HeaderMacros"] = None, host_grid: bool = True) -> None:
         self.kernel = kernel
         self.headers = headers
         self.header_env = macros
@@ -464,6 +534,7 @@ class _Drafter:
         self.range_why: dict[str, str] = {}  # index array -> why its range, when not a stride
         self.subtracted: set[str] = set()  # sizes only subtracted in lengths (offsets)
         self.table_of: dict[str, str] = {}  # that size -> the index array it bounds
+        self.table_strides: dict[str, Poly] = {}  # that size -> its rows' stride (C of id * C)
         self.launch_notes: list[str] = []  # about the launch configuration
         self.later: dict[str, list[str]] = {}  # notes written with a parameter's declaration
         self.order = [p.name for p in kernel.parameters]
@@ -474,6 +545,12 @@ class _Drafter:
         # the launch's grid per axis as (covered extent P, step S, "floor"|"ceil"), from the
         # first launch site whose grid translates (``dim3 grid(W / TILE, H / TILE)``)
         self.site_block = block_from_file(kernel, self.sites, self.context, source)
+        # integer parameters of the launching function that the first site's grid names and
+        # the kernel is not passed (``<<<nrows, 32>>>``, ``dim3 blocks(nrows, nch, nsamp)``):
+        # sizes of the draft, as the kernel's own integer parameters are (see host_grid_names)
+        self.host_grid: list[str] = self.host_grid_names() if host_grid else []
+        self.order += self.host_grid
+        self.int_params |= set(self.host_grid)
         self.site_grid = self.launch_grid()
         # a block the launch passes as the kernel's own argument (``<<<B * T, C>>>``): x -> C
         self.site_block_params: dict[str, Poly] = {}
@@ -553,7 +630,8 @@ class _Drafter:
         kept = []
         for site in self.sites:
             at = offset_of(self.source, site.range.start.line, site.range.start.column)
-            for text in texts:
+            own = templates.site_instance(self.kernel.name, self.source, at)
+            for text in ((own,) if own else texts):  # the site's own arguments where written
                 args = templates.split_args(text.partition("<")[2][:-1])
                 values = [const_value(locals_in(a, self.source, at, set()), self.context)
                           for a in args]
@@ -676,7 +754,8 @@ class _Drafter:
         """The largest ``blockIdx.a`` / ``threadIdx.a`` under the launch site's grid and
         literal block, for a body with no bounds check on that axis: ``blockIdx.x <
         grid.x`` (a symbol ``GRID.x`` standing for ``P / S``, resolved by ``grid_resolved``),
-        ``threadIdx.x < block.x``, ``blockDim.x == block.x``."""
+        ``threadIdx.x < block.x``, ``blockDim.x == block.x``, ``gridDim.x == grid.x`` (where
+        the grid is the launch's extent itself, step 1)."""
         if "." not in name:
             return None
         kind, axis = name.split(".", 1)
@@ -690,6 +769,9 @@ class _Drafter:
             shape = self.site_block[0]
             extent = shape[i] if i < len(shape) else 1
             return Poly.const(extent - 1 if kind == "threadIdx" else extent)
+        if kind == "gridDim" and axis in self.site_grid and self.site_grid[axis][1] == 1:
+            self.launch_bounded.add(axis)  # gridDim.y of dim3 blocks(nrows, nch): nch itself
+            return self.site_grid[axis][0]
         if kind == "blockIdx" and axis in self.site_grid:
             self.launch_bounded.add(axis)
             extent, step, _ = self.site_grid[axis]
@@ -755,6 +837,8 @@ class _Drafter:
                 continue
             args = {a.strip(): q.name for a, q in zip(site.arguments, self.kernel.parameters)
                     if q.name in self.int_params}
+            if site is self.sites[0]:
+                args.update({n: n for n in self.host_grid})
             out: dict[str, tuple[Poly, int, str]] = {}
             named = site.config[1].strip() if len(site.config) > 1 else ""
             for axis, part in zip("xyz", _site_grid_text(site, self.source)):
@@ -769,6 +853,31 @@ class _Drafter:
             if out:
                 return out
         return {}
+
+    def host_grid_names(self) -> list[str]:
+        """The names in the first launch site's grid that are integer parameters of the
+        function launching it and neither passed to the kernel nor the kernel's parameters'
+        names nor constants: ``void launch(..., int nrows) { k<<<nrows, 32>>>(x, ncols); }``
+        gives ``["nrows"]``; the draft makes each a size, the grid's extent (new-user report
+        R6, ggml's ``dim3 blocks_num(nrows, nchannels, nsamples)``)."""
+        site = next((s for s in self.sites if s.config), None)
+        if site is None:
+            return []
+        at = offset_of(self.source, site.range.start.line, site.range.start.column)
+        host = function_int_params(self.source, at)
+        body = self.source[self.source.rfind("\n}", 0, at) + 1:at]
+        host = [h for h in host if not re.search(  # assigned before the launch: not the call's
+            rf"(?<![\w.]){re.escape(h)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)", body)]
+        passed = {a.strip() for a in site.arguments}
+        kernel_names = {p.name for p in self.kernel.parameters}
+        out = []
+        for part in _site_grid_text(site, self.source):
+            for word in re.findall(r"(?<![\w.])[A-Za-z_]\w*", part):
+                if word in host and word not in passed and word not in kernel_names and \
+                        word not in self.constants and word not in _RESERVED and \
+                        not keyword.iskeyword(word) and word not in out:
+                    out.append(word)
+        return out
 
     def launch_block_params(self) -> tuple[dict[str, Poly], int]:
         """The first launch site's block, per axis, when it is a polynomial of the kernel's
@@ -1067,6 +1176,9 @@ class _Drafter:
                 name = f"n_{a.param}"
                 self.table_sizes[s] = name
                 self.table_of.setdefault(name, self.facts.loads[s])
+                stride = Poly(terms=tuple((tuple(x for x in m if x != s), c)
+                                          for m, c in a.index.terms if s in m))
+                self.table_strides.setdefault(name, stride)
 
     def row_stride(self, index: Poly, loaded: str) -> Optional[str]:
         """For ``rows * S + loaded`` (``probs + b * T * V + t * V`` read at ``[ix]``): the integer
@@ -1134,6 +1246,14 @@ class _Drafter:
                               f"(a loop runs from {array}[r] to {array}[r + 1]); GUESS, set it")
         for name in tables:
             rename[name] = name
+            rows = self.table_rows(name, sizes)
+            if rows is not None:
+                sizes.append(SizeDecl(name=name, expr=str(rows[0])))
+                self.host_given.add(name)
+                self.notes.append(f"size {name} = {rows[0]}: rows of {name[2:]}, indexed by "
+                                  f"values read from {self.table_of[name]}; from the host code "
+                                  f"({rows[1]})")
+                continue
             sizes.append(SizeDecl(name=name, expr=TABLE_ROWS))
             self.notes.append(f"size {name} = {TABLE_ROWS}: rows of {name[2:]}, indexed by "
                               f"values read from {self.table_of[name]}; GUESS, set it")
@@ -1217,15 +1337,20 @@ class _Drafter:
         sizes, shrunk = _fit_defaults(sizes, params, self.constants, frozenset(self.host_given))
         if self.branch is not None and self.branch[0]:
             self.branch_note(sizes, rename)
+        shared = self.shared(rename, block, {q.name: q.expr for q in params
+                                             if isinstance(q, ScalarDecl)})
+        sizes, shrunk_shared = _fit_shared(sizes, shared, block, self.constants, frozenset(
+            n for n, e in before.items() if e in _DEFAULTS and n not in self.host_given))
         defaulted = [s for s in sizes if s.name not in self.host_given]
         if defaulted:
             listed = ", ".join(f"{s.name} = {s.expr}" for s in defaulted)
             self.notes.append(f"sizes are defaults ({listed}): set them to your problem"
                               + (f"; made smaller so that no buffer has more than "
                                  f"{MAX_DRAFT_ELEMENTS:,} elements ({shrunk}, which would "
-                                 f"overflow the kernel's 32-bit int indices)" if shrunk else ""))
-        shared = self.shared(rename, block, {q.name: q.expr for q in params
-                                             if isinstance(q, ScalarDecl)})
+                                 f"overflow the kernel's 32-bit int indices)" if shrunk else "")
+                              + (f"; made smaller so that the dynamic shared memory fits the "
+                                 f"{_MAX_STATIC_SHARED:,} bytes a launch gets without opting "
+                                 f"in (shared = {shrunk_shared})" if shrunk_shared else ""))
         name = k.qualified_name or k.name
         if self.instance:
             name = name + self.instance[self.instance.index("<"):]
@@ -1406,6 +1531,7 @@ class _Drafter:
             grid_syms |= b.symbols if b is not None else set()
         for axis in self.launch_axes(grid_vars):
             grid_syms |= self.site_grid[axis][0].symbols
+        grid_syms |= set(self.host_grid)  # the launch's grid: a count of blocks, no stride
         dims = [n for n in names if n in grid_syms] + \
             [n for n in names if n not in grid_syms and n in bound_syms]
         threads = {_single_symbol(p): a for a, p in self.site_block_params.items()
@@ -2009,6 +2135,11 @@ class _Drafter:
         constant initializer (``int V = 50257;`` in ``main``, which passes it down to the
         launching function's parameter ``V``); None when no site gives one."""
         names = [q.name for q in self.kernel.parameters]
+        if name in self.host_grid:
+            site = next((s for s in self.sites if s.config), None)
+            found = self.caller_value(name, site) if site is not None else None
+            return (found[0], f"the launch at line {site.range.start.line + 1} takes its grid "
+                              f"from '{name}', which {found[1]}") if found else None
         if name not in names:
             return None
         index = names.index(name)
@@ -2018,6 +2149,91 @@ class _Drafter:
             arg = site.arguments[index].strip()
             at = offset_of(self.source, site.range.start.line, site.range.start.column)
             text = locals_in(arg, self.source, at, set())
+            cases = case_bindings(self.source, at)
+            text = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()",
+                          lambda m: _wrapped(cases[m.group(0)]) if m.group(0) in cases
+                          else m.group(0), text)
+            if re.fullmatch(r"[A-Za-z_]\w*", text):
+                text = _initializer(text, self.source) or text
+            try:
+                value = evaluate(text, dict(self.constants))
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                value = None
+            if value is None and re.fullmatch(r"[A-Za-z_]\w*", arg) and \
+                    arg in function_int_params(self.source, at):
+                found = self.caller_value(arg, site)
+                if found is not None:
+                    return found[0], (f"the launch at line {site.range.start.line + 1} passes "
+                                      f"'{arg}', which {found[1]}")
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                where = f"the launch at line {site.range.start.line + 1} passes '{arg}'"
+                if text.strip("() ") != arg:
+                    where += f" = {text.strip()}"
+                used = [f"case {cases[n]} of switch ({n})" for n in cases
+                        if re.search(rf"(?<![\w.]){re.escape(n)}\b", arg)]
+                if used:
+                    where += f", inside {', '.join(used)}"
+                return value, where
+        return None
+
+    def table_rows(self, name: str, sizes: list[SizeDecl]) -> Optional[tuple[int, str]]:
+        """(rows, where) of table size ``name`` (``n_wte``) from the host's allocation of the
+        buffer a launch passes for the table: ``cudaMalloc(&wte, V * C * sizeof(float))`` (or
+        ``cudaMallocManaged``, ``(T*)malloc(...)``) with ``int V = 50257;`` and ``C`` 768 from
+        the host gives 50257 rows of the stride C (``wte[id * C + c]``). The buffer is the
+        launch's argument, or what a call of the launching function passes for it; the bytes
+        are evaluated with the allocating function's integer locals, variables the file
+        declares once and the file's constants; the stride with the drafted sizes, which must
+        all come from the host code. None when any of that fails or the rows do not divide."""
+        table = name[2:]
+        stride = self.table_strides.get(name)
+        names = [q.name for q in self.kernel.parameters]
+        if stride is None or table not in names:
+            return None
+        env = {s.name: s.expr for s in sizes}
+        if any(sym not in self.host_given or sym not in env for sym in stride.symbols):
+            return None
+        try:
+            step = evaluate(_render(stride, {}), {k: int(evaluate(v, dict(self.constants)))
+                                                   for k, v in env.items()})
+        except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+            return None
+        param = next(q for q in self.kernel.parameters if q.name == table)
+        element = _sizeof(templates.resolve_type(param.type.replace("*", " ").replace(
+            "const", " ").strip(), self.context, self.bound))
+        if not isinstance(step, int) or step <= 0 or not element:
+            return None
+        index = names.index(table)
+        for site in self.sites:
+            if index >= len(site.arguments):
+                continue
+            arg = site.arguments[index].strip()
+            if not re.fullmatch(r"[A-Za-z_]\w*", arg):
+                continue
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            buffers = [arg] + [a for a, _ in caller_arguments(self.source, at, arg)
+                               if re.fullmatch(r"[A-Za-z_]\w*", a)]
+            for buf in dict.fromkeys(buffers):
+                found = _host_allocation(buf, self.source, self.constants)
+                if found is None:
+                    continue
+                total, line = found
+                if total % element or (total // element) % step:
+                    continue
+                return (total // element // step,
+                        f"'{buf}' is allocated with {total:,} bytes at line {line}, rows of "
+                        f"{step} {param.type.replace('*', '').replace('const', '').strip()}s")
+        return None
+
+    def caller_value(self, name: str, site: LaunchSite) -> Optional[tuple[int, str]]:
+        """(value, where) of ``name``, a parameter of the function containing launch
+        ``site`` (a grid of ``host_grid``, or an argument the launch passes on), from the first
+        call of that function passing an integer constant (directly, through integer locals
+        of the caller, or a variable the file declares once with a constant initializer);
+        ``where`` reads "the call at line L passes as 'ARG'"; None when no call does."""
+        at = offset_of(self.source, site.range.start.line, site.range.start.column)
+        for arg, call in caller_arguments(self.source, at, name):
+            text = locals_in(arg, self.source, call, set())
             if re.fullmatch(r"[A-Za-z_]\w*", text):
                 text = _initializer(text, self.source) or text
             try:
@@ -2025,10 +2241,8 @@ class _Drafter:
             except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
                 continue
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                where = f"the launch at line {site.range.start.line + 1} passes '{arg}'"
-                if text.strip("() ") != arg:
-                    where += f" = {text.strip()}"
-                return value, where
+                line = self.source.count("\n", 0, call) + 1
+                return value, f"the call at line {line} passes as '{arg}'"
         return None
 
     def host_sizes(self, sizes: list[SizeDecl], rename: dict[str, str]) -> list[SizeDecl]:
@@ -2096,8 +2310,10 @@ class _Drafter:
                 continue
             text = site.config[2].strip()
             fixed = {n: e for n, e in (scalars or {}).items() if n not in rename}
+            at = offset_of(self.source, site.range.start.line, site.range.start.column)
+            cases = case_bindings(self.source, at)
             expr = _shared_expr(text, site, self.kernel, self.context, rename, self.bound,
-                                fixed)
+                                fixed, cases)
             used = sorted(n for n in fixed if expr is not None and
                           re.search(rf"(?<![\w.]){re.escape(n)}(?![\w(])", text + " " +
                                     " ".join(_local_chain(text, self.context))))
@@ -2113,10 +2329,19 @@ class _Drafter:
                                           f"it here with {n}" for n in used)
                         self.notes.append(f"shared = {expr}: from {where} ('{text}'){written}")
                     return expr
-            size, _ = self.shared_element()
-            self.notes.append(f"shared: '{text}' at {where} could not be translated; GUESS "
-                              f"{block[0]} elements of {size} bytes, set it")
-            return f"block.x * {size}"
+            body = self.source[self.kernel.start_byte:self.kernel.end_byte]
+            static = _static_shared_bytes(body, {**self.constants})
+            most = _MAX_STATIC_SHARED - static
+            opted = re.search(r"cudaFuncAttributeMaxDynamicSharedMemorySize", self.context)
+            self.notes.append(
+                f"shared = {most}: '{text}' at {where} could not be translated; GUESS the most "
+                f"a launch gets without opting in (48 KiB"
+                + (f" less the {static} bytes of static shared arrays" if static else "")
+                + "), so the kernel cannot index past it where the host's own launch could "
+                  "not either"
+                + ("; the file raises cudaFuncAttributeMaxDynamicSharedMemorySize, so the "
+                   "host may pass more: set it" if opted else "; set it to the host's value"))
+            return str(most)
         found = self.shared_element()
         if not found[1]:
             return "0"
@@ -2511,14 +2736,20 @@ def _local_chain(text: str, source: str) -> list[str]:
 
 def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
                  rename: dict[str, str], bound: dict[str, str],
-                 scalars: Optional[dict[str, str]] = None) -> Optional[str]:
+                 scalars: Optional[dict[str, str]] = None,
+                 cases: Optional[dict[str, str]] = None) -> Optional[str]:
     """The launch's shared-memory text as a spec expression of the kernel's sizes, or None.
 
-    Helper calls and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, the
-    kernel's by-value arguments become the sizes they are passed to (or, for a parameter in
-    ``scalars``, that scalar's drafted value), the block argument ``block.x``, and the file's
-    integer constants their values."""
+    Helper calls, function-like macros (``#define PAD(x, n) (((x) + (n) - 1) / (n) * (n))``)
+    and locals are expanded (a few rounds), ``sizeof(T)`` becomes its bytes, a name the
+    ``switch`` around the launch fixes (``cases``, from ``host_locals.case_bindings``) its
+    case label, the kernel's by-value arguments the sizes they are passed to (or, for a
+    parameter in ``scalars``, that scalar's drafted value), the block argument ``block.x``,
+    and the file's integer constants their values. Bitwise ``& | ^ ~`` are folded where
+    their operands are constants, and ``A & ~(2^k - 1)`` (``GGML_PAD``-like rounding of a
+    non-negative A) becomes ``A / 2^k * 2^k``; other bitwise operations give None."""
     scalars = scalars or {}
+    cases = cases or {}
     args = {a.strip(): p.name for a, p in zip(site.arguments, kernel.parameters)
             if not p.is_pointer}
     block_text = site.config[1].strip() if len(site.config) > 1 else ""
@@ -2527,7 +2758,9 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     for a, p in zip(site.arguments, kernel.parameters):
         if p.is_pointer and re.fullmatch(r"[A-Za-z_]\w*", a.strip()):
             pointees[f"*{a.strip()}"] = pointees[f"{a.strip()}[0]"] = p.type
-    helpers = _helpers(source)
+    helpers = dict(_helpers(source))
+    for macro, (params, body) in function_macros(source).items():
+        helpers.setdefault(macro, (list(params), body))
     expr = text
     for _ in range(4):
         before = expr
@@ -2549,6 +2782,8 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
 
         def name(m: re.Match) -> str:
             word = m.group(0)
+            if word in cases and not (word in args and args[word] in rename):
+                return _wrapped(cases[word])
             if word in args:
                 if args[word] not in rename and args[word] in scalars:
                     return f"({scalars[args[word]]})"
@@ -2566,11 +2801,112 @@ def _shared_expr(text: str, site: LaunchSite, kernel: Kernel, source: str,
     expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
     expr = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", expr)
     expr = re.sub(r"block\.x\.x", "block.x", expr)
+    if re.search(r"[&|^~]", expr):
+        folded = _fold_bits(expr)
+        if folded is None:
+            return None
+        expr = folded
     try:
         names_in(expr)
     except ExprError:
         return None
     return ast.unparse(ast.parse(expr.strip(), mode="eval"))  # minimal parentheses
+
+
+_ALLOC = (r"\bcudaMalloc(?:Managed)?\s*\(\s*(?:\(\s*void\s*\*\s*\*\s*\)\s*)?&\s*{name}\s*,"
+          r"\s*(?P<bytes>(?:[^();]|\((?:[^()]|\([^()]*\))*\))+?)\s*[,)]",
+          r"(?<![\w.]){name}\s*=\s*(?:\([^()]*\*\s*\)\s*)?(?:std::)?malloc\s*\("
+          r"\s*(?P<bytes>(?:[^();]|\((?:[^()]|\([^()]*\))*\))+?)\s*\)")
+
+
+def _host_allocation(name: str, source: str, constants: dict[str, int]
+                     ) -> Optional[tuple[int, int]]:
+    """(bytes, 1-based line) of the first allocation of host variable ``name`` whose size
+    evaluates to a positive integer: ``cudaMalloc(&name, BYTES)`` (also ``(void**)&name`` and
+    ``cudaMallocManaged``) or ``name = (T*)malloc(BYTES)``, with ``sizeof(T)`` as its bytes,
+    the allocating function's integer locals, variables the file declares once (``int V =
+    50257;``) and ``constants``; None when there is none."""
+    for rx in _ALLOC:
+        for m in re.finditer(rx.format(name=re.escape(name)), source):
+            text = _SIZEOF.sub(lambda t: str(_sizeof(t.group("type")) or "?"), m.group("bytes"))
+            text = locals_in(text, source, m.start(), set())
+            for _ in range(3):
+                text = re.sub(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()", lambda w: f"({init})" if (
+                    init := _initializer(w.group(0), source)) is not None else w.group(0), text)
+            text = _SIZEOF.sub(lambda t: str(_sizeof(t.group("type")) or "?"), text)
+            text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text)
+            text = re.sub(r"\((?:size_t|int|unsigned|long)\)", "", text)
+            try:
+                value = evaluate(text, dict(constants))
+            except (ExprError, ValueError, TypeError, ZeroDivisionError, KeyError):
+                continue
+            if isinstance(value, int) and value > 0:
+                return value, source.count("\n", 0, m.start()) + 1
+    return None
+
+
+def _wrapped(text: str) -> str:
+    """``text`` as an operand: a name or a number as it is, anything else in parentheses."""
+    t = text.strip()
+    return t if re.fullmatch(r"\w+", t) else f"({t})"
+
+
+def _fold_bits(expr: str) -> Optional[str]:
+    """``expr`` with each bitwise sub-expression (``& | ^ ~``) of constant operands folded to
+    its value with C's integer arithmetic (``(((40) + 31) & ~(31))`` -> ``64``) and each
+    ``A & ~(2^k - 1)`` as ``A / 2^k * 2^k`` (A non-negative: a size rounded up to whole
+    warps); None when a bitwise operation is left (one with a name in it otherwise: the spec
+    language has no bitwise operators) or the text does not parse."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    bits = (ast.BitAnd, ast.BitOr, ast.BitXor)
+
+    def const(node: ast.AST) -> Optional[int]:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub)):
+            v = const(node.operand)
+            return None if v is None else (~v if isinstance(node.op, ast.Invert) else -v)
+        if isinstance(node, ast.BinOp):
+            a, b = const(node.left), const(node.right)
+            if a is None or b is None:
+                return None
+            op = type(node.op)
+            if op in (ast.Add, ast.Sub, ast.Mult):
+                return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[op]
+            if op is ast.Div and b != 0:
+                return c_div(a, b)
+            if op is ast.BitAnd:
+                return a & b
+            if op is ast.BitOr:
+                return a | b
+            if op is ast.BitXor:
+                return a ^ b
+        return None
+
+    class Fold(ast.NodeTransformer):
+        def generic_visit(self, node: ast.AST) -> ast.AST:
+            node = super().generic_visit(node)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, bits) or \
+                    isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+                v = const(node)
+                if v is not None:
+                    return ast.Constant(v)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+                # A & ~(2^k - 1) rounds a non-negative A down to a multiple of 2^k
+                for a, b in ((node.left, node.right), (node.right, node.left)):
+                    m = const(b)
+                    if m is not None and m < 0 and (-m) & (-m - 1) == 0:
+                        step = ast.Constant(-m)
+                        return ast.BinOp(ast.BinOp(a, ast.Div(), step), ast.Mult(), step)
+            return node
+    folded = Fold().visit(tree)
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, bits) or
+           isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Invert) for n in ast.walk(folded)):
+        return None
+    return ast.unparse(folded)
 
 
 def _divide(p: Poly, d: Poly) -> Optional[Poly]:

@@ -61,6 +61,17 @@ def instances(name: str, source: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def site_instance(name: str, source: str, at: int) -> Optional[str]:
+    """The ``NAME<ARG, ...>`` text of the launch of kernel ``name`` that starts at offset
+    ``at`` of ``source`` (``row_softmax<true, 32, 32><<<g, b>>>(...)``), None when the launch
+    writes no template arguments there."""
+    m = re.compile(rf"{re.escape(name)}\s*{_ARGS}\s*<<<").match(source, at)
+    if m is None:
+        return None
+    args = split_args(m.group("args"))
+    return instance_text(name, args) if args else None
+
+
 def bindings(kernel: Kernel, instance: str) -> dict[str, str]:
     """Template parameter -> argument text for ``instance`` (``reduce<float, 256>``), by
     position; empty when the instance has no arguments or the kernel is no template."""
