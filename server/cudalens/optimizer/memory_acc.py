@@ -132,6 +132,13 @@ def _sites(ctx: PassContext, p: Parsed, body: tree_sitter.Node
             line = p.line_of(update)
             shown = short_text(p, update, limit=70)
             ctype = _element_type(pointers[buf].type)
+            index = named_children(target.child_by_field_name("indices"))
+            changed = {p.text_of(t) for t in (written_target(a) for a in walk(loop))
+                       if t is not None and t.type == "identifier"}
+            if len(index) != 1 or identifiers(index[0], p) & (changed | {head.var}) or any(
+                    m.type in ("call_expression", "assignment_expression", "update_expression")
+                    for m in walk(index[0])):
+                continue  # an element that moves with the loop: not one output's sum
             mentions = [m for m in walk(loop) if m.type == "identifier" and p.text_of(m) == buf]
             if len(mentions) != 1:
                 other = next(m for m in mentions if not
@@ -140,17 +147,6 @@ def _sites(ctx: PassContext, p: Parsed, body: tree_sitter.Node
                     f"'{shown}' (line {line}) accumulates into {buf}, which the loop also "
                     f"uses at line {p.line_of(other)}: kept in a register the sum would "
                     f"differ from the original's reads of {buf}", line)
-            index = named_children(target.child_by_field_name("indices"))
-            changed = {p.text_of(t) for t in (written_target(a) for a in walk(loop))
-                       if t is not None and t.type == "identifier"}
-            moving = identifiers(index[0], p) & (changed | {head.var}) if len(index) == 1 \
-                else {"?"}
-            if moving or any(m.type in ("call_expression", "assignment_expression",
-                                        "update_expression") for m in walk(index[0])):
-                return sites, Reason(
-                    f"'{shown}' (line {line}) accumulates into {buf} at an index the loop "
-                    f"changes ({', '.join(sorted(moving)) or 'a call'}): not one output "
-                    f"element", line)
             if ctype not in SUM_TYPES:
                 return sites, Reason(f"'{shown}' (line {line}) accumulates into {buf} of "
                                      f"type {ctype}, not a plain arithmetic type", line)
@@ -236,8 +232,9 @@ def local(ctx: PassContext, ordered: bool) -> tuple[PassContext, Optional[Reason
 
     Returns (the context, None); or (``ctx`` itself, the reason with its line) when a loop
     accumulates into memory in a way the register form could change (the buffer read
-    elsewhere in the loop, an index the loop changes, a type that is not arithmetic, an
-    initial value the loop changes). ``ctx`` itself and None when there is no such loop or
+    elsewhere in the loop, a type that is not arithmetic, an initial value the loop
+    changes); an element whose index moves with the loop is not an output's sum and is left
+    to the pass. ``ctx`` itself and None when there is no such loop or
     the body cannot be read.
     """
     try:
