@@ -139,12 +139,9 @@ def _match(ctx: PassContext) -> _Match:
     # ``memory_acc`` makes of ``C[...] *= beta;``) is evaluated per output, under the guard
     indexed = bool({parsed.text_of(n) for n in walk(init) if n.type == "identifier"} &
                    (names | pointers))
-    if indexed:
-        for n in walk(init):
-            if n.type in ("assignment_expression", "update_expression", "call_expression"):
-                raise _fail(f"the accumulator's initial value '{parsed.text_of(init)}' (line "
-                            f"{parsed.line_of(init)}) reads the indices or a buffer and "
-                            f"assigns or calls", line=parsed.line_of(init))
+    if indexed and not _reads_own_output(init, stmts[loops[0] + 1:], parsed, pointers):
+        raise _fail(f"the accumulator's initial value '{parsed.text_of(init)}' uses the "
+                    f"indices or a buffer")
     var, bound = _loop_parts(loop, parsed, scope)
     for n in walk(bound):
         if n.type == "identifier":
@@ -232,6 +229,27 @@ def _match(ctx: PassContext) -> _Match:
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,
                   ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]),
                   (reads["y"][2], reads["x"][2]), tuple(pragmas), indexed)
+
+
+def _reads_own_output(init: tree_sitter.Node, post: list, parsed: Parsed,
+                      pointers: set[str]) -> bool:
+    """``init`` reads buffers only as the element a statement of ``post`` stores
+    (``C[y * n + x] * beta`` before ``C[y * n + x] = acc;``: each thread's own output, read
+    once), and assigns and calls nothing."""
+    stored = set()
+    for st in post:
+        for n in walk(st):
+            if n.type == "assignment_expression":
+                stored.add("".join(parsed.text_of(unparen(n.child_by_field_name("left"))).split()))
+    for n in walk(init):
+        if n.type in ("assignment_expression", "update_expression", "call_expression"):
+            return False
+        if n.type == "identifier" and parsed.text_of(n) in pointers:
+            access = n.parent
+            if access is None or access.type != "subscript_expression" or \
+                    "".join(parsed.text_of(access).split()) not in stored:
+                return False
+    return True
 
 
 def _is_pragma(node: tree_sitter.Node, parsed: Parsed) -> bool:
