@@ -223,8 +223,11 @@ def _assigns_first(loop: tree_sitter.Node, word: str, parsed: Parsed) -> bool:
     return parsed.text_of(unparen(init.child_by_field_name("left"))) == word
 
 
-def match(ctx: PassContext) -> Grid2D:
-    """Matches ``ctx``'s kernel against the 2D pattern.
+def match(ctx: PassContext, counters: bool = False) -> Grid2D:
+    """Matches ``ctx``'s kernel against the 2D pattern. ``counters``: declarations of loop
+    counters between the indices and the guard (``int k;``, ``counter_only``) are skipped; for
+    a pass whose rewrite declares its own counters (``tiled_matmul``), as the statements
+    after the guard no longer hold their declaration.
 
     Raises:
         NoMatch: the kernel does not fit; the message says why, with the line.
@@ -241,7 +244,7 @@ def match(ctx: PassContext) -> Grid2D:
                     "blockIdx.x * blockDim.x + threadIdx.x;' and 'int row = blockIdx.y * "
                     f"blockDim.y + threadIdx.y;', found '{_first_line(parsed.text_of(first))}' "
                     f"at line {parsed.line_of(first)}", line=parsed.line_of(first))
-    while used < len(stmts) and counter_only(stmts[used], stmts[used + 1:], parsed):
+    while counters and used < len(stmts) and counter_only(stmts[used], stmts[used + 1:], parsed):
         used += 1  # ``int k;`` before the guard, for a later ``for (k = 0; ...)``
     if len(stmts) <= used:
         raise _fail(f"expected a bounds guard after the indices at line "

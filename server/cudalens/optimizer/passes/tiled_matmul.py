@@ -107,7 +107,7 @@ def _uses(p: Poly, name: str) -> bool:
 
 
 def _match(ctx: PassContext) -> _Match:
-    g = index2d.match(ctx)
+    g = index2d.match(ctx, counters=True)  # the rewrite declares its own k
     parsed = g.parsed
     scope = Scope(macros=g.macros)
     # ``#pragma`` lines between the statements (``#pragma unroll`` before the k loop) are
