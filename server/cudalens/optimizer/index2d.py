@@ -203,8 +203,43 @@ def _conjuncts(node: tree_sitter.Node, op: str) -> list[tree_sitter.Node]:
     return [node]
 
 
-def match(ctx: PassContext) -> Grid2D:
-    """Matches ``ctx``'s kernel against the 2D pattern.
+def counter_only(decl: tree_sitter.Node, rest: list, parsed: Parsed) -> bool:
+    """``decl`` declares loop counters only (``int k;``, PolyBench's style): names without an
+    initial value, each mentioned in ``rest`` only inside ``for`` loops whose initializer
+    assigns it (``for (k = 0; ...)``), so a rewrite that declares its own counters loses
+    nothing by dropping it."""
+    if decl.type != "declaration":
+        return False
+    ds = decl.children_by_field_name("declarator")
+    if not ds or any(d.type != "identifier" for d in ds):
+        return False
+    for d in ds:
+        word = parsed.text_of(d)
+        for stmt in rest:
+            for n in walk(stmt):
+                if n.type != "identifier" or parsed.text_of(n) != word:
+                    continue
+                up = n.parent
+                while up is not None and not (up.type == "for_statement" and _assigns_first(
+                        up, word, parsed)):
+                    up = up.parent
+                if up is None:
+                    return False
+    return True
+
+
+def _assigns_first(loop: tree_sitter.Node, word: str, parsed: Parsed) -> bool:
+    init = loop.child_by_field_name("initializer")
+    if init is None or init.type != "assignment_expression":
+        return False
+    return parsed.text_of(unparen(init.child_by_field_name("left"))) == word
+
+
+def match(ctx: PassContext, counters: bool = False) -> Grid2D:
+    """Matches ``ctx``'s kernel against the 2D pattern. ``counters``: declarations of loop
+    counters between the indices and the guard (``int k;``, ``counter_only``) are skipped; for
+    a pass whose rewrite declares its own counters (``tiled_matmul``), as the statements
+    after the guard no longer hold their declaration.
 
     Raises:
         NoMatch: the kernel does not fit; the message says why, with the line.
@@ -221,6 +256,8 @@ def match(ctx: PassContext) -> Grid2D:
                     "blockIdx.x * blockDim.x + threadIdx.x;' and 'int row = blockIdx.y * "
                     f"blockDim.y + threadIdx.y;', found '{_first_line(parsed.text_of(first))}' "
                     f"at line {parsed.line_of(first)}", line=parsed.line_of(first))
+    while counters and used < len(stmts) and counter_only(stmts[used], stmts[used + 1:], parsed):
+        used += 1  # ``int k;`` before the guard, for a later ``for (k = 0; ...)``
     if len(stmts) <= used:
         raise _fail(f"expected a bounds guard after the indices at line "
                     f"{parsed.line_of(stmts[used - 1])}, found nothing",

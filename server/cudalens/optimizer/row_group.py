@@ -363,7 +363,7 @@ def rewrite(ctx: PassContext, m: Match, group: str, online: bool, gridstride: bo
                                    fresh_name("m_new", taken)) + body
             lines += [f"{head} {body[0]}"] if len(body) == 1 else \
                 [f"{head} {{"] + [f"    {x}" for x in body] + ["}"]
-            lines.append("__syncthreads();  // the slots are free again")
+            lines.append("__syncthreads();  /* the slots are free again */")
         return _indent(lines, li)
 
     for loop in m.loops:

@@ -130,8 +130,8 @@ def check(ctx: PassContext) -> Optional[str]:
     why = wpr.block_rows_reason(ctx)
     if why is not None:
         return why
-    ctx = wpr.normalize(ctx)
-    return _plan(ctx)[0]
+    ctx, why = wpr.normalize_with_reason(ctx)
+    return why if why is not None else _plan(ctx)[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:

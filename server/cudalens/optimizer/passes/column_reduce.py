@@ -37,11 +37,12 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import bound_locals, elementwise, minmax, structural
+from cudalens.optimizer import bound_locals, elementwise, memory_acc, minmax, structural
 from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.hist_match import global_index
+from cudalens.optimizer.index2d import counter_only
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.passes.launch_config import baseline_block
 from cudalens.optimizer.pointer_uses import pointer_uses
@@ -171,6 +172,8 @@ def match(ctx: PassContext) -> ColumnReduction:
             wide = index_type not in ("int", "unsigned", "unsigned int")
             index_init = (f"({index_type})" if wide else "") + \
                 "blockIdx.x * blockDim.x + threadIdx.x"
+        while len(stmts) > 2 and counter_only(stmts[1], stmts[2:], p):
+            stmts = [stmts[0]] + stmts[2:]  # ``int r;`` before the guard, for ``for (r = 0;``
         if len(stmts) < 2:
             raise _fail(f"expected a bounds guard after line {p.line_of(stmts[0])}",
                         line=p.line_of(stmts[0]))
@@ -272,7 +275,9 @@ def match(ctx: PassContext) -> ColumnReduction:
 
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a thread-per-column reduction over rows, else the reason."""
-    ctx = bound_locals.fold(ctx)
+    ctx, why = memory_acc.local(bound_locals.fold(ctx), ordered=False)
+    if why is not None:
+        return why
     try:
         match(ctx)
     except NotColumnReduction as exc:
@@ -298,7 +303,9 @@ def apply(ctx: PassContext, tile: tuple[int, int] = TILES[0]) -> PassResult:
         PassNotApplicable: the kernel does not match (the message says why).
         ValueError: ``tile`` is not one of ``TILES``.
     """
-    ctx = bound_locals.fold(ctx)
+    ctx, why = memory_acc.local(bound_locals.fold(ctx), ordered=False)
+    if why is not None:
+        raise PassNotApplicable(f"{name} on {ctx.kernel.name}: {why}")
     if tuple(tile) not in TILES:
         raise ValueError(f"tile must be one of {TILES}, found {tile!r}")
     cx, ty = tile

@@ -30,7 +30,7 @@ import dataclasses
 import re
 from typing import Optional
 
-from cudalens.optimizer import index2d, row_pointers, structural
+from cudalens.optimizer import index2d, structural
 from cudalens.optimizer.affine import split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext
@@ -84,7 +84,8 @@ def _plan(ctx: PassContext):
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a naive fp32 matrix product the pass can register-block,
     else the reason."""
-    return _plan(row_pointers.inline(ctx))[0]
+    ctx, reason = tiled_matmul.prepare(ctx)
+    return reason if reason is not None else _plan(ctx)[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
@@ -181,7 +182,20 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
     w(1, f"alignas(16) __shared__ float {ys}[kBK][kBM], {xs}[kBK][kBN];")
     w(1, f"const int {tx} = threadIdx.x, {ty} = threadIdx.y, "
          f"{names['tid']} = {ty} * (kBN / kTN) + {tx};")
-    if tiled_matmul._ZERO.match(init.strip()):
+    if m.init_indexed:  # the output's own initial value: read once, where in range
+        w(1, f"{decl_type} {accs}[kTM][kTN];")
+        w(1, "#pragma unroll")
+        w(1, f"for (int {i} = 0; {i} < kTM; ++{i}) {{")
+        w(2, f"const {y_t} {gy.var} = blockIdx.y * kBM + {i} / 4 * (kBM / kTM * 4) + {ty} * 4 + "
+             f"{i} % 4;")
+        w(2, "#pragma unroll")
+        w(2, f"for (int {j} = 0; {j} < kTN; ++{j}) {{")
+        w(3, f"const {x_t} {gx.var} = blockIdx.x * kBN + {j} / 4 * (kBN / kTN * 4) + {tx} * 4 + "
+             f"{j} % 4;")
+        w(3, f"{accs}[{i}][{j}] = ({m.grid.guard}) ? {init} : {tiled_matmul._zero(decl_type)};")
+        w(2, "}")
+        w(1, "}")
+    elif tiled_matmul._ZERO.match(init.strip()):
         w(1, f"{decl_type} {accs}[kTM][kTN] = {{}};")
     else:
         w(1, f"{decl_type} {accs}[kTM][kTN];")

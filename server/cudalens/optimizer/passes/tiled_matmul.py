@@ -39,7 +39,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import index2d, row_pointers, structural
+from cudalens.optimizer import index2d, memory_acc, row_pointers, structural
 from cudalens.optimizer.affine import Scope, poly_of, split_linear
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
@@ -75,6 +75,7 @@ class _Match:
     coalesced: tuple[bool, bool]  # (y operand contiguous along p, x operand along x index)
     polys: tuple[Poly, Poly] = (Poly(), Poly())  # (y operand's index, x operand's index)
     pragmas: tuple[str, ...] = ()  # the '#pragma' lines right before the loop, as written
+    init_indexed: bool = False  # the initial value reads the indices or a buffer
 
 
 def _fail(msg: str, line: Optional[int] = None) -> index2d.NoMatch:
@@ -106,7 +107,7 @@ def _uses(p: Poly, name: str) -> bool:
 
 
 def _match(ctx: PassContext) -> _Match:
-    g = index2d.match(ctx)
+    g = index2d.match(ctx, counters=True)  # the rewrite declares its own k
     parsed = g.parsed
     scope = Scope(macros=g.macros)
     # ``#pragma`` lines between the statements (``#pragma unroll`` before the k loop) are
@@ -134,7 +135,11 @@ def _match(ctx: PassContext) -> _Match:
     init = decls[0].child_by_field_name("value")
     names = {g.x.var, g.y.var}
     pointers = {p.name for p in ctx.kernel.parameters if p.is_pointer}
-    if {parsed.text_of(n) for n in walk(init) if n.type == "identifier"} & (names | pointers):
+    # an initial value of the output element (``float acc = C[y * n + x] * beta;``, what
+    # ``memory_acc`` makes of ``C[...] *= beta;``) is evaluated per output, under the guard
+    indexed = bool({parsed.text_of(n) for n in walk(init) if n.type == "identifier"} &
+                   (names | pointers))
+    if indexed and not _reads_own_output(init, stmts[loops[0] + 1:], parsed, pointers):
         raise _fail(f"the accumulator's initial value '{parsed.text_of(init)}' uses the "
                     f"indices or a buffer")
     var, bound = _loop_parts(loop, parsed, scope)
@@ -223,7 +228,28 @@ def _match(ctx: PassContext) -> _Match:
     return _Match(g, acc, pre[0], loop, var, parsed.text_of(bound), statement, ry.access,
                   rx.access, ry.name, rx.name, ctx.kernel.parameter(ry.name).type,
                   ctx.kernel.parameter(rx.name).type, post, (reads["y"][1], reads["x"][1]),
-                  (reads["y"][2], reads["x"][2]), tuple(pragmas))
+                  (reads["y"][2], reads["x"][2]), tuple(pragmas), indexed)
+
+
+def _reads_own_output(init: tree_sitter.Node, post: list, parsed: Parsed,
+                      pointers: set[str]) -> bool:
+    """``init`` reads buffers only as the element a statement of ``post`` stores
+    (``C[y * n + x] * beta`` before ``C[y * n + x] = acc;``: each thread's own output, read
+    once), and assigns and calls nothing."""
+    stored = set()
+    for st in post:
+        for n in walk(st):
+            if n.type == "assignment_expression":
+                stored.add("".join(parsed.text_of(unparen(n.child_by_field_name("left"))).split()))
+    for n in walk(init):
+        if n.type in ("assignment_expression", "update_expression", "call_expression"):
+            return False
+        if n.type == "identifier" and parsed.text_of(n) in pointers:
+            access = n.parent
+            if access is None or access.type != "subscript_expression" or \
+                    "".join(parsed.text_of(access).split()) not in stored:
+                return False
+    return True
 
 
 def _is_pragma(node: tree_sitter.Node, parsed: Parsed) -> bool:
@@ -275,16 +301,27 @@ def matched(ctx: PassContext, plan, pass_name: str) -> tuple[PassContext, _Match
 
     Raises:
         PassNotApplicable: ``plan`` gives a reason, as ``"PASS on KERNEL: REASON"``."""
-    ctx = row_pointers.inline(ctx)
-    reason, m = plan(ctx)
+    ctx, reason = prepare(ctx)
+    m = None
+    if reason is None:
+        reason, m = plan(ctx)
     if reason is not None:
         raise PassNotApplicable(f"{pass_name} on {ctx.kernel.name}: {reason}")
     return ctx, m, structural.Layout(ctx)
 
 
+def prepare(ctx: PassContext) -> tuple[PassContext, Optional[str]]:
+    """What both matmul passes match: ``ctx`` with its row pointers folded
+    (``row_pointers.inline``) and an accumulation into the output element kept in a
+    register in the original's order (``memory_acc.local``, ordered), with the reason when
+    such an accumulation cannot be moved (else None)."""
+    return memory_acc.local(row_pointers.inline(ctx), ordered=True)
+
+
 def check(ctx: PassContext) -> Optional[str]:
     """None when the kernel is a naive matrix product the pass can tile, else the reason."""
-    return _plan(row_pointers.inline(ctx))[0]
+    ctx, reason = prepare(ctx)
+    return reason if reason is not None else _plan(ctx)[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
@@ -327,13 +364,22 @@ def apply(ctx: PassContext, tile: int = 32, rows_per_thread: int = 4) -> PassRes
     else:
         w(1, f"__shared__ {m.y_type} {ys}[{kt}][{kt}];")
         w(1, f"__shared__ {m.x_type} {xs}[{kt}][{kt}];")
-    if _ZERO.match(init.strip()):
+    if m.init_indexed:  # the output's own initial value: read once, where in range
+        w(1, f"{decl_type} {accs}[{kr}];")
+        w(1, f"const {x_t} {gx.var} = {x_here};")
+        w(1, "#pragma unroll")
+        w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")
+        w(2, f"const {y_t} {gy.var} = {y_first} + {r} * {kstep};")
+        w(2, f"{accs}[{r}] = ({m.grid.guard}) ? {init} : {_zero(decl_type)};")
+        w(1, "}")
+    elif _ZERO.match(init.strip()):
         w(1, f"{decl_type} {accs}[{kr}] = {{}};")  # value-initialized: +0, as the literal
     else:
         w(1, f"{decl_type} {accs}[{kr}];")
         w(1, "#pragma unroll")
         w(1, f"for (int {r} = 0; {r} < {kr}; ++{r}) {accs}[{r}] = {init};")
-    w(1, f"const {x_t} {gx.var} = {x_here};")
+    if not m.init_indexed:
+        w(1, f"const {x_t} {gx.var} = {x_here};")
     w(1, f"for (int {k0} = 0; {k0} < {bound}; {k0} += {kt}) {{")
     w(2, "#pragma unroll")
     w(2, f"for (int {r} = 0; {r} < {kr}; ++{r}) {{")

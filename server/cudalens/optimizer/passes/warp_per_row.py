@@ -50,7 +50,7 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.optimizer import bound_locals, minmax, structural
+from cudalens.optimizer import bound_locals, memory_acc, minmax, structural
 from cudalens.optimizer.affine import (Scope, builtin_field, is_global_index, poly_of,
                                        split_linear, strip_casts)
 from cudalens.optimizer.candidate import PassResult
@@ -386,7 +386,9 @@ class _Analysis:
             stored = [node for node, _, _, _ in uses if any(
                 r.start_byte <= node.start_byte < r.end_byte for r in self.row_stores)]
             if stored:
-                if len(stored) != len(uses) or not all(w for _, w, _, _ in uses):
+                # reads inside the per-row stores are lane 0's, in order with its writes
+                # (``y[r] = y[r] * beta + y_sum;``, memory_acc's store)
+                if len(stored) != len(uses) or not any(w for _, w, _, _ in uses):
                     raise _fail(f"{base} holds a per-row result (line {p.line_of(stored[0])}) "
                                 f"and is also read or written by column", line=p.line_of(stored[0]))
                 continue
@@ -913,8 +915,17 @@ def _same_combine(a: Optional[str], b: str) -> bool:
 def normalize(ctx: PassContext) -> PassContext:
     """What both row passes match and rewrite: ``ctx`` with a block-per-row kernel written as
     one thread per row (``_block_rows``), its integer locals of parameters folded
-    (``bound_locals.fold``) and its per-row sums in memory moved into locals."""
-    return _memory_sums(bound_locals.fold(_block_rows(ctx)))
+    (``bound_locals.fold``) and its per-row sums in memory moved into locals
+    (``memory_acc.local``, reassociated: ``y[i] = 0; for (...) y[i] += E;``, then
+    ``_memory_sums`` for what remains)."""
+    return normalize_with_reason(ctx)[0]
+
+
+def normalize_with_reason(ctx: PassContext) -> tuple[PassContext, Optional[str]]:
+    """``normalize``'s context, and the reason (with its line) when a loop accumulates into
+    memory in a way a register could change (``memory_acc.local``), else None."""
+    ctx, why = memory_acc.local(bound_locals.fold(_block_rows(ctx)), ordered=False)
+    return _memory_sums(ctx), why
 
 
 def _plan(ctx: PassContext) -> tuple[Optional[str], Optional[_Match]]:
@@ -943,8 +954,8 @@ def check(ctx: PassContext) -> Optional[str]:
     why = block_rows_reason(ctx)
     if why is not None:
         return why
-    ctx = normalize(ctx)
-    return _plan(ctx)[0]
+    ctx, why = normalize_with_reason(ctx)
+    return why if why is not None else _plan(ctx)[0]
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
