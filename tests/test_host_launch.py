@@ -124,3 +124,36 @@ def test_a_namesake_kernel_defined_elsewhere_keeps_its_launches(tmp_path: Path):
                                     "void f() { k<<<1, 256>>>(x, y, rows, cols, n); }\n")
     plan = plan_launches(tmp_path, kernel, spec, launch, kernel_path=tmp_path / "a" / "k.cu")
     assert sorted(str(e.path.relative_to(tmp_path)) for e in plan.edits) == ["a/main.cu", "c.cpp"]
+
+
+def test_a_kernel_in_an_included_file_has_its_launches_in_the_including_file_rewritten(
+        tmp_path: Path):
+    # Rodinia's shape: main.cu includes kernel.cu and launches k; one more launch is written
+    # in a macro, which is named and left alone.
+    kernel, spec = _kernel_and_spec()
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    main = ("#include \"kernel.cu\"\n"
+            "#define RUN_K(g, b) \\\n"
+            "    k<<<g, b>>>(dx, dy, rows, cols, rows * cols)\n"
+            "\n"
+            "int main() {\n"
+            "    int rows = 100, cols = 64;\n"
+            "    float *dx, *dy;\n"
+            "    k<<<(rows + 255) / 256, 256>>>(dx, dy, rows, cols, rows * cols);\n"
+            "    RUN_K(4, 256);\n"
+            "    return 0;\n"
+            "}\n")
+    (tmp_path / "main.cu").write_text(main)
+    launch = LaunchDecl(block=("64",), grid=("ceil_div(rows, 2)",))
+    plan = plan_launches(tmp_path, kernel, spec, launch, kernel_path=tmp_path / "kernel.cu",
+                         texts={tmp_path / "kernel.cu": KERNEL})
+    assert [(e.where(tmp_path), e.config, e.new) for e in plan.edits] == [
+        ("main.cu:8:6", "<<<(rows + 255) / 256, 256>>>", "<<<(rows + 2 - 1) / 2, 64>>>")]
+    lines = plan.new_texts()[(tmp_path / "main.cu").resolve()].split("\n")
+    assert lines[7] == "    k<<<(rows + 2 - 1) / 2, 64>>>(dx, dy, rows, cols, rows * cols);"
+    assert lines[2] == "    k<<<g, b>>>(dx, dy, rows, cols, rows * cols)"  # the macro's
+    assert [(u.where(tmp_path), u.call, u.reason) for u in plan.unmapped] == [
+        ("main.cu:3:5", "#define RUN_K(g, b) k<<<g, b>>>(dx, dy, rows, cols, rows * cols)",
+         "the launch is in the definition of the macro RUN_K: its uses may pass other "
+         "configurations, so it is not rewritten")]

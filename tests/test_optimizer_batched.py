@@ -263,3 +263,66 @@ def test_a_pruned_representative_is_replaced_by_the_next_of_its_family():
 
     run(POOL, runner, budget=Budget(candidates=3, batch=3), prune=prune)
     assert runner.batches == [["b p=0", "c p=0", "a p=1"]]
+
+
+SCALE_H = """#pragma once
+__device__ __forceinline__ float scale_by(float v, float s) { return v * s; }
+"""
+SCALED_CU = """#include "common/scale.h"
+
+__global__ void scaled(float *out, const float *in, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = scale_by(in[i], s);
+}
+"""
+SCALED_SPEC = """kernel scaled
+size n = 4096
+out out: float[n]
+in in: float[n]
+scalar s: float = 2.0
+scalar n: int = n
+block = 256
+grid = ceil_div(n, block.x)
+"""
+
+
+@needs_nvcc
+def test_runner_adapter_sends_the_project_headers_and_the_variants_compile(tmp_path):
+    # src/scaled.cu includes src/common/scale.h: the runner compiles only what the request
+    # carries, so each variant must carry that header (and the source's path beside it).
+    from gpu_runner.compiler import cubin_with_files
+    from cudalens.build import build_for, request_files
+    from nvcc_util import ARCH, nvcc_path
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src" / "common").mkdir(parents=True)
+    (tmp_path / "src" / "common" / "scale.h").write_text(SCALE_H)
+    path = tmp_path / "src" / "scaled.cu"
+    path.write_text(SCALED_CU)
+    build = request_files(path, SCALED_CU, build_for(path))
+    assert build.files == {"common/scale.h": SCALE_H} and build.source_path == "kernel.cu"
+    ctx = context_with_spec(SCALED_CU, "scaled", SCALED_SPEC, name=str(path))
+    sent = []
+
+    class Client:
+        def evaluate(self, problem, baseline, variants, repetitions, on_event):
+            sent.extend(variants)
+            return SimpleNamespace(error="", candidates=tuple(
+                SimpleNamespace(verdict=SimpleNamespace(ok=False), speedup=None)
+                for _ in variants))
+
+    pool = ordered(ctx, seed=0)[:2]
+    runner_evaluate(Client(), "p", "b", ctx.spec, "scaled", 132, build=build)(pool)
+    assert [v.label for v in sent] == ["c1", "c2"]
+    for v, c in zip(sent, pool):
+        assert v.files == {"common/scale.h": SCALE_H}
+        assert v.source_path == build.source_path
+        assert v.options == (*build.options, *c.options)
+        cubin, log = cubin_with_files(v, ARCH, nvcc=nvcc_path())
+        assert cubin is not None, log
+    # without the build the header is not sent and the runner's compile cannot find it
+    sent.clear()
+    runner_evaluate(Client(), "p", "b", ctx.spec, "scaled", 132)(pool[:1])
+    assert sent[0].files == {} and sent[0].source_path == "kernel.cu"
+    cubin, log = cubin_with_files(sent[0], ARCH, nvcc=nvcc_path())
+    assert cubin is None and "common/scale.h" in log, log

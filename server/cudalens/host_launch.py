@@ -17,6 +17,8 @@ A site cannot be mapped (``UnmappedSite``, with the reason) when the new launch 
 (no scalar parameter carries it), when the site passes another number of arguments than the
 kernel has parameters (a parameter pack, a macro), or when an argument the launch needs has a
 side effect (``++``, ``--``, an assignment): evaluating it twice would change the program.
+A launch written inside a ``#define`` is never rewritten (``macro_launches``): each use of the
+macro may pass another configuration, so the site names the macro and its line.
 """
 
 from __future__ import annotations
@@ -275,6 +277,30 @@ def _defines(text: str, name: str) -> bool:
                      text) is not None
 
 
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)(?P<body>(?:[^\n]*\\\r?\n)*"
+                     r"[^\n]*)", re.MULTILINE)
+
+
+def macro_launches(path: Path, text: str, kernel: str) -> list[UnmappedSite]:
+    """The launches of ``kernel`` written in a ``#define``'s body in ``text`` (of ``path``), as
+    sites left alone: 0-based line and column of the ``kernel<<<`` in the file."""
+    out = []
+    launch = re.compile(rf"(?<![\w:.>]){re.escape(kernel)}\s*<<<")
+    for m in _DEFINE.finditer(text):
+        hit = launch.search(m.group("body"))
+        if hit is None:
+            continue
+        offset = m.start("body") + hit.start()
+        line = text.count("\n", 0, offset)
+        column = offset - (text.rfind("\n", 0, offset) + 1)
+        call = " ".join(m.group(0).replace("\\\n", " ").split())
+        out.append(UnmappedSite(path, line, column, call,
+                                f"the launch is in the definition of the macro "
+                                f"{m.group('name')}: its uses may pass other configurations, "
+                                f"so it is not rewritten"))
+    return out
+
+
 def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDecl,
                   texts: Mapping[Path, str] = {}, kernel_path: Optional[Path] = None
                   ) -> LaunchPlan:
@@ -309,6 +335,7 @@ def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDe
                                                                errors="replace"), kernel.name)}
             if (_defines(text, kernel.name) or others) and own not in _includes(path, text):
                 continue  # it launches a namesake defined elsewhere
+        unmapped.extend(macro_launches(path, text, kernel.name))
         src = to_bytes(text)
         for call in captures(_CALL_QUERY, parser.parse(src).root_node, "launch"):
             site = launch_site_from_call(src, call)
@@ -327,4 +354,6 @@ def plan_launches(root: Path, kernel: Kernel, spec: KernelSpec, launch: LaunchDe
             if new != config_text:
                 edits.append(SiteEdit(path, line, column, node.start_byte, node.end_byte,
                                       config_text, new))
+    order = {p: i for i, p in enumerate(paths)}
+    unmapped.sort(key=lambda u: (order[u.path], u.line, u.column))  # macros found first
     return LaunchPlan(kernel.name, launch, root, tuple(edits), tuple(unmapped), used)

@@ -186,7 +186,9 @@ class SpecCache:
 
     Keyed by the file, the kernel's name and text, the texts of its launch sites (inference
     reads them), what inference reads elsewhere in the file (``infer.outside_inputs``: record
-    types, named block constants) and the spec file's modification time and size. At most
+    types, named block constants), the spec file's modification time and size, and for a file
+    that launches nothing the texts of the files of its folder including it (its draft reads
+    their launch sites: ``target.host_files``; read from disk when analyzed). At most
     ``size`` entries, least recently used dropped first. Line numbers are not in the key: an
     error (which names the kernel's line) is worked out again when the kernel has moved, but a
     cached draft's notes may name the line a launch site or an access was on before.
@@ -210,9 +212,13 @@ class SpecCache:
         gives the file's ``target.FileContext`` (headers, build defines) when a kernel's spec
         must be loaded, the same for every kernel of the text (else it is read per kernel)."""
         data = to_bytes(source.text) if data is None else data
+        # a file launching nothing is drafted from the files including it (``target.load_spec``):
+        # their texts are in the key, so editing one refreshes the draft
+        hosts = tuple((str(h.path), h.text) for h in around().hosts) \
+            if around is not None and not source.launch_sites else ()
         key = (str(path), kernel.qualified_name, data[kernel.start_byte:kernel.end_byte],
                tuple((s.config, s.arguments) for s in kernel.launch_sites), spec_stat,
-               outside_inputs(kernel, source.text))
+               outside_inputs(kernel, source.text), hosts)
         line = kernel.range.start.line
         hit = self._entries.get(key)
         # an error names the kernel's line: one cached where the kernel was is not reused

@@ -257,11 +257,15 @@ def bounds_refiner(ctx, pruner) -> Refine:
 
 
 def runner_evaluate(client, problem, baseline, spec, kernel_name: str, sm_count: int, *,
-                    repetitions: int = 50, on_event=None) -> Evaluate:
+                    repetitions: int = 50, on_event=None, build=None) -> Evaluate:
     """An ``Evaluate`` that resolves candidates into runner variants (labels ``c1``, ``c2``...
     across batches) and times them against ``baseline`` with ``client.evaluate``
     (``cudalens.runner_client.RunnerClient``); the score is the speedup of medians when the
     candidate passed verification, the ``result`` the runner's ``CandidateResult``.
+    ``build``: the project's headers and options (``cudalens.build.headers.RequestFiles``, as
+    ``cudalens.optimize.prepare`` makes for the baseline); each variant carries its ``files``
+    and ``source_path`` and its ``options`` before the candidate's own, so a kernel including a
+    project header compiles in the runner (None: no headers, the default ``kernel.cu`` path).
 
     Raises (when called): ``cudalens.spec.errors.SpecError`` for a launch that cannot be
     resolved, ``RuntimeError`` when the runner could not measure the baseline.
@@ -274,8 +278,14 @@ def runner_evaluate(client, problem, baseline, spec, kernel_name: str, sm_count:
         variants = []
         for c in cands:
             count[0] += 1
-            variants.append(build_variant(f"c{count[0]}", c.source, kernel_name, spec, c.launch,
-                                          sm_count, options=c.options))
+            if build is None:
+                variants.append(build_variant(f"c{count[0]}", c.source, kernel_name, spec,
+                                              c.launch, sm_count, options=c.options))
+            else:
+                variants.append(build_variant(
+                    f"c{count[0]}", c.source, kernel_name, spec, c.launch, sm_count,
+                    options=(*build.options, *c.options), files=build.files,
+                    source_path=build.source_path))
         evaluation = client.evaluate(problem, baseline, variants, repetitions=repetitions,
                                      on_event=on_event)
         if evaluation.error:
