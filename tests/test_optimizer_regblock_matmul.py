@@ -68,7 +68,9 @@ def test_example_rewrite_launch_structure_and_explanation():
     ctx = _example()
     assert regblock_matmul.check(ctx) is None
     space = regblock_matmul.parameter_space(ctx)
-    assert space[0] == {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8} and len(space) == 4
+    assert space[0] == {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8, "stages": 1}
+    assert space[4] == {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8, "stages": 2}
+    assert len(space) == 8
     result = regblock_matmul.apply(ctx)
     src = result.source
     assert _params(src) == _params(ctx.text)
@@ -92,12 +94,13 @@ def test_example_rewrite_launch_structure_and_explanation():
 
 
 @block_sim.needs_gxx
-@pytest.mark.parametrize("shape", regblock_matmul.SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [s + (n,) for n in (1, 2) for s in regblock_matmul.SHAPES],
+                         ids=lambda s: "x".join(map(str, s[:5])) + f"-stages{s[5]}")
 @pytest.mark.parametrize("sizes", [{"m": 70, "n": 67, "k": 19}, {"m": 20, "n": 24, "k": 16}],
                          ids=["ragged", "aligned"])
 def test_rewrite_is_bit_identical_on_cpu(shape, sizes):
     ctx = _example()
-    params = dict(zip(("bm", "bn", "bk", "tm", "tn"), shape))
+    params = dict(zip(("bm", "bn", "bk", "tm", "tn", "stages"), shape))
     result = regblock_matmul.apply(ctx, **params)
     before = block_sim.run(ctx.text, "matmul_naive", ctx.spec, sizes)
     after = block_sim.run(result.source, "matmul_naive", ctx.spec, sizes, result.launch)

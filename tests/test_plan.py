@@ -216,9 +216,13 @@ def test_uint_matmul_gets_both_matmul_passes():
     target = load_target(ROOT / "tiled_matmul" / "uint_index.cu")
     plan = make_plan(make_context(target.text, str(target.path), target.kernel.name,
                                   target.spec))
-    assert [c.passes for c in plan.candidates[:4]] == [
-        ("restrict_const", "regblock_matmul"), ("restrict_const", "tiled_matmul"),
-        ("regblock_matmul",), ("tiled_matmul",)]
+    assert [c.label for c in plan.candidates[:6]] == [
+        "restrict regblock-matmul tile=128x128x8 thread=8x8 block=16x16",
+        "restrict regblock-matmul+dbuf tile=128x128x8 thread=8x8 block=16x16",
+        "restrict tiled-matmul tile=32x4 block=32x8",
+        "regblock-matmul tile=128x128x8 thread=8x8 block=16x16",
+        "regblock-matmul+dbuf tile=128x128x8 thread=8x8 block=16x16",
+        "tiled-matmul tile=32x4 block=32x8"]
     assert not {"tiled_matmul", "regblock_matmul"} & {n.pass_name for n in plan.not_applied}
 
 

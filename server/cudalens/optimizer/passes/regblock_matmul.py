@@ -47,6 +47,16 @@ name = "regblock_matmul"
 SHAPES: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 8), (64, 64, 8, 4, 4))
 
+# What one block may declare as static __shared__ arrays (CUDA C++ Programming Guide,
+# "Shared Memory": more must be dynamic, opted into per kernel); the largest double-buffered
+# shape, 128x128x16, takes 32 KiB.
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def shared_bytes(bm: int, bn: int, bk: int, stages: int) -> int:
+    """Bytes of the ``stages`` pairs of fp32 slabs (``bk x bm`` of A, ``bk x bn`` of B)."""
+    return stages * bk * (bm + bn) * 4
+
 
 def _along(poly: Poly, k: str, d: str) -> Optional[str]:
     """Which index the operand is contiguous along: ``"k"``, ``"d"`` or None."""
@@ -89,8 +99,11 @@ def check(ctx: PassContext) -> Optional[str]:
 
 
 def parameter_space(ctx: PassContext) -> tuple[dict, ...]:
-    """One application per shape of ``SHAPES``, 128x128x8 with 8x8 per thread first."""
-    return tuple(dict(zip(("bm", "bn", "bk", "tm", "tn"), s)) for s in SHAPES)
+    """One application per shape of ``SHAPES`` with one shared buffer per operand, 128x128x8
+    with 8x8 per thread first (the default), then the same shapes double-buffered
+    (``stages=2``: their own family, ``regblock-matmul+dbuf``)."""
+    return tuple({**dict(zip(("bm", "bn", "bk", "tm", "tn"), s)), "stages": n}
+                 for n in (1, 2) for s in SHAPES)
 
 
 def _paren(text: str) -> str:
@@ -112,9 +125,7 @@ def _loader(w, tile: str, read: str, along: str, d: tuple[str, str, str, str],
     w(2, "#pragma unroll")
     w(2, f"for (int {c} = {names['tid']}; {c} < {chunks}; {c} += {nt}) {{")
     if along == "k":  # four consecutive k of one row/column: stored down the slab
-        w(3, f"const int {dd} = {c} / (kBK / 4), {kk} = {c} % (kBK / 4) * 4;")
-        w(3, f"const {dt} {dv} = {d0} + {dd};")
-        w(3, f"const {kt} {kv} = {p0} + {kk};")
+        _chunk(w, 3, along, d, k, names)
         w(3, f"if ({dv} < {dbound} && {kv} + 3 < {kbound} && "
              f"reinterpret_cast<size_t>(&{read}) % 16 == 0) {{")
         w(4, f"const float4 {v4} = *reinterpret_cast<const float4*>(&{read});")
@@ -126,9 +137,7 @@ def _loader(w, tile: str, read: str, along: str, d: tuple[str, str, str, str],
         w(5, f"const {kt} {kv} = {p0} + {kk} + {e};")
         w(5, f"{tile}[{kk} + {e}][{dd}] = ({dv} < {dbound} && {kv} < {kbound}) ? {read} : 0.0f;")
     else:  # four consecutive rows/columns at one k: one 16-byte store
-        w(3, f"const int {kk} = {c} / ({width} / 4), {dd} = {c} % ({width} / 4) * 4;")
-        w(3, f"const {kt} {kv} = {p0} + {kk};")
-        w(3, f"const {dt} {dv} = {d0} + {dd};")
+        _chunk(w, 3, along, d, k, names)
         w(3, f"if ({kv} < {kbound} && {dv} + 3 < {dbound} && "
              f"reinterpret_cast<size_t>(&{read}) % 16 == 0) {{")
         w(4, f"*reinterpret_cast<float4*>(&{tile}[{kk}][{dd}]) =")
@@ -143,17 +152,115 @@ def _loader(w, tile: str, read: str, along: str, d: tuple[str, str, str, str],
     w(2, "}")
 
 
+def _chunk(w, depth: int, along: str, d: tuple[str, str, str, str], k: tuple[str, str, str],
+           names: dict, index_only: bool = False) -> None:
+    """The declarations placing chunk ``names["c"]`` (four floats) in the slab: its slab
+    indices ``dd``/``kk`` and, unless ``index_only``, the row/column and ``k`` it loads.
+    ``d``, ``k`` and ``along`` as for ``_loader``."""
+    dt, dv, d0, _ = d
+    kt, kv, _ = k
+    c, dd, kk, width, p0 = names["c"], names["dd"], names["kk"], names["width"], names["p0"]
+    if along == "k":
+        w(depth, f"const int {dd} = {c} / (kBK / 4), {kk} = {c} % (kBK / 4) * 4;")
+        if not index_only:
+            w(depth, f"const {dt} {dv} = {d0} + {dd};")
+            w(depth, f"const {kt} {kv} = {p0} + {kk};")
+    else:
+        w(depth, f"const int {kk} = {c} / ({width} / 4), {dd} = {c} % ({width} / 4) * 4;")
+        if not index_only:
+            w(depth, f"const {kt} {kv} = {p0} + {kk};")
+            w(depth, f"const {dt} {dv} = {d0} + {dd};")
+
+
+def _per_thread(w, names: dict, chunks: int, threads: int) -> int:
+    """Opens the loop over this thread's chunks of a slab (``chunks`` of them over
+    ``threads`` threads: chunk ``tid + l * kThreads``, the mapping ``_loader`` uses); returns
+    the depth of its body. Closed by ``_close``."""
+    c, lv, width = names["c"], names["l"], names["width"]
+    w(2, "#pragma unroll")
+    w(2, f"for (int {lv} = 0; {lv} < {_count(width)}; ++{lv}) {{")
+    w(3, f"const int {c} = {names['tid']} + {lv} * kThreads;")
+    if chunks % threads == 0:
+        return 3
+    w(3, f"if ({c} < {width} * kBK / 4) {{")
+    return 4
+
+
+def _close(w, depth: int) -> None:
+    for dep in range(depth - 1, 1, -1):
+        w(dep, "}")
+
+
+def _count(width: str) -> str:
+    """Chunks of a ``kBK x width`` slab per thread, rounded up (C++ text)."""
+    return f"({width} * kBK / 4 + kThreads - 1) / kThreads"
+
+
+def _fetch(w, regs: str, read: str, along: str, d: tuple[str, str, str, str],
+           k: tuple[str, str, str], names: dict, chunks: int, threads: int) -> None:
+    """Lines loading this thread's chunks of one operand's slab at ``names["p0"]`` into the
+    float4 registers ``regs[l]``: 16 bytes at a time where in range and aligned, else four
+    elements, zero outside the matrix (as ``_loader``)."""
+    dt, dv, d0, dbound = d
+    kt, kv, kbound = k
+    dd, kk, e, lv, v = names["dd"], names["kk"], names["e"], names["l"], names["v"]
+    p0 = names["p0"]
+    depth = _per_thread(w, names, chunks, threads)
+    _chunk(w, depth, along, d, k, names)
+    if along == "k":
+        cond = f"{dv} < {dbound} && {kv} + 3 < {kbound}"
+        one = (f"const {kt} {kv} = {p0} + {kk} + {e};", f"{dv} < {dbound} && {kv} < {kbound}")
+    else:
+        cond = f"{kv} < {kbound} && {dv} + 3 < {dbound}"
+        one = (f"const {dt} {dv} = {d0} + {dd} + {e};", f"{kv} < {kbound} && {dv} < {dbound}")
+    w(depth, f"if ({cond} && reinterpret_cast<size_t>(&{read}) % 16 == 0) {{")
+    w(depth + 1, f"{regs}[{lv}] = *reinterpret_cast<const float4*>(&{read});")
+    w(depth, "} else {")
+    w(depth + 1, f"float {v}[4];")
+    w(depth + 1, "#pragma unroll")
+    w(depth + 1, f"for (int {e} = 0; {e} < 4; ++{e}) {{")
+    w(depth + 2, one[0])
+    w(depth + 2, f"{v}[{e}] = ({one[1]}) ? {read} : 0.0f;")
+    w(depth + 1, "}")
+    w(depth + 1, f"{regs}[{lv}] = make_float4({v}[0], {v}[1], {v}[2], {v}[3]);")
+    w(depth, "}")
+    _close(w, depth)
+
+
+def _stash(w, tile: str, regs: str, along: str, d: tuple[str, str, str, str],
+           k: tuple[str, str, str], names: dict, chunks: int, threads: int) -> None:
+    """Lines storing what ``_fetch`` loaded into ``tile[kk][dd]`` (``tile`` one buffer), laid
+    out as ``_loader`` lays it out."""
+    dd, kk, r = names["dd"], names["kk"], f"{regs}[{names['l']}]"
+    depth = _per_thread(w, names, chunks, threads)
+    _chunk(w, depth, along, d, k, names, index_only=True)
+    if along == "k":
+        w(depth, f"{tile}[{kk}][{dd}] = {r}.x; {tile}[{kk} + 1][{dd}] = {r}.y;")
+        w(depth, f"{tile}[{kk} + 2][{dd}] = {r}.z; {tile}[{kk} + 3][{dd}] = {r}.w;")
+    else:
+        w(depth, f"*reinterpret_cast<float4*>(&{tile}[{kk}][{dd}]) = {r};")
+    _close(w, depth)
+
+
 def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8,
-          tn: int = 8) -> PassResult:
-    """The register-blocked kernel for shape ``(bm, bn, bk, tm, tn)`` (module doc).
+          tn: int = 8, stages: int = 1) -> PassResult:
+    """The register-blocked kernel for shape ``(bm, bn, bk, tm, tn)`` (module doc) with
+    ``stages`` shared buffers per operand: 1, or 2 (double buffering, module doc).
 
     Raises:
         PassNotApplicable: the precondition fails (the message says why).
-        ValueError: the shape is not one of ``SHAPES``.
+        ValueError: the shape is not one of ``SHAPES``, ``stages`` is not 1 or 2, or the
+            slabs would take more than ``STATIC_SHARED_LIMIT`` bytes.
     """
     if (bm, bn, bk, tm, tn) not in SHAPES:
         raise ValueError(f"(bm, bn, bk, tm, tn) must be one of {SHAPES}, found "
                          f"{(bm, bn, bk, tm, tn)!r}")
+    if stages not in (1, 2):
+        raise ValueError(f"stages must be 1 or 2, found {stages!r}")
+    if shared_bytes(bm, bn, bk, stages) > STATIC_SHARED_LIMIT:
+        raise ValueError(f"{stages} slabs of {bm}x{bk} and {bk}x{bn} floats take "
+                         f"{shared_bytes(bm, bn, bk, stages)} bytes of shared memory, more "
+                         f"than the {STATIC_SHARED_LIMIT} a static __shared__ array may")
     ctx, m, w = tiled_matmul.matched(ctx, _plan, name)
     p = m.grid.parsed
     gx, gy = m.grid.x, m.grid.y
@@ -174,12 +281,20 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
     init = p.text_of(m.acc_decl.children_by_field_name("declarator")[0]
                      .child_by_field_name("value"))
     threads = (bm // tm) * (bn // tn)
+    double = stages == 2
+    if double:
+        names.update(l=w.fresh("l"), v=w.fresh("v"))
+        fetch, stash, buf = w.fresh("fetch"), w.fresh("stash"), w.fresh("buf")
+        y_next, x_next = w.fresh(f"{m.y_name}_next"), w.fresh(f"{m.x_name}_next")
     w(1, f"// {bm}x{bn} tiles of C per block, {tm}x{tn} per thread in registers, A and B "
-         f"staged {bk} deep in shared memory.")
+         f"staged {bk} deep in shared memory" + (
+             ", two buffers each: the next slab's loads are issued before this slab's "
+             "multiply-adds." if double else "."))
     w(1, f"constexpr int kBM = {bm}, kBN = {bn}, kBK = {bk}, kTM = {tm}, kTN = {tn}, "
          f"kThreads = {threads};")
     w(1, structural.block_guard(bn // tn, bm // tm))
-    w(1, f"alignas(16) __shared__ float {ys}[kBK][kBM], {xs}[kBK][kBN];")
+    nb = "[2]" if double else ""
+    w(1, f"alignas(16) __shared__ float {ys}{nb}[kBK][kBM], {xs}{nb}[kBK][kBN];")
     w(1, f"const int {tx} = threadIdx.x, {ty} = threadIdx.y, "
          f"{names['tid']} = {ty} * (kBN / kTN) + {tx};")
     if m.init_indexed:  # the output's own initial value: read once, where in range
@@ -201,14 +316,37 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
         w(1, f"{decl_type} {accs}[kTM][kTN];")
         w(1, f"for (int {i} = 0; {i} < kTM * kTN; ++{i}) {accs}[{i} / kTN][{i} % kTN] = {init};")
     w(1, f"float {ar}[kTM], {br}[kTN];")
-    w(1, f"for ({k_t} {p0} = 0; {p0} < {kbound}; {p0} += kBK) {{")
     read_y, read_x = p.text_of(m.read_y), p.text_of(m.read_x)
     k = (k_t, m.var, kbound)
-    _loader(w, ys, read_y, _along(m.polys[0], m.var, gy.var),
-            (y_t, gy.var, "blockIdx.y * kBM", _paren(gy.bound)), k, {**names, "width": "kBM"})
-    _loader(w, xs, read_x, _along(m.polys[1], m.var, gx.var),
-            (x_t, gx.var, "blockIdx.x * kBN", _paren(gx.bound)), k, {**names, "width": "kBN"})
-    w(2, "__syncthreads();")
+    operands = ((ys, read_y, _along(m.polys[0], m.var, gy.var),
+                 (y_t, gy.var, "blockIdx.y * kBM", _paren(gy.bound)), "kBM", bm),
+                (xs, read_x, _along(m.polys[1], m.var, gx.var),
+                 (x_t, gx.var, "blockIdx.x * kBN", _paren(gx.bound)), "kBN", bn))
+    if double:
+        # Each thread's chunks of the next slab wait in registers (float4 each) while this
+        # slab's multiply-adds run, then go to the other buffer: one barrier per slab.
+        regs = (y_next, x_next)
+        w(1, f"float4 {y_next}[{_count('kBM')}], {x_next}[{_count('kBN')}];")
+        w(1, f"auto {fetch} = [&]({k_t} {p0}) {{")
+        for (tile, read, along, d, width, b), r in zip(operands, regs):
+            _fetch(w, r, read, along, d, k, {**names, "width": width}, b * bk // 4, threads)
+        w(1, "};")
+        w(1, f"auto {stash} = [&](int {buf}) {{")
+        for (tile, read, along, d, width, b), r in zip(operands, regs):
+            _stash(w, f"{tile}[{buf}]", r, along, d, k, {**names, "width": width},
+                   b * bk // 4, threads)
+        w(1, "};")
+        w(1, f"{fetch}(0);")
+        w(1, f"{stash}(0);")
+        w(1, "__syncthreads();")
+        w(1, f"int {buf} = 0;")
+    w(1, f"for ({k_t} {p0} = 0; {p0} < {kbound}; {p0} += kBK) {{")
+    if double:
+        w(2, f"if ({p0} + kBK < {kbound}) {fetch}({p0} + kBK);")
+    else:
+        for tile, read, along, d, width, _ in operands:
+            _loader(w, tile, read, along, d, k, {**names, "width": width})
+        w(2, "__syncthreads();")
     acc_nodes = [n for n in walk(m.statement) if n.type == "identifier" and p.text_of(n) == m.acc]
     stmt = structural.text_with(p, m.statement, [(m.read_y, f"{ar}[{i}]"),
                                                  (m.read_x, f"{br}[{j}]")]
@@ -218,7 +356,9 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
     # number of times, which the compiler unrolls; the last, partial slab stops at K.
     step = w.fresh("step")
     w(2, f"auto {step} = [&](int {kk}) {{")
-    for reg, tile, t, d, half in ((ar, ys, ty, "kTM", "kBM"), (br, xs, tx, "kTN", "kBN")):
+    cur = f"[{buf}]" if double else ""
+    for reg, tile, t, d, half in ((ar, ys + cur, ty, "kTM", "kBM"),
+                                  (br, xs + cur, tx, "kTN", "kBN")):
         v4 = names["v4"]
         w(3, "#pragma unroll")
         w(3, f"for (int {i} = 0; {i} < {d}; {i} += 4) {{")
@@ -241,7 +381,11 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
     w(2, "} else {")
     w(3, f"for (int {kk} = 0; {p0} + {kk} < {kbound}; ++{kk}) {step}({kk});")
     w(2, "}")
+    if double:
+        w(2, f"if ({p0} + kBK < {kbound}) {stash}({buf} ^ 1);")
     w(2, "__syncthreads();")
+    if double:
+        w(2, f"{buf} ^= 1;")
     w(1, "}")
     w(1, "#pragma unroll")
     w(1, f"for (int {i} = 0; {i} < kTM; ++{i}) {{")
@@ -268,8 +412,12 @@ def apply(ctx: PassContext, bm: int = 128, bn: int = 128, bk: int = 8, tm: int =
                    f"({2 * tm * tn // (tm + tn)}x fewer shared loads per multiply-add than one "
                    f"output per thread); {bk}-deep slabs of "
                    f"{m.y_name} and {m.x_name} loaded with 16-byte loads where aligned and in "
-                   f"range; block {bn // tn}x{bm // tm}; same terms added in the same order, so "
+                   f"range; " + (
+                       "two shared buffers per operand: the next slab's global loads go to "
+                       "registers before this slab's multiply-adds and to the other buffer "
+                       "after them, one barrier per slab; " if double else "") +
+                   f"block {bn // tn}x{bm // tm}; same terms added in the same order, so "
                    f"the results are unchanged")
-    tags = ("regblock-matmul", f"tile={bm}x{bn}x{bk}", f"thread={tm}x{tn}",
-            f"block={bn // tn}x{bm // tm}")
+    tags = ("regblock-matmul+dbuf" if double else "regblock-matmul", f"tile={bm}x{bn}x{bk}",
+            f"thread={tm}x{tn}", f"block={bn // tn}x{bm // tm}")
     return PassResult(source=w.source(), launch=launch, tags=tags, explanation=explanation)
