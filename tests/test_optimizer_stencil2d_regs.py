@@ -339,3 +339,57 @@ grid = ceil_div(cols, block.x), ceil_div(rows, block.y)
     assert "const long long c0 = cx * 4, r0 = cy * 2;" in src
     assert "const long long in_row = (r0 - 1) * cols + c0;" in src
     assert compile_source(src).ok
+
+
+def _interior(file: str) -> tuple[str, str]:
+    """(the tile test line, the interior copy's text) of ``file``'s default rewrite."""
+    src = stencil2d_regs.apply(_ctx(file)).source
+    head = src.index("// every guard holds for the whole tile")
+    test = src[:head].rstrip().splitlines()[-1].strip()
+    return test, src[head:src.index("} else {", head)]
+
+
+def test_unsigned_guards_are_proved_with_their_values_in_int_range():
+    test, inner = _interior("stencil2d_regs/box_blur_unsigned.cu")
+    # unsigned 32-bit arithmetic equals the integers' only where each side stays in range
+    for cond in ("(long long)c0 >= 1", "(long long)c0 <= 2147483643", "(long long)width >= 0",
+                 "(long long)width <= 2147483647", "(long long)c0 - (long long)width < -4",
+                 "(long long)r0 >= 1", "(long long)r0 - (long long)height < -2"):
+        assert f"({cond})" in test
+    assert "if (false) return;" in inner  # the early exit and the edge copy are not taken
+    assert inner.count("if (false) {") == 1
+
+
+def test_a_bool_local_and_an_early_return_are_proved_and_a_jump_branch_is_not_taken():
+    test, inner = _interior("stencil2d_regs/conv3x3_constant.cu")
+    assert test == ("if (((long long)r0 - (long long)height < -2) && ((long long)c0 - "
+                    "(long long)width < -4) && ((long long)r0 >= 1) && ((long long)c0 >= 1)) {")
+    assert "if (false) return;" in inner
+    assert "float v = true ? image_win[" in inner
+
+
+def test_taps_after_a_continue_not_taken_are_loaded_once_into_registers():
+    test, inner = _interior("stencil2d_regs/conv5x5_pitch.cu")
+    assert test == ("if (((long long)c0 - (long long)cols < -5) && ((long long)r0 - "
+                    "(long long)rows < -3) && ((long long)r0 >= 2) && ((long long)c0 >= 2)) {")
+    assert "const float taps_reg[25] = {taps[0], taps[1]," in inner
+    assert "taps[24]};" in inner
+    assert "if (false) continue;" in inner
+    assert "if (true) s += taps_reg[a * K + b] * input_win[" in inner
+
+
+def test_a_guard_through_a_cast_is_not_proved():
+    from cudalens.optimizer.context import make_context
+    from optimizer_fixtures import context_with_spec  # noqa: F401  (fixtures module loads)
+
+    text = (ROOT / "examples" / "conv2d.cu").read_text()
+    cast = text.replace("if (r >= 0 && r < rows && c >= 0 && c < cols)",
+                        "if ((unsigned)r < (unsigned)rows && c >= 0 && c < cols)")
+    assert cast != text
+    from cudalens.target import load_target
+
+    t = load_target(ROOT / "examples" / "conv2d.cu")
+    ctx = make_context(cast, str(t.path), t.kernel.qualified_name, t.spec)
+    src = stencil2d_regs.apply(ctx).source
+    # (unsigned)r < (unsigned)rows is false for r = -1, which a signed proof would miss
+    assert "if ((unsigned)r < (unsigned)rows && true && true) {" in src

@@ -180,6 +180,22 @@ def _merged(conds: list) -> list:
     return list(strongest.values()) + rest
 
 
+def _leaves(stmt: tree_sitter.Node) -> bool:
+    """Whether ``stmt`` can leave the code around it: a ``return`` or ``goto`` anywhere, a
+    ``break`` or ``continue`` outside the loops (and switches) inside it."""
+    stack = [(stmt, False)]
+    while stack:
+        n, in_loop = stack.pop()
+        if n.type in ("return_statement", "goto_statement"):
+            return True
+        if n.type in ("break_statement", "continue_statement") and not in_loop:
+            return True
+        inner = in_loop or n.type in ("for_statement", "while_statement", "do_statement",
+                                      "switch_statement")
+        stack += [(c, inner) for c in n.children]
+    return False
+
+
 def _condition(if_stmt: tree_sitter.Node) -> Optional[tree_sitter.Node]:
     c = if_stmt.child_by_field_name("condition")
     if c is None:
@@ -391,36 +407,48 @@ def prove_guards(statements: list[tree_sitter.Node], parsed: Parsed, scope: Scop
     out = Proofs()
     prover = _Prover(parsed, scope, box)
 
-    def record(node: tree_sitter.Node) -> bool:
-        for want in (True, False):
-            conds = prover.prove(node, want)
-            if conds is not None:
-                out.values[(node.start_byte, node.end_byte)] = want
-                out.edits.append(Edit(node.start_byte, node.end_byte,
-                                      "true" if want else "false"))
-                out.found += conds
-                return True
-        return False
+    def record(node: tree_sitter.Node, want: bool) -> bool:
+        conds = prover.prove(node, want)
+        if conds is None:
+            return False
+        out.values[(node.start_byte, node.end_byte)] = want
+        out.edits.append(Edit(node.start_byte, node.end_byte, "true" if want else "false"))
+        out.found += conds
+        return True
 
-    def simplify(node: tree_sitter.Node) -> None:
+    def simplify(node: tree_sitter.Node, want: bool) -> None:
+        """``node`` proved to take ``want``, else each operand of an ``&&`` chain proved
+        true (``want`` true) or of an ``||`` chain proved false (``want`` false)."""
         node = _unparen(node)
-        if record(node):
+        if record(node, want):
             return
         if node.type == "binary_expression" and \
-                node.child_by_field_name("operator").type in ("&&", "||"):
-            simplify(node.child_by_field_name("left"))
-            simplify(node.child_by_field_name("right"))
+                node.child_by_field_name("operator").type == ("&&" if want else "||"):
+            simplify(node.child_by_field_name("left"), want)
+            simplify(node.child_by_field_name("right"), want)
+
+    def expected(cond: tree_sitter.Node, leaves: bool) -> bool:
+        """The value a tile whose outputs are computed sees: a branch that leaves (``if
+        (col >= cols) return;``) or an ``||`` of tests (``x < 0 || x >= n``) is the edge
+        case, not taken; an ``&&`` of tests (``r >= 0 && r < rows``) or a single one is
+        taken. Only that value is proved: proving the other one would be sound too but
+        would add conditions no interior tile meets."""
+        c = _unparen(cond)
+        either = c.type == "binary_expression" and \
+            c.child_by_field_name("operator").type == "||"
+        return not (leaves or either)
 
     for stmt in statements:
         for n in walk(stmt):
             if n.type == "if_statement":
                 cond = _condition(n)
                 if cond is not None:
-                    simplify(cond)
+                    then = n.child_by_field_name("consequence")
+                    simplify(cond, expected(cond, then is not None and _leaves(then)))
             elif n.type == "conditional_expression":
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
-                    simplify(cond)
+                    simplify(cond, expected(cond, False))
     # a proved if's condition node is the unparenthesized one; record it under the
     # condition itself too, so ``executed`` finds it
     for stmt in statements:
