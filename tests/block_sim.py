@@ -312,12 +312,24 @@ def program(source: str, kernel: str, spec: KernelSpec, checked: bool = False,
 _CHECKED_FLAGS = ["-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
 
 
+@functools.lru_cache(maxsize=1)
+def _session_dir() -> Path:
+    """One folder for this process's programs, removed when the process exits (before, each
+    build made its own folder under /tmp and none was removed)."""
+    holder = tempfile.TemporaryDirectory(prefix="cudalens-blocksim-")
+    _KEEP.append(holder)
+    return Path(holder.name)
+
+
+_KEEP: list = []  # the TemporaryDirectory objects: their finalizers remove the folders at exit
+
+
 @functools.lru_cache(maxsize=2)
 def _header_dir(checked: bool = False) -> Path:
     """A directory holding the standard headers the programs use, precompiled once per test
     session for the plain or the checked flags (g++ then skips parsing them: about 1 s less
     per program). Where precompiling fails the plain header is used."""
-    tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-pch-"))
+    tmp = Path(tempfile.mkdtemp(prefix="pch-", dir=_session_dir()))
     header = tmp / _HEADER_NAME
     header.write_text(_HEADERS)
     extra = _CHECKED_FLAGS if checked else []
@@ -339,7 +351,7 @@ def build(text: str, checked: bool = False, align: bool = False) -> str:
     Raises AssertionError with g++'s diagnostics when it does not compile.
     """
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
-    tmp = Path(tempfile.mkdtemp(prefix="cudalens-blocksim-"))
+    tmp = Path(tempfile.mkdtemp(dir=_session_dir()))
     src, exe = tmp / f"{digest}.cpp", tmp / digest
     src.write_text(text)
     flags = [*_FLAGS, *(_CHECKED_FLAGS if checked else []), *(_ALIGN_FLAGS if align else []),
