@@ -101,6 +101,20 @@ def shown_file(path: str, toolkit: Iterable[str] = ()) -> bool:
     return any(real.startswith(d.rstrip("/") + "/") for d in toolkit)
 
 
+def pycuda_source_names(log: str, tmp: Optional[str] = None) -> str:
+    """``log`` with the names pycuda gives the request's source written as ``kernel.cu``:
+    pycuda preprocesses a copy made by ``tempfile.mkstemp(suffix=".cu")``
+    (``pycuda.compiler.preprocess_source``), so a failure there names an absolute path
+    (``/tmp/tmpab12cd34.cu:1:10: fatal error: evil.h: No such file or directory``) that
+    ``filter_log`` would drop as outside the request. ``tmp``: the temporary folder (None:
+    ``tempfile.gettempdir()``). Seen on the H200 (2026-12-03): without this, a refused or
+    missing header's name was filtered out of the log."""
+    import tempfile
+
+    folder = (tmp or tempfile.gettempdir()).rstrip("/")
+    return re.sub(re.escape(folder) + r"/tmp[A-Za-z0-9_]{6,}\.cu\b", "kernel.cu", log)
+
+
 def filter_log(log: str, toolkit: Iterable[str] = ()) -> str:
     """``log`` (nvcc's stdout and stderr) with only the lines that may be shown (module doc):
     diagnostics whose file ``shown_file`` accepts, their indented continuation lines, the

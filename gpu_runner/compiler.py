@@ -35,7 +35,7 @@ from typing import Optional
 
 from gpu_runner.cubin import CubinError, KernelNotFoundError, find_kernel_symbol
 from gpu_runner.compile_folder import MAIN, OUTPUT, compile_in_folder
-from gpu_runner.compile_log import guard_log, runner_options
+from gpu_runner.compile_log import guard_log, pycuda_source_names, runner_options
 from gpu_runner.includes import (
     check_file_names, check_includes, name_problem, source_path_problems,
 )
@@ -146,10 +146,11 @@ def compile_variant(session, variant: Variant, *, cache_dir=None) -> CompiledVar
             cubin = nvcc_compile(variant.source, no_extern_c=True, arch=f"sm_{major}{minor}",
                                  options=runner_options(variant.options), cache_dir=cache_dir)
         except drv.CompileError as e:
-            log = "\n".join(s for s in (_text(e.stderr), _text(e.stdout)) if s)
+            log = pycuda_source_names(
+                "\n".join(s for s in (_text(e.stderr), _text(e.stdout)) if s))
             return _failed(variant, f"nvcc failed for variant '{variant.label}':\n"
                                     f"{guard_log(log) if log else str(e)}", started)
-    log = guard_log("\n".join(str(w.message) for w in caught))
+    log = guard_log(pycuda_source_names("\n".join(str(w.message) for w in caught)))
     return _load(session, variant, cubin, log, started)
 
 

@@ -317,3 +317,30 @@ def test_a_successful_pycuda_compile_says_its_warnings_without_the_host_files(tm
         'kernel.cu(2): warning #177-D: variable "unused" was declared but never referenced',
         'Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"',
         "[1 line of compiler output about files outside the request removed]"], report.log
+
+
+@needs_nvcc
+def test_pycuda_s_preprocessing_copy_is_named_as_the_request_s_source(tmp_path):
+    """pycuda preprocesses a mkstemp copy of the source (``/tmp/tmpXXXXXXXX.cu``); its
+    diagnostics are about the request's file and keep the missing header's name (seen on the
+    H200: the filter dropped them, and a refused header's name vanished from the log)."""
+    import tempfile
+
+    from gpu_runner.compile_log import pycuda_source_names
+
+    handle, path = tempfile.mkstemp(suffix=".cu", dir=tmp_path)
+    os.close(handle)
+    Path(path).write_text('#include "missing_header.h"\n__global__ void k() {}\n')
+    proc = subprocess.run([nvcc_path(), "--preprocess", *runner_options(()), path],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert path in proc.stderr  # nvcc names the absolute copy
+    raw = guard_log(proc.stderr, ())
+    assert "missing_header.h" not in raw  # outside the request: dropped
+    named = guard_log(pycuda_source_names(proc.stderr, str(tmp_path)), ())
+    assert named.splitlines()[0] == ("kernel.cu:1:10: fatal error: missing_header.h: No such "
+                                     "file or directory")
+    # a name that only looks like one elsewhere stays outside
+    other = pycuda_source_names(f"{tmp_path}/sub/tmpab12cd34.cu:1:1: error: x",
+                                str(tmp_path))
+    assert other.startswith(f"{tmp_path}/sub/")
