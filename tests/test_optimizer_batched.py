@@ -300,7 +300,9 @@ def test_runner_adapter_sends_the_project_headers_and_the_variants_compile(tmp_p
     path = tmp_path / "src" / "scaled.cu"
     path.write_text(SCALED_CU)
     build = request_files(path, SCALED_CU, build_for(path))
-    assert build.files == {"common/scale.h": SCALE_H} and build.source_path == "kernel.cu"
+    # named from the repository's root (its .git), found through -Isrc
+    assert build.files == {"src/common/scale.h": SCALE_H} and build.source_path == "kernel.cu"
+    assert build.options == ("-Isrc",)
     ctx = context_with_spec(SCALED_CU, "scaled", SCALED_SPEC, name=str(path))
     sent = []
 
@@ -315,7 +317,7 @@ def test_runner_adapter_sends_the_project_headers_and_the_variants_compile(tmp_p
     runner_evaluate(Client(), "p", "b", ctx.spec, "scaled", 132, build=build)(pool)
     assert [v.label for v in sent] == ["c1", "c2"]
     for v, c in zip(sent, pool):
-        assert v.files == {"common/scale.h": SCALE_H}
+        assert v.files == {"src/common/scale.h": SCALE_H}
         assert v.source_path == build.source_path
         assert v.options == (*build.options, *c.options)
         cubin, log = cubin_with_files(v, ARCH, nvcc=nvcc_path())

@@ -73,13 +73,16 @@ def test_example_rewrite_keeps_the_statements_and_loads_float4_rows():
     assert "const int ty = ((rows + 16 - 1) / 16) * 16;  // and along y" in src
     assert "auto orig = [&](int col, int row) {" in src
     assert "auto near = [&](int col, int row, int k, int j) {" in src
-    # the statements twice: as written, and reading the window
+    # the statements twice: as written (the edges), and reading the window with every
+    # guard proved (the interior)
     assert src.count("acc += w[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * in[r * cols + c];") == 1
-    assert src.count("acc += w[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * "
-                     "in_win[k + dx + dy * 6];") == 1
-    assert src.count("if (r >= 0 && r < rows && c >= 0 && c < cols) {") == 2
-    assert ("if (r0 >= 1 && c0 >= 1 && reinterpret_cast<size_t>(in) % 16 == 0 && cols > 0 && "
-            "cols % 4 == 0 && (r0 + 2) * cols + c0 + 4 < rows * cols) {") in src
+    assert src.count("in_win[k + dx + dy * 6];") == 1
+    assert src.count("if (r >= 0 && r < rows && c >= 0 && c < cols) {") == 1
+    # the taps' r and c, read only by the guard and the read the interior replaced, are gone
+    assert src.count("int r = row + dy;") == 1 and src.count("int c = col + dx;") == 1
+    window = ("if (r0 >= 1 && c0 >= 1 && reinterpret_cast<size_t>(in) % 16 == 0 && cols > 0 && "
+              "cols % 4 == 0 && (r0 + 2) * cols + c0 + 4 < rows * cols &&")
+    assert window in src
     for q, at in enumerate(["(r0 - 1)", "r0", "(r0 + 1)", "(r0 + 2)"]):
         row = "in_row" + (str(q) if q else "")
         v = "in_v" + (str(q) if q else "")
@@ -95,19 +98,18 @@ def test_example_rewrite_keeps_the_statements_and_loads_float4_rows():
             "float4{out_r[0], out_r[1], out_r[2], out_r[3]};") in src
     assert "if ((wrote >> j) & 1u) out[(r0 + i) * cols + c0 + j] = out_r[j];" in src
     assert "orig(c0 + j, r0 + i);" in src
-    # the tile test proving every guard (64-bit), then the interior copy: guards written as
-    # constants, the weights read from registers loaded once per tile
-    proof = ("if (((long long)r0 - (long long)rows < -2) && ((long long)c0 - (long long)cols "
-             "< -4) && ((long long)r0 >= 1) && ((long long)c0 >= 1)) {")
-    assert src.count(proof) == 1
+    # the tile test proving every guard (sums in 64 bits; r0 >= 1 and c0 >= 1 are the
+    # window's own), then the interior copy: guards written as constants, the weights read
+    # from registers loaded once per tile
+    proof = "(long long)r0 + 2 < rows && (long long)c0 + 4 < cols) {"
+    assert src.count(window + "\n" + " " * 20 + proof) == 1
     assert ("const float w_reg[9] = {w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]};"
             in src)
-    assert "auto near_in = [&](int col, int row, int k, int j) {" in src
     assert src.count("acc += w_reg[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * "
                      "in_win[k + dx + dy * 6];") == 1
     assert src.count("if (true) {") == 2  # the output's guard and the tap's
-    assert "for (int j = 0; j < 4; ++j) near_in(c0 + j, r0 + i, (i + 1) * 6 + j + 1, j);" in src
-    assert src.index(proof) < src.index("auto near_in") < src.index("auto near =")
+    assert src.index(proof) < src.index("const float w_reg[9]") < src.index("auto near =")
+    assert src.index("auto near =") < src.index("orig(c0 + j, r0 + i);")
     assert "long long" not in src.replace(proof, "")  # the spec's sizes fit int
     assert "bit for bit the original's" in result.explanation
     assert "also correct under the user's launch" in result.explanation
@@ -131,7 +133,7 @@ def test_a_five_by_five_with_its_own_pitch_windows_two_on_each_side():
     src = stencil2d_regs.apply(ctx).source
     assert "const float input_win[48] = {" in src  # 2 + 4 rows of 4 + 4
     assert ("if (r0 >= 2 && c0 >= 2 && reinterpret_cast<size_t>(input) % 16 == 0 && "
-            "pitch > 0 && pitch % 4 == 0 && (r0 + 3) * pitch + c0 + 5 < rows * pitch) {") in src
+            "pitch > 0 && pitch % 4 == 0 && (r0 + 3) * pitch + c0 + 5 < rows * pitch &&") in src
     assert "input_win[k + a * 8 + b - 18]" in src
     # the output's pitch is cols: its vector store tests that one
     assert "reinterpret_cast<size_t>(output) % 16 == 0 && cols % 4 == 0" in src
@@ -342,7 +344,8 @@ grid = ceil_div(cols, block.x), ceil_div(rows, block.y)
 
 
 def _interior(file: str) -> tuple[str, str]:
-    """(the tile test line, the interior copy's text) of ``file``'s default rewrite."""
+    """(the tile test's proved conditions, the interior copy's text) of ``file``'s default
+    rewrite."""
     src = stencil2d_regs.apply(_ctx(file)).source
     head = src.index("// every guard holds for the whole tile")
     test = src[:head].rstrip().splitlines()[-1].strip()
@@ -352,26 +355,24 @@ def _interior(file: str) -> tuple[str, str]:
 def test_unsigned_guards_are_proved_with_their_values_in_int_range():
     test, inner = _interior("stencil2d_regs/box_blur_unsigned.cu")
     # unsigned 32-bit arithmetic equals the integers' only where each side stays in range
-    for cond in ("(long long)c0 >= 1", "(long long)c0 <= 2147483643", "(long long)width >= 0",
-                 "(long long)width <= 2147483647", "(long long)c0 - (long long)width < -4",
-                 "(long long)r0 >= 1", "(long long)r0 - (long long)height < -2"):
-        assert f"({cond})" in test
+    # (c0 >= 1 and r0 >= 1 are the window's own tests, on the line before)
+    assert test == ("c0 <= 2147483643 && (long long)width >= 0 && width <= 2147483647 && "
+                    "(long long)c0 + 4 < width && r0 <= 2147483645 && (long long)height >= 0 && "
+                    "height <= 2147483647 && (long long)r0 + 2 < height) {")
     assert "if (false) return;" in inner  # the early exit and the edge copy are not taken
     assert inner.count("if (false) {") == 1
 
 
 def test_a_bool_local_and_an_early_return_are_proved_and_a_jump_branch_is_not_taken():
     test, inner = _interior("stencil2d_regs/conv3x3_constant.cu")
-    assert test == ("if (((long long)r0 - (long long)height < -2) && ((long long)c0 - "
-                    "(long long)width < -4) && ((long long)r0 >= 1) && ((long long)c0 >= 1)) {")
+    assert test == "(long long)r0 + 2 < height && (long long)c0 + 4 < width) {"
     assert "if (false) return;" in inner
     assert "float v = true ? image_win[" in inner
 
 
 def test_taps_after_a_continue_not_taken_are_loaded_once_into_registers():
     test, inner = _interior("stencil2d_regs/conv5x5_pitch.cu")
-    assert test == ("if (((long long)c0 - (long long)cols < -5) && ((long long)r0 - "
-                    "(long long)rows < -3) && ((long long)r0 >= 2) && ((long long)c0 >= 2)) {")
+    assert test == "(long long)c0 + 5 < cols && (long long)r0 + 3 < rows) {"
     assert "const float taps_reg[25] = {taps[0], taps[1]," in inner
     assert "taps[24]};" in inner
     assert "if (false) continue;" in inner
@@ -393,3 +394,35 @@ def test_a_guard_through_a_cast_is_not_proved():
     src = stencil2d_regs.apply(ctx).source
     # (unsigned)r < (unsigned)rows is false for r = -1, which a signed proof would miss
     assert "if ((unsigned)r < (unsigned)rows && true && true) {" in src
+
+
+def _variant(old: str, new: str):
+    from cudalens.optimizer.context import make_context
+    from cudalens.target import load_target
+
+    t = load_target(ROOT / "examples" / "conv2d.cu")
+    text = t.text.replace(old, new)
+    assert text != t.text
+    return stencil2d_regs.apply(make_context(text, str(t.path), t.kernel.qualified_name,
+                                             t.spec)).source
+
+
+def test_a_guard_that_does_not_move_with_the_tile_is_kept_in_the_interior_copy():
+    src = _variant("acc += w[", "if (cols > 8) acc += w[")
+    head = src.index("// every guard holds for the whole tile")
+    inner = src[head:src.index("} else {", head)]
+    # cols > 8 would send every tile of a narrow image to the per-output path; the weights,
+    # no longer read at every point, stay in memory
+    assert "if (cols > 8) acc += w[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * in_win[" in inner
+    assert "w_reg" not in src
+    assert "cols > 8" not in src[:head].splitlines()[-1]
+
+
+def test_a_tap_index_still_read_after_the_proofs_is_kept():
+    # c is read by the store below the guard: its declaration stays in the interior copy
+    src = _variant("acc += w[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * in[r * cols + c];",
+                   "acc += w[(dy + RADIUS) * KSIZE + (dx + RADIUS)] * in[r * cols + c] * c;")
+    head = src.index("// every guard holds for the whole tile")
+    inner = src[head:src.index("} else {", head)]
+    assert "int c = col + dx;" in inner and "int r = row + dy;" not in inner
+    assert "in_win[k + dx + dy * 6] * c;" in inner

@@ -390,14 +390,19 @@ def test_a_csr_row_loop_gets_a_warp_per_row_and_no_stencil_tile():
     assert bpr.reason == ("rows of 20 entries on average (starts's csr fill at the spec's "
                           "sizes) are short: a warp per i keeps its lanes busy, a block per i "
                           "pays from 1024 entries")
-    # y[i] += ... inside the loop became a local sum stored once by lane 0
+    # y[i] += ... inside the loop became a register sum (memory_acc, lines kept) reduced
+    # across the warp and stored once by lane 0
     from cudalens.optimizer.passes import get
     from variant_corpus import ROOT
     target = load_target(ROOT / "warp_per_row" / "csr_memory_sum.cu")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
     source = get("warp_per_row").apply(ctx).source
-    assert "y_sum += a[k] * v[cols[k]];" in source
-    assert "if (lane == 0) y[i] += y_sum;" in source
+    assert "float y_acc = 0.0f; for (unsigned k = (starts[i]) + lane; k < starts[i + 1]; " \
+        "k += 32)" in source
+    assert "y_acc += a[k] * v[cols[k]];" in source
+    assert "y_acc += __shfl_xor_sync(0xffffffffu, y_acc, offset);" in source
+    assert "if (lane == 0) y[i] += y_acc;" in source
+    assert "y[i] +=" not in source.replace("if (lane == 0) y[i] += y_acc;", "")
 
 
 def test_row_pointers_are_not_a_stencil():

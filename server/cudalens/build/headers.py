@@ -187,12 +187,18 @@ def project_header_texts(path: Path, text: str) -> tuple[str, ...]:
 
 
 def project_header_files(path: Path, text: str) -> tuple[tuple[str, str], ...]:
-    """(path relative to the project's root, text) of the project headers ``text`` (the contents of ``path``) includes,
+    """(path relative to ``path``'s folder, as a quoted include names it: ``../common/x.h``,
+    text) of the project headers ``text`` (the contents of ``path``) includes,
     transitively, through the build's folders (``_project_headers``), for spec inference;
     () when the build cannot be read or a header is outside the project, too large or too
     many. Headers the runner would refuse to receive (an include through ``..``, PolyBench's
     ``"../../common/polybench.h"``) are read all the same: inference only reads them."""
     try:
-        return tuple(_project_headers(path, text, build_for(path), reading=True).items())
+        build = build_for(path)
+        here = os.path.dirname(os.path.realpath(path))
+        return tuple((os.path.relpath(os.path.join(os.path.realpath(build.root), name),
+                                      here).replace(os.sep, "/"), body)
+                     for name, body in _project_headers(path, text, build,
+                                                        reading=True).items())
     except (CudalensError, OSError):
         return ()

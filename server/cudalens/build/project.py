@@ -26,6 +26,7 @@ from typing import Any, Mapping, Optional
 from cudalens.agent.config import ConfigError
 from cudalens.errors import CudalensError
 from cudalens.agent.config_file import PYPROJECT, _read_toml, find_project_file
+from cudalens.agent.trust import repository_root
 from cudalens.build.compdb import COMPDB, CompdbError, entry_for, find_compdb, load_compdb
 from cudalens.build.flags import (
     EXTRA_OPTIONS, BuildFlagError, BuildFlags, integer_defines, parse_arguments,
@@ -119,6 +120,8 @@ def _table_flags(project_file: Path) -> Optional[BuildFlags]:
 def build_for(path: Path, *, compdb: Optional[Path] = None) -> ProjectBuild:
     """The build of CUDA file ``path``: the entry of ``compdb`` (default: ``find_compdb``)
     for it (exact, else nearest), else the project file's ``[build]`` table, else no flags.
+    The root: the database's project (``build/``'s parent), the project file's folder, the
+    repository holding the file (its ``.git``), else the file's folder.
 
     Raises CompdbError (an unreadable database, a malformed ``-D``) and ConfigError (the
     project file or its table)."""
@@ -140,7 +143,13 @@ def build_for(path: Path, *, compdb: Optional[Path] = None) -> ProjectBuild:
         flags = _table_flags(project_file)
         if flags is not None:
             return ProjectBuild(flags, project_file.resolve().parent)
-    return ProjectBuild(BuildFlags(), file.parent if db is None else _compdb_root(db))
+    if db is not None:
+        return ProjectBuild(BuildFlags(), _compdb_root(db))
+    if project_file is not None:
+        return ProjectBuild(BuildFlags(), project_file.resolve().parent)
+    # no build named: the repository holding the file is the project (a kernel that
+    # includes "../common/x.h" finds its headers there), else the file's own folder
+    return ProjectBuild(BuildFlags(), repository_root(file.parent) or file.parent)
 
 
 def build_defines(path: Path, *, compdb: Optional[Path] = None) -> dict[str, int]:

@@ -70,7 +70,7 @@ class Box:
 @dataclass
 class Proofs:
     """What was proved: ``edits`` replace each proved guard (or conjunct) with ``true`` or
-    ``false``; ``conditions`` (C text, 64-bit arithmetic) must all hold at run time for the
+    ``false``; ``conditions`` (C text, sums in 64-bit arithmetic) must all hold at run time for the
     tile; ``values`` maps a proved node's byte span to its value."""
 
     edits: list[Edit] = field(default_factory=list)
@@ -139,14 +139,40 @@ class _Linear:
     const: int
 
     def text(self) -> str:
-        out = ""
-        for coef, names in self.terms:
-            prod = " * ".join([f"(long long){names[0]}", *names[1:]])
-            mag = abs(coef)
-            term = prod if mag == 1 else f"{mag} * {prod}"
-            out += (f" - {term}" if coef < 0 else f" + {term}") if out else \
-                (f"-{term}" if coef < 0 else term)
-        return f"{out} {self.op} {-self.const}"
+        """C text with the positive terms left and the others right (``r0 + 2 < rows`` for
+        ``r0 - rows + 2 < 0``); a side that adds or multiplies is computed in 64 bits
+        (``(long long)r0 + 2``), the other one converted by the comparison, so no 32-bit
+        sum can wrap; a lone name against a constant needs no cast."""
+        left = [(c, n) for c, n in self.terms if c > 0]
+        right = [(-c, n) for c, n in self.terms if c < 0]
+        k = self.const
+        kl, kr = (k if k > 0 else 0), (-k if k < 0 else 0)
+        lone_l, lone_r = _lone(left, kl), _lone(right, kr)
+        # a lone name is converted by the comparison when the other side is 64-bit or a
+        # non-zero constant; against a lone name or 0 it is widened itself
+        plain_l = lone_l and not lone_r and not (not right and kr == 0)
+        plain_r = lone_r and not (not left and kl == 0)
+        return f"{_side(left, kl, plain_l)} {self.op} {_side(right, kr, plain_r)}"
+
+
+def _lone(terms: list[tuple[int, tuple[str, ...]]], const: int) -> bool:
+    return len(terms) == 1 and const == 0 and terms[0][0] == 1 and len(terms[0][1]) == 1
+
+
+def _side(terms: list[tuple[int, tuple[str, ...]]], const: int, plain: bool) -> str:
+    """``sum(coef * names) + const`` (coefficients and ``const`` non-negative) as C text,
+    in 64 bits unless ``plain`` (a lone name the comparison converts, ``_Linear.text``):
+    a name against a name would take the usual arithmetic conversions (a negative int
+    against an unsigned compares as a large value, C++ [expr.arith.conv]), an unsigned name
+    against 0 draws nvcc's pointless-comparison warning."""
+    if not terms:
+        return str(const)
+    parts = []
+    for coef, names in terms:
+        first = names[0] if plain else f"(long long){names[0]}"
+        prod = " * ".join([first, *names[1:]])
+        parts.append(prod if coef == 1 else f"{coef} * {prod}")
+    return " + ".join(parts) + (f" + {const}" if const else "")
 
 
 @dataclass(frozen=True)
@@ -407,9 +433,19 @@ def prove_guards(statements: list[tree_sitter.Node], parsed: Parsed, scope: Scop
     out = Proofs()
     prover = _Prover(parsed, scope, box)
 
+    origins = {(origin,) for origin, _ in box.tile.values()}
+
+    def on_tile(c) -> bool:
+        if isinstance(c, _Linear):
+            return any(names in origins for _, names in c.terms)
+        return any(on_tile(x) for x in (*c.first, *c.second))
+
     def record(node: tree_sitter.Node, want: bool) -> bool:
         conds = prover.prove(node, want)
-        if conds is None:
+        # a guard whose run-time conditions do not move with the tile (``if (flag)``,
+        # ``if (n > 0)``) is not an edge test: kept, so a launch where it fails still takes
+        # the fast copy
+        if conds is None or (conds and not any(on_tile(c) for c in conds)):
             return False
         out.values[(node.start_byte, node.end_byte)] = want
         out.edits.append(Edit(node.start_byte, node.end_byte, "true" if want else "false"))
@@ -459,4 +495,63 @@ def prove_guards(statements: list[tree_sitter.Node], parsed: Parsed, scope: Scop
                     v = out.value(_unparen(cond))
                     if v is not None:
                         out.values[(cond.start_byte, cond.end_byte)] = v
+    return out
+
+
+_EFFECTS = ("call_expression", "assignment_expression", "update_expression")
+
+
+def unused_declarations(statements: list[tree_sitter.Node], parsed: Parsed,
+                        edits: list[Edit]) -> list[Edit]:
+    """Edits deleting the local declarations of ``statements`` that nothing reads once
+    ``edits`` are applied (``int r = row + dy;`` whose only use was a guard proved
+    ``true``), each its whole line where it stands alone on one: a declaration statement
+    of one initialized name, its initializer free of calls, assignments and ``++``/``--``
+    and untouched by ``edits``; a name that appears in a replacement's text counts as
+    read. Without them nvcc warns "variable declared but never referenced" (#177)."""
+    spans = [(e.start, e.end) for e in edits]
+
+    def covered(n: tree_sitter.Node) -> bool:
+        return any(a <= n.start_byte and n.end_byte <= b for a, b in spans)
+
+    def touched(n: tree_sitter.Node) -> bool:
+        return any(a < n.end_byte and n.start_byte < b for a, b in spans)
+
+    # a macro's body may name a local (``#define AT (r * cols + c)``)
+    defines = [line for line in parsed.data.decode("utf-8", "replace").splitlines()
+               if line.lstrip().startswith("#") and "define" in line]
+    top = {(s.start_byte, s.end_byte) for s in statements}
+    out: list[Edit] = []
+    for stmt in statements:
+        for d in walk(stmt):
+            if d.type != "declaration" or d.parent is None or \
+                    d.parent.type != "compound_statement" or touched(d):
+                continue
+            inits = [c for c in named_children(d) if c.type == "init_declarator"]
+            if len(inits) != 1 or len([c for c in named_children(d)
+                                       if c.type.endswith("declarator")]) != 1:
+                continue
+            name_node = inits[0].child_by_field_name("declarator")
+            value = inits[0].child_by_field_name("value")
+            if name_node is None or name_node.type != "identifier" or value is None or \
+                    any(n.type in _EFFECTS for n in walk(value)):
+                continue
+            name = parsed.text_of(name_node)
+            word = re.compile(rf"\b{re.escape(name)}\b")
+            if any(word.search(e.text) for e in edits) or any(
+                    word.search(line) for line in defines):
+                continue
+            used = any(n.type == "identifier" and n != name_node and
+                       parsed.text_of(n) == name and not covered(n)
+                       for s in statements for n in walk(s))
+            if used:
+                continue
+            start, end = d.start_byte, d.end_byte
+            line_start = parsed.data.rfind(b"\n", 0, start) + 1
+            line_end = parsed.data.find(b"\n", end)
+            if (start, end) not in top and not parsed.data[line_start:start].strip() and \
+                    line_end != -1 and \
+                    not parsed.data[end:line_end].strip():
+                start, end = line_start, line_end + 1
+            out.append(Edit(start, end, ""))
     return out

@@ -71,7 +71,7 @@ from cudalens.optimizer.affine import Scope, is_global_index, poly_of, split_lin
 from cudalens.optimizer.candidate import PassResult
 from cudalens.optimizer.context import PassContext, PassNotApplicable
 from cudalens.optimizer.index2d import NoMatch
-from cudalens.optimizer.interior import Box, prove_guards
+from cudalens.optimizer.interior import Box, prove_guards, unused_declarations
 from cudalens.optimizer.macros import file_macros
 from cudalens.optimizer.passes import stencil_regs, stencil_tile
 from cudalens.optimizer.passes.coarsen_reduce import spec_to_c
@@ -609,8 +609,9 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
     regs = _hoisted(ctx, m, proofs, w, {x.buffer for x in m.windows}) if proofs.edits else []
     inner = None
     if proofs.edits:
-        taken = proofs.edits + [e for h in regs for e in h.edits]
-        inner = _deferred_stores(p, m, reads + taken, vals, j, mask)
+        taken = reads + proofs.edits + [e for h in regs for e in h.edits]
+        taken += unused_declarations(list(m.statements), p, taken)
+        inner = _deferred_stores(p, m, taken, vals, j, mask)
     stmts = list(m.statements)
     first_indent = line_indent(p.data, stmts[0].start_byte)
     plain = stencil_regs._statements_text(p, stmts, [])  # noqa: SLF001
@@ -634,14 +635,28 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
     lim_y = "" if block[1] % ry == 0 else f"{r0} + {i} < {ty}"
     # the window's first element at or past the buffer's start (each index at least the
     # halo: also right where the pitch is unsigned), its last one before the end
-    lo = " && ".join(c for c in (f"{r0} >= {ry_lo}" if ry_lo else "",
-                                 f"{c0} >= {rx_lo}" if rx_lo else "") if c)
+    lo_atoms = [c for c in (f"{r0} >= {ry_lo}" if ry_lo else "",
+                            f"{c0} >= {rx_lo}" if rx_lo else "") if c]
+    lo = " && ".join(lo_atoms)
     conds = [lo] if lo else []
     for x in m.windows:
         hi = f"({r0} + {ry - 1 + ry_hi}) * {x.pitch} + {c0} + {rx - 1 + rx_hi}"
         conds.append(f"reinterpret_cast<size_t>({x.buffer}) % {VECTOR_BYTES} == 0 && "
                      f"{x.pitch} > 0 && {x.pitch} % {rx} == 0 && {hi} < {x.length}")
-    w(3, f"if ({' && '.join(conds)}) {{")
+    if inner is None:
+        w(3, f"if ({' && '.join(conds)}) {{")
+    else:
+        # the interior copy only: a tile at the edges (or misaligned) goes output by output
+        # through the original, which is rare enough that a second windowed copy with the
+        # original's tests does not pay for its lines
+        # the window's own tests already say r0 >= 1, c0 >= 1 where the proofs need them
+        extra = [c for c in proofs.conditions if c not in lo_atoms]
+        if extra:
+            w(3, f"if ({' && '.join(conds)} &&")
+            w(5, " && ".join(f"({c})" if "||" in c else c for c in extra) + ") {")
+        else:
+            w(3, f"if ({' && '.join(conds)}) {{")
+        w(4, "// every guard holds for the whole tile (tested once here): the interior copy")
     for x in m.windows:
         parts = []
         for q in range(rows_w):
@@ -697,23 +712,14 @@ def apply(ctx: PassContext, ry: int = ROWS[0]) -> PassResult:
         w(4, "};")
         rows_loop(near, 4)
     else:
-        near_in = w.fresh("near_in")
-        interior = stencil_regs._statements_text(p, stmts, inner)  # noqa: SLF001
-        w(4, f"if ({' && '.join(f'({c})' for c in proofs.conditions) or 'true'}) {{")
-        w(5, "// every guard holds for the whole tile (tested once here): the interior copy")
         for h in regs:
-            w(5, f"const {h.ctype} {h.name}[{h.count}] = {{" +
+            w(4, f"const {h.ctype} {h.name}[{h.count}] = {{" +
                  ", ".join(f"{h.buffer}[{h.low + e}]" for e in range(h.count)) + "};")
-        w(5, f"auto {near_in} = {lambda_head}")
-        w.lines += stencil_regs._reindent(interior, base + unit * 6, first_indent)  # noqa: SLF001
-        w(5, "};")
-        rows_loop(near_in, 5)
-        w(4, "} else {")
-        w(5, f"auto {near} = {lambda_head}")
-        w.lines += stencil_regs._reindent(windowed, base + unit * 6, first_indent)  # noqa: SLF001
-        w(5, "};")
-        rows_loop(near, 5)
-        w(4, "}")
+        interior = stencil_regs._statements_text(p, stmts, inner)  # noqa: SLF001
+        w(4, f"auto {near} = {lambda_head}")
+        w.lines += stencil_regs._reindent(interior, base + unit * 5, first_indent)  # noqa: SLF001
+        w(4, "};")
+        rows_loop(near, 4)
     w(3, "} else {")
     w(4, f"for (int {i} = 0; {i} < {ry}; ++{i})")
     w(5, f"for (int {j} = 0; {j} < {rx}; ++{j})")
