@@ -391,6 +391,9 @@ def run(source: str, kernel: str, spec: KernelSpec, sizes: Mapping[str, int],
     (``build``). Raises AssertionError when the program fails or
     hangs; with ``checked``, ``OutOfRange`` when it accesses memory out of range (module
     doc)."""
+    # the spec's constants (its file's #defines) no size shadows, as sizes_for gives them
+    sizes = {**{n: v for n, v in spec.constants if n not in {s.name for s in spec.sizes}},
+             **sizes}
     env: dict[str, object] = dict(sizes)
     resolved = resolve_launch(launch or spec.launch, sizes, 132)
     argv = [str(v) for v in resolved.grid + resolved.block]

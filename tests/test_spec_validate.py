@@ -130,3 +130,36 @@ def test_vector_by_value_cannot_be_a_scalar():
     assert (info.value.line, info.value.message) == (
         2, "parameter v of kernel k: 'float4 v' is a vector passed by value, which a spec "
            "scalar cannot hold")
+
+
+MACRO_KERNEL = """\
+#define NI 37
+#define NJ 45
+#define SCRATCH 8
+__global__ void g(const float* a, float* c)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < NI * NJ) c[i] = 2.0f * a[i];
+}
+"""
+
+
+def _macro_spec(sizes: str, length: str) -> str:
+    return (f"kernel g\n{sizes}in a: float[{length}]\nout c: float[{length}]\n"
+            f"block = 256\ngrid = ceil_div({length}, block.x)\n")
+
+
+def test_a_size_named_like_a_define_the_kernel_reads_is_refused_at_its_line():
+    kernel = parse_source(MACRO_KERNEL, "g.cu").kernels[0]
+    consts = {"NI": 37, "NJ": 45, "SCRATCH": 8}
+    spec = parse_spec(_macro_spec("size NI = 37\nsize NJ = 45\n", "NI * NJ"), "g.cu.spec",
+                      consts)["g"]
+    with pytest.raises(SpecError) as err:
+        validate(spec, kernel, MACRO_KERNEL)
+    assert str(err.value).startswith(
+        "g.cu.spec:2: size NI is the file's #define NI = 37, which kernel g reads: the kernel "
+        "is compiled with 37 whatever the spec's sizes are")
+    # the macros as constants, or a size named like a macro the kernel does not read
+    for sizes, length in (("", "NI * NJ"), ("size SCRATCH = 1665\n", "SCRATCH")):
+        spec = parse_spec(_macro_spec(sizes, length), "g.cu.spec", consts)["g"]
+        validate(spec, kernel, MACRO_KERNEL)

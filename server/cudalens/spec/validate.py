@@ -69,6 +69,8 @@ def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None
                 f"'scalar {p.name}: TYPE = EXPR'"
             raise SpecError(path, spec.line, f"kernel {kernel.name}: parameter {p.name} "
                                              f"('{p.text}') is not in the spec: expected {form}")
+    if source_text is not None:
+        _check_fixed_sizes(spec, kernel, source_text)
     if source_text is not None:  # first: a write it finds says which buffer is an output
         check_roles(spec, kernel, source_text)
     written = [d for d in spec.params if isinstance(d, BufferDecl) and d.role in ("out", "inout")]
@@ -81,6 +83,26 @@ def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None
                         f"nothing, so the kernel would verify nothing and any candidate would "
                         f"pass; give the role 'out' (written only) or 'inout' (read too) to "
                         f"each buffer the kernel writes")
+
+
+def _check_fixed_sizes(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
+    """Raises SpecError when a ``size`` is named like one of the file's integer ``#define``s
+    (or the build's ``-D`` values: ``spec.constants``) that the kernel's body reads: the
+    kernel is compiled with the macro's value, so the ragged case (and any other size) would
+    give the buffers lengths the kernel does not compute with; a size wins over a constant of
+    its name in the spec's expressions, so nothing else would notice."""
+    consts = dict(spec.constants)
+    lines = source_text.split("\n")
+    body = "\n".join(lines[kernel.body_range.start.line:kernel.body_range.end.line + 1])
+    for size in spec.sizes:
+        if size.name in consts and re.search(rf"\b{re.escape(size.name)}\b", body):
+            raise SpecError(spec.source or "<spec>", size.line, (
+                f"size {size.name} is the file's #define {size.name} = {consts[size.name]}, "
+                f"which kernel {kernel.name} reads: the kernel is compiled with "
+                f"{consts[size.name]} whatever the spec's sizes are, so the ragged case would "
+                f"size the buffers for other values; drop 'size {size.name}' and use the "
+                f"macro's name as a constant (in: float[{size.name}]), or pass it as a "
+                f"parameter"))
 
 
 def check_roles(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
