@@ -139,7 +139,7 @@ def _stencil(i: int) -> tuple[str, str, list[str]]:
     name = f"stencil_{i}"
     return name, "", [
         f"#define RADIUS_{i} {1 + i % 4}",
-        f"__constant__ float weights_{i}[2 * RADIUS_{i} + 1];",
+        f"__constant__ float weights_{i}[2 * RADIUS_{i} + 1] = {{0.25f, 0.5f, 0.25f}};",
         "",
         f"__global__ void __launch_bounds__(256) {name}(const float* in, float* out, int n)",
         "{",

@@ -57,7 +57,7 @@ def test_a_z_march_reads_the_whole_padded_volume():
     assert "length of in = (dimx + 8) * (dimy + 8) * (dimz + 8): 'in[at]' reaches past the " \
         "bounds of its index by 8 along dimx, 8 along dimy, 8 along dimz, so the caller is " \
         "taken to pass a volume padded by that much (a halo); assumed, confirm it" in spec.notes
-    assert "grid.x = ceil_div(dimx, 32): from the launch at line 67 (x has several bounds, " \
+    assert "grid.x = ceil_div(dimx, 32): from the launch at line 70 (x has several bounds, " \
         "one of them the launch's)" in spec.notes
     assert not any("GUESS" in n for n in spec.notes)
 

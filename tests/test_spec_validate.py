@@ -163,3 +163,55 @@ def test_a_size_named_like_a_define_the_kernel_reads_is_refused_at_its_line():
     for sizes, length in (("", "NI * NJ"), ("size SCRATCH = 1665\n", "SCRATCH")):
         spec = parse_spec(_macro_spec(sizes, length), "g.cu.spec", consts)["g"]
         validate(spec, kernel, MACRO_KERNEL)
+
+
+HOST_SET = """\
+#define TAPS 5
+__constant__ float taps[TAPS];
+__constant__ float gain[1] = {2.0f};
+static __device__ unsigned lut[256];
+extern __constant__ float elsewhere[4];
+__device__ float tap(int k) { return taps[k]; }
+__device__ float weight(int k) { return tap(k) * 0.5f; }
+__device__ int counter_fn(int x);
+
+__global__ void through_helper(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = weight(i % TAPS) * x[i];
+}
+
+__global__ void initialized(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = gain[0] * x[i] + elsewhere[0];
+}
+
+__global__ void table(const unsigned char* x, unsigned* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = lut[x[i]];
+}
+"""
+
+
+def test_a_kernel_reading_constant_memory_the_host_sets_is_refused():
+    from cudalens.spec.validate import host_set_globals
+
+    assert host_set_globals(HOST_SET) == [("__constant__", "taps", 2), ("__device__", "lut", 4)]
+    kernels = {k.name: k for k in parse_source(HOST_SET, "c.cu").kernels}
+
+    def spec(name, types=("float", "float")):
+        return parse_spec(f"kernel {name}\nsize n = 1024\nin x: {types[0]}[n]\n"
+                          f"out y: {types[1]}[n]\nscalar n: int = n\nblock = 256\n"
+                          f"grid = ceil_div(n, block.x)\n", "c.cu.spec")[name]
+
+    with pytest.raises(SpecError) as err:  # through weight() and tap()
+        validate(spec("through_helper"), kernels["through_helper"], HOST_SET)
+    assert str(err.value).startswith(
+        "c.cu.spec:1: kernel through_helper reads __constant__ taps (declared at line 2 of the "
+        "kernel's file without an initializer): the program's host code fills it")
+    with pytest.raises(SpecError, match="reads __device__ lut \\(declared at line 4"):
+        validate(spec("table", ("uint8", "uint32")), kernels["table"], HOST_SET)
+    # an initializer, or extern (defined elsewhere: not this file's to judge), is fine
+    validate(spec("initialized"), kernels["initialized"], HOST_SET)

@@ -443,6 +443,12 @@ def load_spec(path: Path, source: SourceFile, kernel: Kernel,
     except SpecError as exc:
         raise CudalensError(f"{path}:{exc.line}: {exc.message}") from None
     check_draft(path, kernel, spec, around.context, defines)
+    from cudalens.spec.validate import check_host_set_globals
+
+    try:
+        check_host_set_globals(spec, kernel, source.text)
+    except SpecError as exc:
+        raise DraftRefused(f"{path}: {exc.message}", spec) from None
     return spec, "inferred"
 
 

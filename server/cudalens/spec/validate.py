@@ -71,6 +71,7 @@ def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None
                                              f"('{p.text}') is not in the spec: expected {form}")
     if source_text is not None:
         _check_fixed_sizes(spec, kernel, source_text)
+        check_host_set_globals(spec, kernel, source_text)
     if source_text is not None:  # first: a write it finds says which buffer is an output
         check_roles(spec, kernel, source_text)
     written = [d for d in spec.params if isinstance(d, BufferDecl) and d.role in ("out", "inout")]
@@ -103,6 +104,74 @@ def _check_fixed_sizes(spec: KernelSpec, kernel: Kernel, source_text: str) -> No
                 f"size the buffers for other values; drop 'size {size.name}' and use the "
                 f"macro's name as a constant (in: float[{size.name}]), or pass it as a "
                 f"parameter"))
+
+
+# a file-scope __constant__ or __device__ variable declared without an initializer (the
+# host fills it with cudaMemcpyToSymbol); a function has a '(' before its ';' or '{'
+_HOST_SET = re.compile(r"^[ \t]*(?:static[ \t]+)?(__constant__|__device__)\b([^;{}()=]*?)"
+                       r"\b([A-Za-z_]\w*)[ \t]*((?:\[[^\]]*\][ \t]*)*);", re.M)
+
+
+def host_set_globals(source_text: str) -> list[tuple[str, str, int]]:
+    """(qualifier, name, 1-based line) of each file-scope ``__constant__`` / ``__device__``
+    variable ``source_text`` declares without an initializer: memory the host program sets
+    (``cudaMemcpyToSymbol``) and a spec cannot, so a launch from the runner sees zeros there
+    (static storage is zero-initialized, C++ [basic.start.static])."""
+    out = []
+    for m in _HOST_SET.finditer(source_text):
+        if "extern" in m.group(2).split() or "__shared__" in m.group(2):
+            continue
+        out.append((m.group(1), m.group(3), source_text.count("\n", 0, m.start(3)) + 1))
+    return out
+
+
+def _reached_text(kernel: Kernel, source_text: str) -> str:
+    """The kernel's body and the bodies of the file's functions it calls, transitively (by
+    name: every overload of a called name counts)."""
+    from cudalens.kernel_model.syntax import parse, walk  # noqa: PLC0415 - tree-sitter
+
+    parsed = parse(source_text)
+    bodies: dict[str, list] = {}
+    for n in walk(parsed.tree.root_node):
+        if n.type == "function_definition":
+            d = n.child_by_field_name("declarator")
+            while d is not None and d.type not in ("identifier", "field_identifier",
+                                                   "qualified_identifier"):
+                d = d.child_by_field_name("declarator")
+            body = n.child_by_field_name("body")
+            if d is not None and body is not None:
+                bodies.setdefault(parsed.text_of(d).split("::")[-1], []).append(body)
+    lines = source_text.split("\n")
+    texts = ["\n".join(lines[kernel.body_range.start.line:kernel.body_range.end.line + 1])]
+    todo, seen = [texts[0]], {kernel.name}
+    while todo:
+        text = todo.pop()
+        for name in set(re.findall(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(", text)):
+            if name in bodies and name not in seen:
+                seen.add(name)
+                for b in bodies[name]:
+                    texts.append(parsed.text_of(b))
+                    todo.append(texts[-1])
+    return "\n".join(texts)
+
+
+def check_host_set_globals(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
+    """Raises SpecError when the kernel's body reads a ``host_set_globals`` variable: the
+    original and every candidate would compute with its zeros (a filter's taps, a lookup
+    table), and outputs that agree then prove nothing about the real program."""
+    globals_ = host_set_globals(source_text)
+    if not globals_:
+        return
+    body = _reached_text(kernel, source_text)
+    for qualifier, name, line in globals_:
+        if re.search(rf"\b{re.escape(name)}\b", body):
+            raise SpecError(spec.source or "<spec>", spec.line, (
+                f"kernel {kernel.name} reads {qualifier} {name} (declared at line {line} of "
+                f"the kernel's file without an initializer): the program's host code fills "
+                f"it (cudaMemcpyToSymbol) and the runner cannot, so the original and every "
+                f"candidate would compute with zeros there and verification would prove "
+                f"nothing; give {name} an initializer or pass the data as a pointer "
+                f"parameter to optimize this kernel"))
 
 
 def check_roles(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
