@@ -6,7 +6,6 @@ why."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest

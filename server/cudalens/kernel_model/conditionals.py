@@ -59,8 +59,8 @@ PREDEFINED: dict[str, Union[Definition, Unknown]] = {
     "__CUDACC_VER_BUILD__": Unknown(f"__CUDACC_VER_BUILD__ is {_VERSION}", True),
     "CUDART_VERSION": Unknown(f"CUDART_VERSION is {_VERSION}", True),
     "CUDA_VERSION": Unknown(f"CUDA_VERSION is {_VERSION} (and cuda.h defines it)"),
-    "__GNUC__": Unknown(f"__GNUC__ is the host compiler's version, which cudalens does not "
-                        f"know", True),
+    "__GNUC__": Unknown("__GNUC__ is the host compiler's version, which cudalens does not "
+                        "know", True),
 }
 _SPECIAL = ("__has_include", "__has_include_next", "__has_builtin", "__has_attribute",
             "__has_cpp_attribute", "__has_feature", "__has_extension")
