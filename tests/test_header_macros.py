@@ -200,11 +200,16 @@ def test_header_macros_conditionals():
     assert found.macros["T"].body == "double" and found.macros["T"].origin == "-D"
     assert found.macros["TWICE"].params == ("x",)
     assert found.macros["TWICE"].where == "line 4 of a.h"
-    assert "MODE" not in found.macros
-    assert found.unknown["MODE"] == ("MODE is defined differently at line 6 of a.h and at "
-                                     "line 8 of a.h, under conditions cudalens does not "
-                                     "evaluate")
-    assert "N" not in found.macros  # 16 under an #elif not evaluated, else 1024
+    # FAST and SMALL are no macros: 0, as in C, so the #else branches hold
+    assert found.macros["MODE"].body == "2" and found.macros["MODE"].line == 8
+    assert found.macros["N"].body == "1024" and found.macros["N"].line == 15
+    unsure = header_macros([("a.h", "#if FAST(1)\n# define MODE 1\n#else\n# define MODE 2\n"
+                                     "#endif\n")])
+    assert "MODE" not in unsure.macros
+    assert unsure.unknown["MODE"] == (
+        "MODE is defined differently at line 2 of a.h and at line 4 of a.h, under '#else "
+        "(the branch after #if FAST(1))' (line 3 of a.h), which cudalens cannot evaluate: "
+        "'FAST(' calls no macro cudalens knows of")
     assert "GONE" not in found.macros and found.why_unknown("GONE") is not None
     big = header_macros([("a.h", "#ifdef BIG\n# define N 4096\n#else\n# define N 1024\n"
                                   "#endif\n")], build=[("BIG", "1")])

@@ -185,7 +185,7 @@ void run(float *A, float *x, float *tmp) {
 def test_active_text_blanks_the_branches_the_preprocessor_skips():
     text = "#ifdef A\nx\n#elif B\ny\n#else\nz\n#endif\n#define A\n#ifdef A\np\n#else\nq\n#endif"
     assert active_text(text).split("\n") == [
-        "#ifdef A", "", "#elif B", "y", "#else", "z", "#endif", "#define A", "#ifdef A", "p",
+        "#ifdef A", "", "#elif B", "", "#else", "z", "#endif", "#define A", "#ifdef A", "p",
         "#else", "", "#endif"]
     assert function_macros(LOOP_BOUNDS_HEADER)["LOOP_BOUND"] == (("x", "y"), "y")
     assert object_macros(LOOP_BOUNDS_HEADER) == {"_B_NX": "LOOP_BOUND(NX, nx)",

@@ -2,14 +2,16 @@
 
 Passes that recognize a pattern by its index arithmetic (``out[IDX(col, row, rows)]``) look
 through object-like macros (``#define N 1024``) and function-like macros (``#define
-IDX(r, c, ld) ((r) * (ld) + (c))``). Expansion here is only for analysis: the rewritten code
+IDX(r, c, ld) ((r) * (ld) + (c))``), the definitions in the branches the preprocessor takes
+(``kernel_model.conditionals`` decides ``#if``/``#elif``/``#ifdef``, after the build's ``-D``
+values and the headers' macros). Expansion here is only for analysis: the rewritten code
 keeps the macro calls as written, so the compiler expands them exactly as before.
 
 Expansion is textual, one macro at a time, with each argument substituted as written
 (parenthesized) and the result re-parsed; ``#``, ``##`` and variadic macros are not expanded
 (the analysis then sees an unknown call and the pass says so). A macro defined more than once
-in the file is not expanded either: which definition holds at the use depends on ``#undef``
-and ``#if`` lines that the passes do not evaluate.
+in the file with no branch decided between them is not expanded either (an ``#if`` cudalens
+cannot evaluate: its reason is in ``why_no_value``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Optional, Sequence
 
 import tree_sitter
 
+from cudalens.kernel_model.conditionals import DIRECTIVE, Branches, Unknown
 from cudalens.kernel_model.file_facts import fact, file_nodes
 from cudalens.kernel_model.syntax import Parsed, parse, walk
 
@@ -39,6 +42,9 @@ class Macro:
     body: str
     line: int
     origin: str = ""  # "" for the file's own; a header's name, or "-D" for the build's
+    # "" when the definition certainly holds; else why not known: "under '#if F(1)' (line 2),
+    # which cudalens cannot evaluate: ..." (``conditionals.Branches.unsure_reason``)
+    condition: str = ""
 
     @property
     def where(self) -> str:
@@ -58,9 +64,16 @@ def file_macros(parsed: Parsed) -> dict[str, Macro]:
     is bound to its headers' macros (``bind_header_macros``), those too: the build's ``-D``
     values win over the file's own ``#define``s (the usual ``#ifndef N / #define N 1024``
     default), the file's own over its headers' (a file redefining a header's macro
-    ``#undef``s it first). A name the file defines twice stays unexpanded."""
+    ``#undef``s it first). A name defined only in a branch the preprocessor skips
+    (``conditionals``: ``#if BLOCK == 256`` with ``BLOCK`` 128) is left out; a name the file
+    defines twice has the definition of the branch taken, or none when that depends on a
+    condition cudalens cannot evaluate."""
     own, twice = fact(parsed, "macros", _file_macros)
     env = header_macros_of(parsed.text)
+    if "#if" in parsed.text or "# if" in parsed.text:  # a branch not taken defines none
+        known = file_env(parsed)
+        own = {k: v for k, v in own.items() if k in known.macros or not known.unknown.get(
+            k, "").startswith(f"{k} is defined only under ")}
     if env is None and not twice:
         return dict(own)
     out = {k: v for k, v in env.macros.items() if k not in twice} if env is not None else {}
@@ -114,7 +127,6 @@ def _file_macros(parsed: Parsed) -> tuple[dict[str, Macro], frozenset[str]]:
     return {k: v for k, v in found.items() if k not in twice}, frozenset(twice)
 
 
-_CONDITION = re.compile(r"^[ \t]*#[ \t]*(?P<kw>ifdef|ifndef|if|elif|else|endif)\b(?P<rest>.*)$")
 _DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)"
                           r"(?:\((?P<params>[^()]*)\))?(?P<body>.*)$")
 _UNDEF_LINE = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+(?P<name>[A-Za-z_]\w*)")
@@ -158,18 +170,29 @@ def header_macros(headers: Sequence[tuple[str, str]],
     ``start`` when given (its macros defined already: a file's own text after its headers').
 
     The headers are read as one text after the ``-D`` lines, line by line (a ``\\`` line
-    continuation joined): ``#ifdef``/``#ifndef`` are decided by the names defined so far,
-    their ``#else`` likewise; ``#if``/``#elif`` conditions are not evaluated, each of their
-    branches counts as taken, and a name such branches define twice with different bodies
-    has no known value. ``#undef`` removes a name. Never raises."""
+    continuation joined): ``#if``/``#elif``/``#ifdef``/``#ifndef``/``#else`` are decided by
+    ``conditionals.Branches`` over the macros defined so far; of a condition that cannot be
+    evaluated (``conditionals.Unevaluable``) each branch counts as taken, a macro defined
+    there has ``Macro.condition`` saying so, and a name such branches define twice with
+    different bodies has no known value (``unknown`` says under which condition and why).
+    ``#undef`` removes a name. Never raises."""
     macros: dict[str, Macro] = dict(start.macros) if start is not None else {}
     unknown: dict[str, str] = dict(start.unknown) if start is not None else {}
+    uncertain: dict[str, str] = {}  # name -> why whether it is defined here is not known
+    skipped: set[str] = set()  # names defined in branches not taken
     for name, value in build:
         macros[name] = Macro(name, None, value.strip(), 0, "-D")
-    # per open conditional: [this branch taken (True/False/None unknown), a branch taken
-    # before, a branch unknown before, the directive's text, where it is]
     for origin, text in headers:
-        stack: list[list] = []
+        branches = Branches()
+
+        def lookup(name: str):
+            if name in uncertain:
+                return Unknown(uncertain[name])
+            if name in unknown and name not in macros and name not in skipped:
+                return Unknown(unknown[name])
+            m = macros.get(name)
+            return None if m is None else (m.params, m.body)
+
         lines = text.split("\n")
         i = 0
         while i < len(lines):
@@ -181,40 +204,17 @@ def header_macros(headers: Sequence[tuple[str, str]],
             i += 1
             line = _COMMENTS.sub(" ", line)
             where = f"line {first + 1}" + (f" of {origin}" if origin else "")
-            m = _CONDITION.match(line)
-            skipping = any(level[0] is False for level in stack)
+            m = DIRECTIVE.match(line)
+            skipping = branches.skipping
             if m:
-                kw, rest = m.group("kw"), m.group("rest").strip()
-                if kw in ("ifdef", "ifndef"):
-                    word = rest.split()[0] if rest.split() else ""
-                    known = False if skipping else None if not word else \
-                        (word in macros) == (kw == "ifdef")
-                    stack.append([known, known is True, known is None, f"#{kw} {word}", where])
-                elif kw == "if":
-                    stack.append([False if skipping else None, False, True, f"#if {rest}",
-                                  where])
-                elif kw in ("elif", "else") and stack:
-                    level = stack[-1]
-                    outer = any(lv[0] is False for lv in stack[:-1])
-                    before = level[1] or level[0] is True
-                    unsure = level[2] or level[0] is None
-                    if outer or before:
-                        level[0] = False
-                    elif kw == "elif" or unsure:
-                        level[0] = None
-                    else:
-                        level[0] = True
-                    level[1], level[2] = before, unsure or level[0] is None
-                    opened = level[3].split(" (the branch after ")[0]
-                    level[3] = f"#{kw}" + (f" {rest}" if rest else "") + \
-                        f" (the branch after {opened})"
-                    level[4] = where
-                elif kw == "endif" and stack:
-                    stack.pop()
+                branches.directive(m.group("kw"), m.group("rest"), where, lookup)
                 continue
             u = _UNDEF_LINE.match(line)
             if u and not skipping:
                 macros.pop(u.group("name"), None)
+                why = branches.unsure_reason()
+                if why:
+                    uncertain[u.group("name")] = f"{u.group('name')} is #undef'd {why}"
                 continue
             d = _DEFINE_LINE.match(line)
             if d is None:
@@ -224,23 +224,29 @@ def header_macros(headers: Sequence[tuple[str, str]],
                 tuple(p.strip() for p in d.group("params").split(",") if p.strip())
             body = d.group("body").strip()
             if skipping:
-                closed = next(level for level in reversed(stack) if level[0] is False)
-                unknown.setdefault(name, f"{name} is defined only under '{closed[3]}' "
-                                         f"({closed[4]}), a branch not taken, at {where}")
+                closed = branches.closed()
+                skipped.add(name)
+                unknown.setdefault(name, f"{name} is defined only under '{closed.text}' "
+                                         f"({closed.where}), a branch not taken, at {where}")
                 continue
+            why = branches.unsure_reason()
+            if why:
+                uncertain[name] = f"{name} is defined {why}"
+            else:
+                uncertain.pop(name, None)
             old = macros.get(name)
             if old is not None and (old.body, old.params) != (body, params) and \
                     old.origin != "-D":  # a -D the text redefines: the text's holds
                 macros.pop(name)
-                unsure = any(level[0] is None for level in stack)
                 unknown[name] = (f"{name} is defined differently at {old.where} and at "
-                                 f"{where}" + (", under conditions cudalens does not evaluate"
-                                               if unsure else " with no #undef between"))
+                                 f"{where}" + (f", {why}" if why else old.condition and
+                                               f", {old.condition}" or
+                                               " with no #undef between"))
                 continue
             if name in unknown and name not in macros and unknown[name].startswith(
                     f"{name} is defined differently"):
                 continue
-            macros[name] = Macro(name, params, body, first + 1, origin)
+            macros[name] = Macro(name, params, body, first + 1, origin, why)
     for name in macros:
         unknown.pop(name, None)
     names = (start.headers if start is not None else ()) + tuple(o for o, _ in headers)

@@ -484,6 +484,7 @@ def clear_text_caches() -> None:
     clear_parses()
     validate._record_types.cache_clear()
     defines._file_constants.cache_clear()
+    defines._active.cache_clear()
     templates.instances.cache_clear()
     templates.aliases.cache_clear()
     templates.type_macros.cache_clear()
@@ -516,6 +517,7 @@ class _Drafter:
         self.instance = self.pick_instance(instance)
         self.sites = self.sites_of_instance()
         self.bound = templates.bindings(kernel, self.instance) if self.instance else {}
+        self.defines = defines
         self.constants = dict(file_constants(self.context, defines))
         # const/constexpr integers of the file (``static const uint PARTIAL_COUNT = 240;``, a
         # launch's grid), after the #defines; never a kernel parameter's name
@@ -1373,11 +1375,36 @@ class _Drafter:
             if before.get(d.name) != d.expr:
                 self.notes = [f"size {d.name} = {d.expr}:" + n[len(old):]
                               if n.startswith(old) else n for n in self.notes]
+        self.notes += self.unsure_define_notes()
         return KernelSpec(
             kernel=name, sizes=tuple(sizes), params=tuple(params), multiples=tuple(multiples),
             launch=LaunchDecl(block=block_texts or tuple(str(b) for b in block), grid=grid,
                               shared=shared),
             atomics=bool(atomics), source=INFERRED, notes=tuple(self.notes))
+
+    def unsure_define_notes(self) -> list[str]:
+        """A note for each integer ``#define`` the kernel's text or its launch sites name
+        whose value came from a branch of an ``#if`` cudalens cannot evaluate (its first
+        definition, ``spec.defines.unsure_defines``): ``define N = 4096: N is defined under
+        '#if PICK(BLOCK)' (line 2), which cudalens cannot evaluate: ...; GUESS, check it``.
+        Lines are the file's own; a header's define says ``in a header``."""
+        from cudalens.spec.defines import unsure_defines
+
+        unsure = unsure_defines(self.context, self.defines)
+        if not unsure:
+            return []
+        text = self.source.encode()[self.kernel.start_byte:self.kernel.end_byte].decode(
+            errors="replace") + " ".join(" ".join(s.config + s.arguments) for s in self.sites)
+        words = set(re.findall(r"[A-Za-z_]\w*", text))
+        offset = self.context.count("\n") - self.source.count("\n")
+
+        def own_line(m: "re.Match") -> str:
+            n = int(m.group(1)) - offset
+            return f"(line {n})" if n > 0 else "(in a header)"
+        return [f"define {name} = {self.constants[name]}: "
+                + re.sub(r"\(line (\d+)\)", own_line, why)
+                + "; GUESS, check that branch is the one compiled"
+                for name, why in unsure.items() if name in words and name in self.constants]
 
     def branch_note(self, sizes: list[SizeDecl], rename: dict[str, str]) -> None:
         """Says in the instance's note whether the drafted ``sizes`` take the host's branch
