@@ -350,3 +350,46 @@ template __global__ void rowsum<64>(const float *, float *, int);
     assert ("block 64: template argument BLOCK_T = 64 of rowsum<64>: the body uses BLOCK_T as "
             "its block size where it is not 0 ('BLOCK_T == 0 ? blockDim.x : BLOCK_T')") \
         in spec.notes
+
+
+# -- a per-block chunk bounded through min() (the group-norm shape) ----------------------------
+
+GROUPS = """\
+__global__ void group_scale(const float* x, float* dst, const int group_size,
+                            const unsigned ne_elements)
+{
+    int start = blockIdx.x * group_size;
+    int end = min(start + group_size, (int)ne_elements);
+    for (int j = start + threadIdx.x; j < end; j += blockDim.x) {
+        dst[j] = x[j] * 2.0f;
+    }
+}
+
+__global__ void clamp_direct(const float* x, float* dst, int n, int cap)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < ::min(n, cap)) dst[i] = x[i];
+}
+
+void launch(const float* x, float* d, int groups, int gs, unsigned n) {
+    group_scale<<<groups, 128>>>(x, d, gs, n);
+}
+"""
+
+
+def test_a_bound_through_min_is_a_size_and_a_per_block_extent_covers_the_grid():
+    spec = infer(GROUPS, "group_scale")
+    # j < end = min(start + group_size, ne_elements): ne_elements bounds j (was a GUESS of 1,
+    # which verified one element)
+    assert sizes(spec) == {"ne_elements": "1 << 24"}
+    assert buffers(spec)["x"][:2] == ("in", "ne_elements")
+    assert buffers(spec)["dst"][:2] == ("out", "ne_elements")
+    # blockIdx.x * group_size with group_size = 1 would leave all but one element of each
+    # block unverified: the block's size, so that the drafted grid covers ne_elements
+    assert scalars(spec) == {"group_size": "128", "ne_elements": "ne_elements"}
+    assert spec.launch.grid == ("ceil_div(ne_elements, block.x)",)
+    note = next(n for n in spec.notes if n.startswith("scalar group_size"))
+    assert note.startswith("scalar group_size = 128: GUESS (blockIdx.x * group_size: each "
+                           "block covers group_size elements, set to the block's 128 threads")
+    both = infer(GROUPS, "clamp_direct")
+    assert buffers(both)["x"][:2] == ("in", "n") and buffers(both)["dst"][:2] == ("out", "n")

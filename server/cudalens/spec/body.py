@@ -1376,6 +1376,12 @@ class BodyAnalysis:
         for var, node, plus, scope in self.raw_bounds:
             p = self.poly(node)
             if p is None:
+                # j < min(start + len, n), directly or through a local: each operand bounds j
+                operands = self._min_operands(node)
+                for q in sorted(operands, key=lambda q: _symbol_of(q) is None):
+                    self.facts.bounds.setdefault(var, []).append(q + Poly.const(plus))
+                if operands:
+                    continue
                 loaded = self._loaded_from(node)
                 if loaded is not None:
                     self.facts.csr.setdefault(var, loaded)
@@ -1465,6 +1471,31 @@ class BodyAnalysis:
                 self.facts.bounds.setdefault(var, []).append(limit)
                 if scope is not None:
                     self.facts.scoped.setdefault(var, []).append((scope, limit))
+
+    def _min_operands(self, node: Node, depth: int = 0) -> list[Poly]:
+        """The integer operands of a ``min(A, B)`` call (``::min``, ``std::min``, ``umin``,
+        nested, or through a local defined once as one) that are polynomials: each is an
+        upper bound of what the call returns. [] for anything else."""
+        n = strip(node)
+        if depth > 4:
+            return []
+        if n.type == "identifier":
+            name = self.text(n)
+            if name in self.defs and self.substitutable(name) and self.defs[name][0] is not None:
+                return self._min_operands(self.defs[name][0], depth + 1)
+            return []
+        if n.type != "call_expression":
+            return []
+        fn = n.child_by_field_name("function")
+        args = n.child_by_field_name("arguments")
+        if fn is None or args is None or \
+                self.text(fn).split("::")[-1] not in ("min", "umin", "llmin", "ullmin"):
+            return []
+        out: list[Poly] = []
+        for a in named_children(args):
+            p = self.poly(a)
+            out += [p] if p is not None else self._min_operands(a, depth + 1)
+        return out
 
     def _starts_from(self, var: str, pointer: str) -> bool:
         """The first definition of ``var`` (a loop's ``int j = row_start``) is, or adds to, one

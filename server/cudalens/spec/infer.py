@@ -1318,6 +1318,7 @@ class _Drafter:
                 self.later.setdefault(array, []).append(
                     f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
+        self.block_shape = block  # scalar(): a per-block extent's guess
         for p in pointers:
             if not self.layout_note(p, pointers, lengths, by_param, roles, rename):
                 self.padding_note(p, lengths[p.name], rename)
@@ -2310,6 +2311,18 @@ class _Drafter:
                 else self.unknown_argument(p)
             self.notes.append(f"scalar {p.name} = {value}: GUESS ({why}), confirm it")
             return ScalarDecl(name=p.name, type=st, expr=value)
+        n = re.escape(p.name)
+        body = _kernel_text(self.kernel, self.source)
+        block = getattr(self, "block_shape", None)
+        if block and re.search(rf"\bblockIdx\.x\s*\*\s*{n}\b|\b{n}\s*\*\s*blockIdx\.x\b",
+                               body):
+            # start = blockIdx.x * group: each block takes group elements; 1 would leave all
+            # but one element per block unverified, the block's size covers the grid's share
+            self.notes.append(f"scalar {p.name} = {block[0]}: GUESS (blockIdx.x * {p.name}: "
+                              f"each block covers {p.name} elements, set to the block's "
+                              f"{block[0]} threads so the grid covers the size; "
+                              f"{self.unknown_argument(p)}), confirm it")
+            return ScalarDecl(name=p.name, type=st, expr=str(block[0]))
         self.notes.append(f"scalar {p.name} = 1: GUESS (not a bound of any index, "
                           f"{self.unknown_argument(p)}), confirm it")
         return ScalarDecl(name=p.name, type=st, expr="1")
