@@ -393,3 +393,46 @@ def test_a_bound_through_min_is_a_size_and_a_per_block_extent_covers_the_grid():
                            "block covers group_size elements, set to the block's 128 threads")
     both = infer(GROUPS, "clamp_direct")
     assert buffers(both)["x"][:2] == ("in", "n") and buffers(both)["dst"][:2] == ("out", "n")
+
+
+# -- a launch inside 'if (block_size == 16)' (the matrixMul sample's shape) --------------------
+
+TILED = """\
+template <int BS>
+__global__ void mm_tiled(float* C, const float* A, const float* B, int wA, int wB)
+{
+    __shared__ float As[BS][BS];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    As[ty][tx] = A[(blockIdx.y * BS + ty) * wA + tx];
+    __syncthreads();
+    C[(blockIdx.y * BS + ty) * wB + blockIdx.x * BS + tx] = As[ty][tx];
+}
+
+int main() {
+    int block_size = 32;
+    float *A = 0, *B = 0, *C = 0;
+    dim3 threads(block_size, block_size);
+    dim3 grid(640 / threads.x, 320 / threads.y);
+    if (block_size == 16) {
+        mm_tiled<16><<<grid, threads>>>(C, A, B, 64, 640);
+    } else {
+        mm_tiled<32><<<grid, threads>>>(C, A, B, 64, 640);
+    }
+}
+"""
+
+
+def test_a_launch_inside_an_equality_test_takes_the_tested_value():
+    from cudalens.spec.host_locals import if_bindings
+
+    at = TILED.index("mm_tiled<16><<<")
+    assert if_bindings(TILED, at) == {"block_size": "16"}
+    assert if_bindings(TILED, TILED.index("mm_tiled<32><<<")) == {}  # the else branch
+    # reassigned between the test and the launch: nothing is fixed
+    moved = TILED.replace("if (block_size == 16) {\n", "if (block_size == 16) {\n"
+                          "        block_size = 8;\n")
+    assert if_bindings(moved, moved.index("mm_tiled<16><<<")) == {}
+    # As[BS][BS] indexed by threadIdx up to 31 would overflow with the initializer's 32
+    sixteen = infer(TILED, "mm_tiled", instance="mm_tiled<16>")
+    assert sixteen.launch.block == ("16", "16")
+    assert infer(TILED, "mm_tiled", instance="mm_tiled<32>").launch.block == ("32", "32")

@@ -61,8 +61,10 @@ def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
     """``expr`` with each name that is not in ``keep`` replaced by the initializer of its last
     integer declaration before offset ``before`` in the launching function (``int grid_size =
     N;``; the function taken to start after the last ``}`` that opens a line above the
-    launch; a few rounds), when that name is not assigned again between them."""
+    launch; a few rounds), when that name is not assigned again between them; a name an
+    ``if (NAME == K) {`` around ``before`` fixes is ``K`` (``if_bindings``)."""
     start = source.rfind("\n}", 0, before) + 1
+    fixed = if_bindings(source, before)
     for _ in range(3):
         changed = False
 
@@ -71,6 +73,9 @@ def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
             name = m.group(0)
             if name in keep:
                 return name
+            if name in fixed:  # the launch sits inside 'if (name == K) {'
+                changed = True
+                return f"({fixed[name]})"
             found = [(init, end) for declared, init, end in declarations(source[start:before])
                      if declared == name]
             if not found:
@@ -85,6 +90,32 @@ def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
         if not changed:
             break
     return expr
+
+
+_IF_EQUAL = re.compile(r"\bif\s*\(\s*(?:([A-Za-z_]\w*)\s*==\s*([\w.]+)|([\w.]+)\s*==\s*"
+                       r"([A-Za-z_]\w*))\s*\)\s*\{")
+
+
+def if_bindings(source: str, at: int) -> dict[str, str]:
+    """Name -> value fixed at offset ``at`` by the ``if (NAME == K) {`` (or ``K == NAME``)
+    blocks around it, ``K`` a literal or a name: matrixMul's ``if (block_size == 16) {
+    MatrixMulCUDA<16><<<grid, threads>>>(...); }`` runs with ``block_size == 16`` whatever
+    ``block_size``'s initializer, and so does ``dim3 threads(block_size, block_size)``
+    declared above the ``if``. Only when the launch is inside the braces of the ``if``'s own
+    branch and ``NAME`` is not assigned between the ``if`` and ``at``."""
+    out: dict[str, str] = {}
+    for m in _IF_EQUAL.finditer(source, 0, at):
+        close = _matching_brace(source, m.end() - 1)
+        if close is None or close < at:
+            continue
+        name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if re.fullmatch(r"[A-Za-z_]\w*", value) and not re.fullmatch(r"[A-Z_][A-Z0-9_]*", value):
+            continue  # a == b between two variables fixes neither's value here
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)",
+                     source[m.end():at]):
+            continue
+        out[name] = value
+    return out
 
 
 _SWITCH = re.compile(r"\bswitch\s*\(\s*([A-Za-z_]\w*)\s*\)\s*\{")
