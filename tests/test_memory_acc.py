@@ -133,6 +133,15 @@ def test_ordered_form_keeps_the_operations_and_the_lines():
     assert lines[6].strip() == "float C_acc = C[row * n + col] * beta;"
     assert lines[8].strip() == "C_acc += A[row * k + p] * B[p * n + col];"
     assert lines[10].strip() == "C_acc /= 3.0f; C[row * n + col] = C_acc;"
+    # the candidate's layout, settled after the passes: the store on a line of its own
+    assert memory_acc.own_lines(new, ctx.text).split("\n")[5:12] == [
+        "    if (row < m && col < n) {",
+        "        float C_acc = C[row * n + col] * beta;",
+        "        for (int p = 0; p < k; ++p) {",
+        "            C_acc += A[row * k + p] * B[p * n + col];",
+        "        }",
+        "        C_acc /= 3.0f;",
+        "        C[row * n + col] = C_acc;"]
 
 
 def test_reassociated_form_stores_once_and_keeps_the_later_statements_on_memory():
@@ -143,12 +152,82 @@ def test_reassociated_form_stores_once_and_keeps_the_later_statements_on_memory(
     assert lines[4].strip() == "float y_acc = 0.0f;"
     assert lines[6].strip() == "y_acc += A[i * cols + j] * x[j]; y[i] = y_acc;"
     assert lines[7].strip() == "y[i] /= cols;"
+    assert memory_acc.own_lines(new, ctx.text).split("\n")[3:10] == [
+        "    if (i < rows) {",
+        "        float y_acc = 0.0f;",
+        "        for (int j = 0; j < cols; j++)",
+        "            y_acc += A[i * cols + j] * x[j];",
+        "        y[i] = y_acc;",
+        "        y[i] /= cols;",
+        "    }"]
+
+
+ROWS_NO_INIT = ROWS.replace("        y[i] = 0;\n", "")
+
+
+def test_a_register_added_before_the_loop_is_declared_on_a_line_of_its_own():
+    """No initial statement: the declaration goes in front of the loop, on its line (lines
+    kept), and ``own_lines`` moves the loop and the store to lines of their own, at the
+    loop's indentation."""
+    ctx = context_with_spec(ROWS_NO_INIT, "k", ROWS_SPEC)
+    new, why = memory_acc.local(ctx, ordered=False)
+    assert why is None
+    lines = new.text.split("\n")
+    assert len(lines) == len(ROWS_NO_INIT.split("\n"))
+    assert lines[4] == "        float y_acc = 0.0f; for (int j = 0; j < cols; j++)"
+    assert lines[5] == "            y_acc += A[i * cols + j] * x[j]; y[i] += y_acc;"
+    assert memory_acc.own_lines(new, ctx.text).split("\n")[3:10] == [
+        "    if (i < rows) {",
+        "        float y_acc = 0.0f;",
+        "        for (int j = 0; j < cols; j++)",
+        "            y_acc += A[i * cols + j] * x[j];",
+        "        y[i] += y_acc;",
+        "        y[i] /= cols;",
+        "    }"]
+    assert memory_acc.own_lines(ctx, ctx.text) is ctx.text  # no register: the text itself
+
+
+OWN_ACC = """__global__ void k(const float* A, const float* x, float* y, float* z, int rows, int cols)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows) {
+        float y_acc = 0.0f; for (int j = 0; j < cols; j++) y_acc += x[j]; z[i] = y_acc;
+        y[i] = 0; for (int j = 0; j < cols; j++) y[i] += A[i * cols + j] * x[j];
+    }
+}
+"""
+OWN_ACC_SPEC = ROWS_SPEC.replace("out y: float[rows]", "out y: float[rows]\nout z: float[rows]")
+
+
+def test_the_users_own_statements_keep_their_lines():
+    """A ``y_acc`` the user wrote is the user's layout, left as it is; the register
+    memory_acc adds (named ``y_acc1``, fresh) is laid out."""
+    ctx = context_with_spec(OWN_ACC, "k", OWN_ACC_SPEC)
+    new, why = memory_acc.local(ctx, ordered=False)
+    assert why is None
+    assert new.text.split("\n")[5] == ("        float y_acc1 = 0.0f; for (int j = 0; j < cols; "
+                                       "j++) y_acc1 += A[i * cols + j] * x[j]; y[i] = y_acc1;")
+    assert memory_acc.own_lines(new, ctx.text).split("\n")[4:10] == [
+        "        float y_acc = 0.0f; for (int j = 0; j < cols; j++) y_acc += x[j]; z[i] = y_acc;",
+        "        float y_acc1 = 0.0f;",
+        "        for (int j = 0; j < cols; j++) y_acc1 += A[i * cols + j] * x[j];",
+        "        y[i] = y_acc1;",
+        "    }",
+        "}"]
+
+
+def _laid_out(ctx, result):
+    """The pass's text as its candidate has it (``memory_acc.own_lines``)."""
+    return memory_acc.own_lines(ctx.rewritten(result.source, result.launch, "pass"), ctx.text)
 
 
 def _outputs(ctx, result, sizes, name):
+    """``name`` after the original and after the pass's laid-out text (the one the user
+    gets), under ``block_sim`` at ``sizes``."""
     kernel = ctx.kernel.qualified_name
     before = block_sim.run(ctx.text, kernel, ctx.spec, sizes).buffers[name]
-    after = block_sim.run(result.source, kernel, ctx.spec, sizes, result.launch).buffers[name]
+    after = block_sim.run(_laid_out(ctx, result), kernel, ctx.spec, sizes,
+                          result.launch).buffers[name]
     return before, after
 
 
@@ -177,9 +256,21 @@ def _close(a, b):
 def test_row_passes_compute_the_originals_outputs_at_a_ragged_size(pass_name):
     ctx = context_with_spec(ROWS, "k", ROWS_SPEC)
     assert get(pass_name).check(ctx) is None
-    before, after = _outputs(ctx, get(pass_name).apply(ctx), {"rows": 37, "cols": 45}, "y")
+    result = get(pass_name).apply(ctx)
+    before, after = _outputs(ctx, result, {"rows": 37, "cols": 45}, "y")
     assert _close(before, after)
     assert before[0] != 0.0
+    # the store the pass guarded follows the reduction on a line of its own
+    kept, laid = {"warp_per_row": ("        } if (lane == 0) y[i] = y_acc;\n",
+                                   "        }\n        if (lane == 0) y[i] = y_acc;\n"),
+                  "block_per_row": (
+                      "        __syncthreads();  /* the slots are free again */ if (threadIdx.x == 0)"
+                      " y[i] = y_acc;\n",
+                      "        __syncthreads();  /* the slots are free again */\n"
+                      "        if (threadIdx.x == 0) y[i] = y_acc;\n")}[pass_name]
+    assert kept in result.source
+    assert laid in _laid_out(ctx, result)
+    assert _laid_out(ctx, result).replace(laid, kept) == result.source
 
 
 @block_sim.needs_gxx
@@ -215,6 +306,25 @@ def test_refusals_say_why_and_where(text, spec, pass_name, reason, line):
     kernel = "g" if "__global__ void g" in text else "k"
     got = get(pass_name).check(context_with_spec(text, kernel, spec))
     assert got == reason and line_of(got) == line
+
+
+AFTER_THE_SUM = ROWS_NO_INIT.replace("        y[i] /= cols;\n",
+                                    "        y[i] /= cols;\n        if (y[i] > 0) y[i] = 1;\n")
+
+
+@pytest.mark.parametrize("pass_name", ["warp_per_row", "block_per_row"])
+def test_a_refusal_after_the_register_form_cites_the_originals_line(pass_name):
+    """memory_acc applies (its declaration and store on the loop's lines), then the row pass
+    refuses a statement below the loop: the line it names is the one in the user's file."""
+    ctx = context_with_spec(AFTER_THE_SUM, "k", ROWS_SPEC)
+    new, why = memory_acc.local(ctx, ordered=False)
+    assert why is None and "y_acc += " in new.text
+    line = AFTER_THE_SUM.split("\n").index("        if (y[i] > 0) y[i] = 1;") + 1
+    assert line == 8
+    got = get(pass_name).check(ctx)
+    assert got == ("'if (y[i] > 0) y[i] = 1;' at line 8: expected declarations, assignments "
+                   "and column loops only")
+    assert line_of(got) == line
 
 
 def test_an_aliased_launch_is_refused():

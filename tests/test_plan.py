@@ -390,19 +390,33 @@ def test_a_csr_row_loop_gets_a_warp_per_row_and_no_stencil_tile():
     assert bpr.reason == ("rows of 20 entries on average (starts's csr fill at the spec's "
                           "sizes) are short: a warp per i keeps its lanes busy, a block per i "
                           "pays from 1024 entries")
-    # y[i] += ... inside the loop became a register sum (memory_acc, lines kept) reduced
-    # across the warp and stored once by lane 0
+    # y[i] += ... inside the loop became a register sum (memory_acc) reduced across the warp
+    # and stored once by lane 0: the pass wrote it on the original's lines, the candidate
+    # has the declaration before the loop and the store after it on lines of their own
     from cudalens.optimizer.passes import get
+    from cudalens.optimizer.staged_search import ordered
     from variant_corpus import ROOT
     target = load_target(ROOT / "warp_per_row" / "csr_memory_sum.cu")
     ctx = make_context(target.text, str(target.path), target.kernel.name, target.spec)
-    source = get("warp_per_row").apply(ctx).source
-    assert "float y_acc = 0.0f; for (unsigned k = (starts[i]) + lane; k < starts[i + 1]; " \
-        "k += 32)" in source
-    assert "y_acc += a[k] * v[cols[k]];" in source
-    assert "y_acc += __shfl_xor_sync(0xffffffffu, y_acc, offset);" in source
-    assert "if (lane == 0) y[i] += y_acc;" in source
-    assert "y[i] +=" not in source.replace("if (lane == 0) y[i] += y_acc;", "")
+    kept = get("warp_per_row").apply(ctx).source.split("\n")
+    assert kept[9] == ("        float y_acc = 0.0f; for (unsigned k = (starts[i]) + lane; "
+                       "k < starts[i + 1]; k += 32)")
+    assert kept[13] == "        } if (lane == 0) y[i] += y_acc;"
+    first = ordered(ctx, 0)[0]
+    assert first.passes == plan.candidates[0].passes
+    lines = first.source.split("\n")
+    assert lines[8:] == [
+        "    if (i < n) {",
+        "        float y_acc = 0.0f;",
+        "        for (unsigned k = (starts[i]) + lane; k < starts[i + 1]; k += 32)",
+        "            y_acc += a[k] * v[cols[k]];",
+        "        for (int offset = 16; offset > 0; offset /= 2) {",
+        "            y_acc += __shfl_xor_sync(0xffffffffu, y_acc, offset);",
+        "        }",
+        "        if (lane == 0) y[i] += y_acc;",
+        "    }",
+        "}",
+        ""]
 
 
 def test_row_pointers_are_not_a_stencil():

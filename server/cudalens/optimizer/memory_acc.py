@@ -30,6 +30,18 @@ of ``O``'s buffer must be the accumulation (a loop that also reads it is left al
 reason), so only another pointer parameter overlapping it could differ; as for every
 structural pass the launch sites in the file are the evidence (``structural.plan`` refuses a
 site passing one argument to two pointer parameters: ``cudalens.optimizer.aliasing``).
+
+Layout (``own_lines``): ``local`` keeps every line where it was, so that the reasons and
+lines the pass using it and the later passes report cite the user's lines; the declaration
+it adds before a loop and the store after it therefore share a line with the loop
+(``float y_acc = 0.0f; for (...)``, ``... } y[i] += y_acc;``). The candidate's source is
+laid out once, after all passes ran on that line-kept text (``staged_search._candidate``):
+``own_lines`` puts the statement following the register's declaration, and each later
+statement of the same block that uses the register, on a line of its own, indented like
+the declaration (the block's statements). The register is found by its name, with no marker in the text
+for later passes to carry: a declaration of ``B_acc`` (``fresh_name``'s numbered forms
+too) for a pointer parameter ``B`` that the original file does not spell, which only
+``local`` writes. Only white space between two statements changes: the code is the same.
 """
 
 from __future__ import annotations
@@ -40,12 +52,12 @@ from typing import Optional
 
 import tree_sitter
 
-from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name
+from cudalens.kernel_model.edits import Edit, apply_edits, fresh_name, line_indent
 from cudalens.kernel_model.file_facts import file_identifiers
 from cudalens.kernel_model.loops import for_header
 from cudalens.kernel_model.model import UnreadableBody, readable_body
-from cudalens.kernel_model.syntax import (Parsed, identifiers, named_children, short_text,
-                                          unparen, walk, written_target)
+from cudalens.kernel_model.syntax import (Parsed, declared_name, identifiers, named_children,
+                                          parse, short_text, unparen, walk, written_target)
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.reasons import Reason
 
@@ -53,6 +65,9 @@ SUM_TYPES = ("float", "double", "int", "unsigned", "unsigned int", "long", "long
              "unsigned long long", "size_t")
 _ZERO = re.compile(r"^\(?\s*(0+|0*\.0*|0+\.0*)[fFuU]?\s*\)?$")
 _POST_OPS = ("/=", "*=", "+=", "-=")
+_ACC_NAME = re.compile(r"^(\w+)_acc\d*$")
+# what may stand between two statements on one line: blanks and /* */ comments
+_GAP = re.compile(rb"^(?:[ \t]|/\*(?:[^*]|\*(?!/))*\*/)*$")
 
 
 def _norm(text: str) -> str:
@@ -259,3 +274,67 @@ def local(ctx: PassContext, ordered: bool) -> tuple[PassContext, Optional[Reason
                            "registers")
     new = ctx.rewritten(text, ctx.launch, "memory_acc")
     return dataclasses.replace(new, applied=ctx.applied), None
+
+
+def _starts_line(data: bytes, node: tree_sitter.Node) -> bool:
+    """Whether only blanks stand before ``node`` on its line (a directive's node ends with
+    its newline: the statement after it starts its line)."""
+    start = data.rfind(b"\n", 0, node.start_byte) + 1
+    return data[start:node.start_byte].strip() == b""
+
+
+def _indent(data: bytes, node: tree_sitter.Node) -> str:
+    """The indentation of ``node``: the white space before it when it starts its line, else
+    one level (four spaces, or a tab where the line is indented with tabs) deeper than its
+    line."""
+    line = line_indent(data, node.start_byte)
+    if _starts_line(data, node):
+        return line
+    return line + ("\t" if line.startswith("\t") else "    ")
+
+
+def own_lines(ctx: PassContext, original: str) -> str:
+    """``ctx.text`` (a candidate's text after all its passes) with ``local``'s register
+    declarations and stores on lines of their own (module doc, Layout): in the kernel's
+    body, after each declaration of a register ``B_acc`` (``B`` a pointer parameter, the
+    name not spelled in ``original``, the text the passes started from), the next statement
+    and every later statement of the same block that uses the register start a new line
+    when they start on the line where the statement before them ends (with only blanks and
+    ``/* */`` comments between them, which stay on the first line), indented like the
+    declaration (one level deeper than its line where it does not start the line).
+
+    Returns ``ctx.text`` itself when there is nothing to move or the body cannot be read.
+    Raises nothing.
+    """
+    if "_acc" not in ctx.text:
+        return ctx.text
+    try:
+        parsed, body = readable_body(ctx)
+    except UnreadableBody:
+        return ctx.text
+    pointers = {q.name for q in ctx.kernel.parameters if q.is_pointer}
+    before = file_identifiers(parse(original))
+    data = parsed.data
+    edits: dict[int, Edit] = {}
+    for decl in walk(body):
+        if decl.type != "declaration" or decl.parent is None or \
+                decl.parent.type != "compound_statement":
+            continue
+        names = [declared_name(d, parsed) for d in decl.children_by_field_name("declarator")]
+        match = _ACC_NAME.match(names[0] or "") if len(names) == 1 else None
+        if match is None or match.group(1) not in pointers or names[0] in before:
+            continue
+        stmts = named_children(decl.parent)
+        indent = _indent(data, decl)  # the block's statements, once on lines of their own
+        at = next(i for i, s in enumerate(stmts) if s.start_byte == decl.start_byte)
+        for j in range(at + 1, len(stmts)):
+            prev, cur = stmts[j - 1], stmts[j]
+            gap = data[prev.end_byte:cur.start_byte]
+            if not _GAP.match(gap) or _starts_line(data, cur) or \
+                    (j > at + 1 and names[0] not in identifiers(cur, parsed)):
+                continue
+            start = prev.end_byte + len(gap.rstrip())
+            edits[start] = Edit(start, cur.start_byte, "\n" + indent)
+    if not edits:
+        return ctx.text
+    return apply_edits(data, edits.values())

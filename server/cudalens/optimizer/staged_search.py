@@ -21,7 +21,9 @@ breadth first:
 
 candidates equal to an earlier one or to the baseline (by source, launch and nvcc options)
 are dropped and the first ``budget`` kept. The same context, budget and seed always give the
-same list. When the workspace has a ``.clang-format``, each candidate's kernel is formatted
+same list. Each candidate's source has ``memory_acc``'s register statements on lines of
+their own (``memory_acc.own_lines``: after every pass, whose reasons cite the user's lines).
+When the workspace has a ``.clang-format``, each candidate's kernel is formatted
 with it (``cudalens.formatting``), so what is timed, shown and applied is the same text.
 ``cudalens.optimizer.batched`` then measures them in batches, steering towards the
 families that measure best.
@@ -37,6 +39,7 @@ from types import ModuleType
 from typing import Optional
 
 from cudalens.optimizer.candidate import Candidate, PassResult, family_of, launch_key, make_label
+from cudalens.optimizer import memory_acc
 from cudalens.optimizer.context import PassContext
 from cudalens.optimizer.passes import (BODY_REWRITES, PASSES, fast_math, launch_config,
                                        restrict_const, unroll)
@@ -136,8 +139,10 @@ def _plans(ctx: PassContext,
 
 
 def _candidate(ctx: PassContext, plan: _Plan) -> Candidate:
+    # the passes ran on line-kept text (their reasons cite the user's lines); the layout of
+    # memory_acc's register statements is settled once, here (memory_acc, Layout)
     return Candidate(label=make_label(plan.tags), explanation="; ".join(plan.explanations),
-                     source=plan.ctx.text, kernel=ctx.kernel.qualified_name,
+                     source=memory_acc.own_lines(plan.ctx, ctx.text), kernel=ctx.kernel.qualified_name,
                      launch=plan.ctx.launch, passes=plan.passes, options=plan.options,
                      family=family_of(plan.tags))
 
