@@ -436,3 +436,15 @@ def test_a_launch_inside_an_equality_test_takes_the_tested_value():
     sixteen = infer(TILED, "mm_tiled", instance="mm_tiled<16>")
     assert sixteen.launch.block == ("16", "16")
     assert infer(TILED, "mm_tiled", instance="mm_tiled<32>").launch.block == ("32", "32")
+
+
+def test_the_plan_of_a_template_instance_is_named_with_its_arguments(tmp_path):
+    from cudalens.engine.plan import plan_for_target
+    from cudalens.target import load_target
+
+    path = tmp_path / "tiled.cu"
+    path.write_text(TILED)
+    plan = plan_for_target(load_target(path, "mm_tiled<16>"))
+    assert plan.kernel == "mm_tiled<16>"
+    assert plan.candidates and all(c.launch.block == ("16", "16") for c in plan.candidates
+                                   if "block=" not in c.label)

@@ -145,4 +145,7 @@ def make_plan(ctx: PassContext, *, seed: int = 0, batch: int = 8) -> Plan:
     if launch_bounds.name not in used and launch_bounds.check(ctx) is None:
         notes.append("__launch_bounds__ is added after measurement, to verified candidates "
                      "whose registers limit occupancy")
-    return Plan(ctx.kernel.qualified_name, candidates, tuple(missing), batch, tuple(notes))
+    # a template instance is named with its arguments (MatrixMulCUDA<16>), as its spec is
+    name = ctx.spec.kernel if ctx.spec is not None and "<" in ctx.spec.kernel else \
+        ctx.kernel.qualified_name
+    return Plan(name, candidates, tuple(missing), batch, tuple(notes))
