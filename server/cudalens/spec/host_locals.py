@@ -92,6 +92,12 @@ def locals_in(expr: str, source: str, before: int, keep: set[str]) -> str:
     return expr
 
 
+def _assigned(name: str, text: str) -> bool:
+    """Whether ``text`` assigns ``name`` (``=``, a compound assignment, ``++`` or ``--``)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)",
+                     text) is not None
+
+
 _IF_EQUAL = re.compile(r"\bif\s*\(\s*(?:([A-Za-z_]\w*)\s*==\s*([\w.]+)|([\w.]+)\s*==\s*"
                        r"([A-Za-z_]\w*))\s*\)\s*\{")
 
@@ -111,8 +117,7 @@ def if_bindings(source: str, at: int) -> dict[str, str]:
         name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         if re.fullmatch(r"[A-Za-z_]\w*", value) and not re.fullmatch(r"[A-Z_][A-Z0-9_]*", value):
             continue  # a == b between two variables fixes neither's value here
-        if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)",
-                     source[m.end():at]):
+        if _assigned(name, source[m.end():at]):
             continue
         out[name] = value
     return out
@@ -157,8 +162,7 @@ def case_bindings(source: str, at: int) -> dict[str, str]:
             if not re.search(r"(?:\bbreak|\bcontinue|\breturn\b[^;]*)\s*;\s*(?:\}\s*)?$", before):
                 continue
         name = m.group(1)
-        if re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:[-+*/%]?=(?!=)|\+\+|--)",
-                     source[end:at]):
+        if _assigned(name, source[end:at]):
             continue
         out[name] = label.strip()
     return out

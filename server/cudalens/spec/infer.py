@@ -1318,7 +1318,6 @@ class _Drafter:
                 self.later.setdefault(array, []).append(
                     f"range of {array} set to [0, {size}): its values index rows of {size[2:]}")
         params: list[BufferDecl | ScalarDecl] = []
-        self.block_shape = block  # scalar(): a per-block extent's guess
         for p in pointers:
             if not self.layout_note(p, pointers, lengths, by_param, roles, rename):
                 self.padding_note(p, lengths[p.name], rename)
@@ -1328,7 +1327,7 @@ class _Drafter:
                 params.append(self.buffer(p, roles[p.name], elements[p.name], assumed[p.name],
                                           ranges.get(p.name), by_param))
             else:
-                params.append(self.scalar(p, rename))
+                params.append(self.scalar(p, rename, block))
         self.rename = rename
         self.block_shape = block
         self.notes += self.launch_notes
@@ -2289,7 +2288,10 @@ class _Drafter:
             out.append(SizeDecl(name=size.name, expr=str(found[0])))
         return out
 
-    def scalar(self, p: Parameter, rename: dict[str, str]) -> ScalarDecl:
+    def scalar(self, p: Parameter, rename: dict[str, str],
+               block: tuple[int, ...] = ()) -> ScalarDecl:
+        """The draft's declaration of by-value parameter ``p``; ``block`` (the draft's block)
+        is the guess for a per-block extent (``blockIdx.x * p``)."""
         st, lanes = self.spec_type(p)
         if st is None or lanes > 1:
             self.notes.append(f"scalar {p.name}: type '{p.type}' cannot be expressed; assumed "
@@ -2313,7 +2315,6 @@ class _Drafter:
             return ScalarDecl(name=p.name, type=st, expr=value)
         n = re.escape(p.name)
         body = _kernel_text(self.kernel, self.source)
-        block = getattr(self, "block_shape", None)
         if block and re.search(rf"\bblockIdx\.x\s*\*\s*{n}\b|\b{n}\s*\*\s*blockIdx\.x\b",
                                body):
             # start = blockIdx.x * group: each block takes group elements; 1 would leave all

@@ -86,6 +86,12 @@ def validate(spec: KernelSpec, kernel: Kernel, source_text: Optional[str] = None
                         f"each buffer the kernel writes")
 
 
+def _body_text(kernel: Kernel, source_text: str) -> str:
+    """The lines of ``kernel``'s body (its compound statement) in ``source_text``."""
+    lines = source_text.split("\n")
+    return "\n".join(lines[kernel.body_range.start.line:kernel.body_range.end.line + 1])
+
+
 def _check_fixed_sizes(spec: KernelSpec, kernel: Kernel, source_text: str) -> None:
     """Raises SpecError when a ``size`` is named like one of the file's integer ``#define``s
     (or the build's ``-D`` values: ``spec.constants``) that the kernel's body reads: the
@@ -93,8 +99,7 @@ def _check_fixed_sizes(spec: KernelSpec, kernel: Kernel, source_text: str) -> No
     give the buffers lengths the kernel does not compute with; a size wins over a constant of
     its name in the spec's expressions, so nothing else would notice."""
     consts = dict(spec.constants)
-    lines = source_text.split("\n")
-    body = "\n".join(lines[kernel.body_range.start.line:kernel.body_range.end.line + 1])
+    body = _body_text(kernel, source_text)
     for size in spec.sizes:
         if size.name in consts and re.search(rf"\b{re.escape(size.name)}\b", body):
             raise SpecError(spec.source or "<spec>", size.line, (
@@ -141,8 +146,7 @@ def _reached_text(kernel: Kernel, source_text: str) -> str:
             body = n.child_by_field_name("body")
             if d is not None and body is not None:
                 bodies.setdefault(parsed.text_of(d).split("::")[-1], []).append(body)
-    lines = source_text.split("\n")
-    texts = ["\n".join(lines[kernel.body_range.start.line:kernel.body_range.end.line + 1])]
+    texts = [_body_text(kernel, source_text)]
     todo, seen = [texts[0]], {kernel.name}
     while todo:
         text = todo.pop()
